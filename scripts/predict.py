@@ -1,0 +1,17 @@
+"""Rule predict: replay one method over one shard of a dataset's jobs."""
+from stragglers.pipeline import predict_shard, run_rule
+from stragglers.replay import ReplaySettings
+
+run_rule(snakemake.log[0], lambda: predict_shard(
+    converted_dir=snakemake.input[0],
+    dataset=snakemake.wildcards.dataset,
+    kind=snakemake.params.kind,
+    shard=int(snakemake.wildcards.shard),
+    method=snakemake.wildcards.method,
+    params=dict(snakemake.params.method_params),
+    settings=ReplaySettings(**snakemake.params.replay),
+    seed=snakemake.params.seed,
+    out_tasks=snakemake.output.tasks,
+    out_jobs=snakemake.output.jobs,
+    method_dirs=list(snakemake.params.method_dirs),
+))

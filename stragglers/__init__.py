@@ -1,0 +1,3 @@
+"""Online straggler prediction: trace conversion, online replay, methods, evaluation."""
+
+__version__ = "0.1.0"

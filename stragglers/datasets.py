@@ -1,0 +1,60 @@
+"""What each dataset's converted jobs look like: feature columns and how they aggregate.
+
+A converted job is one Parquet file whose rows are measurement windows of its tasks
+(see `stragglers.jobdata`). A running task's feature vector at a checkpoint is built only
+from windows that became available by then; `mean` features are averaged over those windows
+weighted by window duration, `last` features take the value of the latest available window
+(used for running counts such as evictions so far).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Feature:
+    column: str  # column in the converted job file
+    paper_name: str  # the abbreviation in the paper's Table 1 / Table 2
+    aggregation: str  # "mean" (duration-weighted) or "last"
+
+
+GOOGLE_FEATURES = (
+    Feature("cpu_rate", "MCU", "mean"),
+    Feature("maximum_cpu_rate", "MAXCPU", "mean"),
+    Feature("sampled_cpu_usage", "SCPU", "mean"),
+    Feature("canonical_memory_usage", "CMU", "mean"),
+    Feature("assigned_memory_usage", "AMU", "mean"),
+    Feature("maximum_memory_usage", "MAXMU", "mean"),
+    Feature("unmapped_page_cache", "UPC", "mean"),
+    Feature("total_page_cache", "TPC", "mean"),
+    Feature("disk_io_time", "MIO", "mean"),
+    Feature("maximum_disk_io_time", "MAXIO", "mean"),
+    Feature("local_disk_space_usage", "MDK", "mean"),
+    Feature("cycles_per_instruction", "CPI", "mean"),
+    Feature("memory_accesses_per_instruction", "MAI", "mean"),
+    Feature("evictions_so_far", "EV", "last"),
+    Feature("failures_so_far", "FL", "last"),
+)
+
+ALIBABA_FEATURES = (
+    Feature("cpu_avg", "cpu_avg", "mean"),
+    Feature("cpu_max", "cpu_max", "mean"),
+    Feature("mem_avg", "mem_avg", "mean"),
+    Feature("mem_max", "mem_max", "mean"),
+)
+
+# dataset kind -> features; a dataset in the config names its kind.
+FEATURES_BY_KIND = {
+    "google-2011": GOOGLE_FEATURES,
+    "alibaba-2018": ALIBABA_FEATURES,
+}
+
+
+def feature_columns(kind: str) -> list[str]:
+    try:
+        return [f.column for f in FEATURES_BY_KIND[kind]]
+    except KeyError:
+        raise ValueError(
+            f"unknown dataset kind {kind!r}; known kinds: {sorted(FEATURES_BY_KIND)}"
+        ) from None

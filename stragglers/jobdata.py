@@ -1,0 +1,112 @@
+"""The converted per-job format shared by conversion, replay and evaluation.
+
+One Parquet file per trace job, one row per measurement window of a task:
+
+    task            int32    task position in the job, 0..n_tasks-1 (dense)
+    window_start    float64  seconds on the trace's clock
+    window_end      float64  seconds on the trace's clock (> window_start)
+    available_from  float64  seconds: when a monitor could first read this window's values
+                             (Google: the window's end; Alibaba: see README, deviations)
+    <features>      float64  the dataset kind's feature columns (stragglers.datasets)
+    task_id         string   the task's identity in the raw trace (Google task index,
+                             Alibaba instance name)
+    task_start      float64  seconds: first time the task was scheduled / started
+    task_end        float64  seconds: the time it finished
+    latency         float64  task_end - task_start, seconds
+    machine_id      string   machine of the finishing attempt
+    evictions       int32    evictions over the task's life (per-task total)
+    failures        int32    failures over the task's life (per-task total)
+
+Per-task columns repeat on each of the task's rows (Parquet's dictionary/RLE encoding keeps
+that cheap). The manifest (one per dataset) lists the jobs kept: dataset, job_id, n_tasks,
+n_windows, shard, path (relative to the manifest), job_start, job_end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+WINDOW_COLUMNS = ["task", "window_start", "window_end", "available_from"]
+TASK_COLUMNS = [
+    "task_id",
+    "task_start",
+    "task_end",
+    "latency",
+    "machine_id",
+    "evictions",
+    "failures",
+]
+MANIFEST_COLUMNS = [
+    "dataset",
+    "job_id",
+    "n_tasks",
+    "n_windows",
+    "shard",
+    "path",
+    "job_start",
+    "job_end",
+]
+
+
+@dataclass
+class Job:
+    """One converted job, in arrays: windows sorted by (available_from, task)."""
+
+    job_id: str
+    feature_names: list[str]
+    # windows
+    window_task: np.ndarray  # int, task position
+    window_start: np.ndarray
+    window_end: np.ndarray
+    available_from: np.ndarray
+    window_features: np.ndarray  # (n_windows, d)
+    # tasks
+    task_id: np.ndarray  # str
+    task_start: np.ndarray
+    task_end: np.ndarray
+    latency: np.ndarray
+    machine_id: np.ndarray
+    evictions: np.ndarray
+    failures: np.ndarray
+
+    @property
+    def n_tasks(self) -> int:
+        return len(self.latency)
+
+
+def job_from_frame(job_id: str, frame: pd.DataFrame, feature_names: list[str]) -> Job:
+    """Split a converted job's window rows into window arrays and per-task arrays."""
+    missing = [c for c in WINDOW_COLUMNS + TASK_COLUMNS + feature_names if c not in frame]
+    if missing:
+        raise ValueError(f"job {job_id}: converted file lacks columns {missing}")
+    frame = frame.sort_values(["available_from", "task", "window_start"], kind="stable")
+    tasks = frame.drop_duplicates("task").sort_values("task")
+    n_tasks = len(tasks)
+    if not np.array_equal(tasks["task"].to_numpy(), np.arange(n_tasks)):
+        raise ValueError(f"job {job_id}: task positions are not dense 0..{n_tasks - 1}")
+    return Job(
+        job_id=str(job_id),
+        feature_names=list(feature_names),
+        window_task=frame["task"].to_numpy(np.int64),
+        window_start=frame["window_start"].to_numpy(np.float64),
+        window_end=frame["window_end"].to_numpy(np.float64),
+        available_from=frame["available_from"].to_numpy(np.float64),
+        window_features=frame[feature_names].to_numpy(np.float64),
+        task_id=tasks["task_id"].astype(str).to_numpy(),
+        task_start=tasks["task_start"].to_numpy(np.float64),
+        task_end=tasks["task_end"].to_numpy(np.float64),
+        latency=tasks["latency"].to_numpy(np.float64),
+        machine_id=tasks["machine_id"].astype(str).to_numpy(),
+        evictions=tasks["evictions"].to_numpy(np.int64),
+        failures=tasks["failures"].to_numpy(np.int64),
+    )
+
+
+def read_job(path: str | Path, job_id: str, feature_names: list[str]) -> Job:
+    columns = WINDOW_COLUMNS + TASK_COLUMNS + list(feature_names)
+    frame = pd.read_parquet(path, columns=columns)
+    return job_from_frame(job_id, frame, feature_names)

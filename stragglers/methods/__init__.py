@@ -1,0 +1,99 @@
+"""Registry of straggler predictors: every `Method` subclass in this package's modules.
+
+Adding a method means adding one module here with a `Method` subclass that sets `name`,
+and naming it in the config's `methods`. Methods kept outside the package (a user's own, or a
+test's) live in a folder named in the config's `method_dirs`: every `*.py` file there is
+loaded the same way.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import pkgutil
+import sys
+from functools import cache
+from pathlib import Path
+
+from stragglers.methods.base import Checkpoint, JobInfo, Method
+
+__all__ = [
+    "Checkpoint",
+    "JobInfo",
+    "Method",
+    "available_methods",
+    "get_method",
+    "load_method_dirs",
+]
+
+_external: dict[str, type[Method]] = {}
+
+
+def _methods_in(module) -> list[type[Method]]:
+    return [
+        obj
+        for _, obj in inspect.getmembers(module, inspect.isclass)
+        if issubclass(obj, Method)
+        and obj is not Method
+        and not inspect.isabstract(obj)
+        and obj.__module__ == module.__name__
+    ]
+
+
+@cache
+def _registry() -> dict[str, type[Method]]:
+    found: dict[str, type[Method]] = {}
+    for module_info in pkgutil.iter_modules(__path__):
+        if module_info.name.startswith("_") or module_info.name == "base":
+            continue
+        module = importlib.import_module(f"{__name__}.{module_info.name}")
+        for obj in _methods_in(module):
+            _add(found, obj)
+    return found
+
+
+def _add(found: dict[str, type[Method]], obj: type[Method]) -> None:
+    if obj.name in found and found[obj.name] is not obj:
+        raise RuntimeError(
+            f"method name {obj.name!r} defined twice: "
+            f"{found[obj.name].__module__} and {obj.__module__}"
+        )
+    found[obj.name] = obj
+
+
+def load_method_dirs(directories) -> list[str]:
+    """Register the methods of every `*.py` file in these folders; returns their names."""
+    names = []
+    for directory in directories or []:
+        folder = Path(directory)
+        if not folder.is_dir():
+            raise FileNotFoundError(f"method_dirs: {folder} is not a directory")
+        for path in sorted(folder.glob("*.py")):
+            module_name = f"stragglers_user_methods.{folder.name}.{path.stem}"
+            if module_name in sys.modules:
+                module = sys.modules[module_name]
+            else:
+                spec = importlib.util.spec_from_file_location(module_name, path)
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[module_name] = module
+                spec.loader.exec_module(module)
+            for obj in _methods_in(module):
+                if obj.name in _registry() and _registry()[obj.name] is not obj:
+                    raise RuntimeError(f"{path}: method name {obj.name!r} is already taken")
+                _add(_external, obj)
+                names.append(obj.name)
+    return names
+
+
+def available_methods() -> list[str]:
+    return sorted({**_registry(), **_external})
+
+
+def get_method(name: str) -> type[Method]:
+    try:
+        return {**_registry(), **_external}[name]
+    except KeyError:
+        raise KeyError(
+            f"no method named {name!r}; available: {', '.join(available_methods())}"
+        ) from None

@@ -1,0 +1,454 @@
+"""Glue between the Snakemake rules and the library: each function is one rule's work.
+
+Rules stay thin (scripts/*.py read `snakemake.input/params/output` and call one function
+here); everything here takes plain paths and values so it can be tested without Snakemake.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from stragglers.datasets import FEATURES_BY_KIND
+from stragglers.jobdata import Job, read_job
+from stragglers.replay import ReplaySettings, run_method_on_jobs
+
+log = logging.getLogger(__name__)
+
+
+def write_parquet_atomic(frame: pd.DataFrame, path: Path | str) -> None:
+    """Write to a temporary name and rename: a crash never leaves a complete-looking file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    frame.to_parquet(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def write_text_atomic(text: str, path: Path | str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def read_manifest(converted_dir: Path | str) -> pd.DataFrame:
+    path = Path(converted_dir) / "manifest.parquet"
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no manifest; run the conversion first")
+    return pd.read_parquet(path)
+
+
+def iter_shard_jobs(converted_dir: Path | str, kind: str, shard: int) -> Iterator[Job]:
+    manifest = read_manifest(converted_dir)
+    features = [f.column for f in FEATURES_BY_KIND[kind]]
+    for row in manifest[manifest["shard"] == shard].itertuples():
+        yield read_job(Path(converted_dir) / row.path, row.job_id, features)
+
+
+def last_columns(kind: str) -> np.ndarray:
+    return np.array([f.aggregation == "last" for f in FEATURES_BY_KIND[kind]])
+
+
+def replay_settings(dataset_config: dict[str, Any], replay_config: dict[str, Any]) -> ReplaySettings:
+    """Global replay settings overlaid with the dataset's own grid."""
+    merged = {**replay_config, **dataset_config.get("replay", {})}
+    return ReplaySettings(**merged)
+
+
+def predict_shard(
+    *,
+    converted_dir: Path | str,
+    dataset: str,
+    kind: str,
+    shard: int,
+    method: str,
+    params: dict[str, Any],
+    settings: ReplaySettings,
+    seed: int,
+    out_tasks: Path | str,
+    out_jobs: Path | str,
+    method_dirs: list[str] | None = None,
+) -> pd.DataFrame:
+    # imported here: evaluation code paths never import method code
+    from stragglers.methods import get_method, load_method_dirs
+
+    load_method_dirs(method_dirs)
+    method_class = get_method(method)
+    tasks, jobs = run_method_on_jobs(
+        iter_shard_jobs(converted_dir, kind, shard),
+        method_class,
+        params,
+        settings,
+        last_columns(kind),
+        seed,
+        dataset,
+    )
+    write_parquet_atomic(tasks, out_tasks)
+    write_parquet_atomic(jobs, out_jobs)
+    failed = jobs[jobs["status"] == "failed"]
+    log.info(
+        "%s / %s / shard %d: %d jobs, %d failed", dataset, method, shard, len(jobs), len(failed)
+    )
+    return jobs
+
+
+def read_predictions(task_files: list[str], job_files: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    tasks = pd.concat([pd.read_parquet(p) for p in task_files], ignore_index=True)
+    jobs = pd.concat([pd.read_parquet(p) for p in job_files], ignore_index=True)
+    return tasks, jobs
+
+
+def dump_json(data: Any, path: Path | str) -> None:
+    write_text_atomic(json.dumps(data, indent=2, default=str) + "\n", path)
+
+
+def setup_rule_logging(log_path: str | None) -> None:
+    """Send the library's logging of one rule to its `log:` file (and stderr)."""
+    handlers: list[logging.Handler] = [logging.StreamHandler()]
+    if log_path:
+        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(log_path, mode="w"))
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=handlers,
+        force=True,
+    )
+    logging.captureWarnings(True)
+
+
+def run_rule(log_path: str | None, work) -> Any:
+    """Run one rule's work with its logging set up; a failure is logged, then re-raised."""
+    setup_rule_logging(log_path)
+    try:
+        return work()
+    except Exception:
+        log.exception("rule failed")
+        raise
+
+
+# ---------------------------------------------------------------------------------------------
+# data
+def generate_trace(*, kind: str, out_dir: Path | str, generator: dict[str, Any], seed: int) -> dict:
+    """Write the synthetic trace of `kind`; the generator's own seed defaults to the config's."""
+    from stragglers import generate
+
+    settings = {"seed": seed, **generator}
+    if kind == "google-2011":
+        summary = generate.generate_google(out_dir, generate.GoogleGeneratorConfig.from_dict(settings))
+    elif kind == "alibaba-2018":
+        summary = generate.generate_alibaba(out_dir, generate.AlibabaGeneratorConfig.from_dict(settings))
+    else:
+        raise ValueError(f"no generator for dataset kind {kind!r}")
+    log.info("generated %s trace in %s: %s", kind, out_dir, summary)
+    return summary
+
+
+def verify_local_trace(*, raw_dir: str, sha256sum: str, out: Path | str) -> dict:
+    """Verify local raw parts against a SHA256SUM file; a mismatch stops the pipeline."""
+    from stragglers.download import check_local_copy
+
+    if sha256sum:
+        verified = check_local_copy(raw_dir, sha256sum)
+        if not verified:
+            raise FileNotFoundError(f"none of the files listed in {sha256sum} is under {raw_dir}")
+        result = {"raw_dir": raw_dir, "sha256sum": sha256sum, "verified": verified}
+    else:
+        log.warning("no sha256sum given for %s: parts used unverified", raw_dir)
+        result = {"raw_dir": raw_dir, "sha256sum": None, "verified": []}
+    dump_json(result, out)
+    return result
+
+
+def convert_trace(
+    *,
+    kind: str,
+    raw_dir: str,
+    out_dir: str,
+    dataset: str,
+    n_shards: int,
+    min_tasks: int,
+    priorities: list[int] | None = None,
+) -> dict:
+    from stragglers.convert import convert_alibaba, convert_google
+
+    if kind == "google-2011":
+        return convert_google(
+            raw_dir,
+            out_dir,
+            dataset=dataset,
+            n_shards=n_shards,
+            min_tasks=min_tasks,
+            priorities=tuple(priorities or (9, 10, 11)),
+        )
+    if kind == "alibaba-2018":
+        return convert_alibaba(raw_dir, out_dir, dataset=dataset, n_shards=n_shards, min_tasks=min_tasks)
+    raise ValueError(f"no converter for dataset kind {kind!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# evaluation
+def write_csv_atomic(frame: pd.DataFrame, path: Path | str) -> None:
+    write_text_atomic(frame.to_csv(index=False), path)
+
+
+def evaluate_dataset(
+    *,
+    task_files: list[str],
+    job_files: list[str],
+    dataset: str,
+    n_points: int,
+    out_job_metrics: str,
+    out_f1_per_job: str,
+    out_f1_mean: str,
+    out_figure: str,
+) -> pd.DataFrame:
+    from stragglers import evaluate, report
+
+    tasks, jobs = evaluate.load_predictions(task_files, job_files)
+    metrics = evaluate.job_metrics(tasks, jobs)
+    per_job, mean = evaluate.f1_over_time(tasks, jobs, n_points=n_points)
+    write_csv_atomic(metrics, out_job_metrics)
+    write_csv_atomic(per_job, out_f1_per_job)
+    write_csv_atomic(mean, out_f1_mean)
+    report.plot_f1_over_time(mean, out_figure, dataset)
+    return metrics
+
+
+def paper_rows_for(paper_table: str, kinds: dict[str, str]) -> pd.DataFrame:
+    """The paper's Table 3 rows re-labelled with our dataset names (matched by trace kind)."""
+    from stragglers.report import read_paper_table3
+
+    paper = read_paper_table3(paper_table)
+    published = {"google-2011": "google", "alibaba-2018": "alibaba"}
+    frames = []
+    for dataset, kind in kinds.items():
+        rows = paper[paper["dataset"].str.lower() == published.get(kind, "")].copy()
+        rows["dataset"] = dataset
+        frames.append(rows)
+    return pd.concat(frames, ignore_index=True)
+
+
+def table3(
+    *,
+    job_metric_files: list[str],
+    datasets: list[str],
+    kinds: dict[str, str],
+    paper_table: str,
+    out_csv: str,
+    out_md: str,
+    out_summary: str,
+) -> pd.DataFrame:
+    from stragglers import evaluate, report
+
+    metrics = pd.concat([pd.read_csv(p, dtype={"job_id": str}) for p in job_metric_files], ignore_index=True)
+    summary = evaluate.summary_table(metrics, dataset_order=datasets)
+    write_csv_atomic(summary, out_summary)
+    paper_path = Path(out_csv).with_name("paper_table3_relabelled.csv")
+    write_csv_atomic(paper_rows_for(paper_table, kinds), paper_path)
+    report.write_table3(summary, out_csv, out_md, paper_table3_path=paper_path, dataset_order=datasets)
+    return summary
+
+
+def cost_table(*, job_files: list[str], benchmark_files: list[str], out_csv: str, out_md: str) -> pd.DataFrame:
+    from stragglers import evaluate, report
+
+    jobs = pd.concat([pd.read_parquet(p) for p in job_files], ignore_index=True)
+    cost = evaluate.cost_table(jobs)
+    bench_rows = []
+    for path in benchmark_files:
+        parts = Path(path).parts  # benchmarks/predict/<dataset>/<method>/shard-<k>.tsv
+        frame = pd.read_csv(path, sep="\t")
+        bench_rows.append(
+            {"dataset": parts[-3], "method": parts[-2], "rule_seconds": float(frame["s"].iloc[0]),
+             "max_rss_mb": float(pd.to_numeric(frame["max_rss"], errors="coerce").iloc[0])}
+        )
+    bench = (
+        pd.DataFrame(bench_rows)
+        .groupby(["dataset", "method"], sort=False)
+        .agg(rule_seconds_total=("rule_seconds", "sum"), max_rss_mb=("max_rss_mb", "max"))
+        .reset_index()
+    )
+    cost = cost.merge(bench, on=["dataset", "method"], how="left")
+    report.write_table(
+        cost,
+        out_csv,
+        out_md,
+        title="Cost per method",
+        caption=(
+            "Wall time of each method in the online replay: seconds per job (mean, std), "
+            "seconds per checkpoint (total seconds / checkpoints asked to predict), and the "
+            "Snakemake benchmark of the prediction rules (rule_seconds_total: all shards, "
+            "including reading the jobs; max_rss_mb: peak memory of one shard). One core each."
+        ),
+    )
+    return cost
+
+
+# ---------------------------------------------------------------------------------------------
+# completion-time simulation
+def simulate_method(
+    *,
+    task_files: list[str],
+    job_files: list[str],
+    grid_origin: float,
+    checkpoint_interval: float,
+    machines: list[int],
+    repeats: int,
+    seed: int,
+    out: str,
+) -> pd.DataFrame:
+    from stragglers import simulate
+
+    tasks, jobs = read_predictions(task_files, job_files)
+    frames = []
+    ok_jobs = jobs[jobs["status"] == "ok"]
+    for (dataset, method, job_id), job_tasks in tasks.groupby(["dataset", "method", "job_id"], sort=False):
+        if job_id not in set(ok_jobs["job_id"]):
+            continue
+        job_tasks = job_tasks.sort_values("task")
+        latency = job_tasks["latency"].to_numpy(float)
+        uniforms = simulate.replacement_uniforms(str(job_id), len(latency), repeats, seed)
+        frame = simulate.simulate_job(
+            job_tasks["task_start"].to_numpy(float),
+            job_tasks["task_end"].to_numpy(float),
+            job_tasks["flag_time"].to_numpy(float),
+            simulate.replacement_durations(latency, uniforms),
+            grid_origin=grid_origin,
+            machines=machines,
+            checkpoint_interval=checkpoint_interval,
+            job_id=str(job_id),
+        )
+        frame.insert(0, "job_id", str(job_id))
+        frame.insert(0, "method", method)
+        frame.insert(0, "dataset", dataset)
+        frames.append(frame)
+    result = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["dataset", "method", "job_id", *simulate.RESULT_COLUMNS]
+    )
+    write_parquet_atomic(result, out)
+    log.info("simulated %d jobs (%d skipped as failed)", len(frames), int((jobs["status"] != "ok").sum()))
+    return result
+
+
+def simulation_report(
+    *,
+    simulation_files: list[str],
+    dataset: str,
+    out_unlimited_csv: str,
+    out_limited_csv: str,
+    out_unlimited_png: str,
+    out_by_machines_png: str,
+    out_limited_mean_png: str,
+) -> None:
+    from stragglers import report
+
+    frame = pd.concat([pd.read_parquet(p) for p in simulation_files], ignore_index=True)
+    unlimited_table, by_machines_table = report.simulation_tables(frame)
+    write_csv_atomic(unlimited_table, out_unlimited_csv)
+    write_csv_atomic(by_machines_table, out_limited_csv)
+    unlimited = frame[frame["algorithm"] == "unlimited"]
+    limited = frame[frame["algorithm"] == "limited"]
+    report.plot_reduction_bars(
+        unlimited, out_unlimited_png, f"{dataset}: more machines than tasks (Algorithm 2)"
+    )
+    report.plot_reduction_by_machines(limited, out_by_machines_png, f"{dataset}: m machines (Algorithm 3)")
+    report.plot_reduction_bars(
+        limited, out_limited_mean_png, f"{dataset}: Algorithm 3, mean over machine counts"
+    )
+
+
+def completion_time_table(
+    *, unlimited_files: list[str], limited_files: list[str], datasets: list[str], out_csv: str, out_md: str
+) -> pd.DataFrame:
+    from stragglers import report
+
+    rows = []
+    for dataset, unlimited_path, limited_path in zip(datasets, unlimited_files, limited_files):
+        unlimited = pd.read_csv(unlimited_path)
+        limited = pd.read_csv(limited_path)
+        mean_limited = limited.groupby("method", sort=False)["reduction_mean"].mean()
+        for row in unlimited.itertuples():
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "method": row.method,
+                    "jobs": int(row.n_jobs),
+                    "reduction_unlimited": row.reduction_mean,
+                    "reduction_unlimited_std": row.reduction_std,
+                    "reduction_limited_mean_over_m": mean_limited.get(row.method, np.nan),
+                }
+            )
+    table = pd.DataFrame(rows)
+    report.write_table(
+        table,
+        out_csv,
+        out_md,
+        title="Reduction in job completion time",
+        caption=(
+            "Fraction by which job completion time drops when predicted stragglers are killed at "
+            "their flag time and relaunched with a duration drawn from the job's own latencies "
+            "(same draws for every method). reduction_unlimited: Algorithm 2 (mean over repeats, "
+            "then over jobs; std over jobs). reduction_limited_mean_over_m: Algorithm 3 averaged "
+            "over the configured machine counts (paper Figures 8-9). Negative values: relaunching "
+            "made jobs slower. Model: docs/simulation.md."
+        ),
+    )
+    return table
+
+
+RESULTS_INDEX = """# results/
+
+Made by `snakemake` from `config/config.yaml`; every file here can be rebuilt from it.
+Datasets: {datasets}. Methods: {methods}. Replay protocol: `{protocol}`, straggler threshold:
+p{quantile:g} of each job's latencies, prediction starts when {start:g}% of a job's tasks finished.
+Seed: {seed}.
+
+| path | what it is |
+|---|---|
+| `tables/table3.md`, `.csv` | Paper Table 3: mean TPR, FPR, FNR, F1 over jobs per method and dataset, grouped by family, with the paper's published numbers beside ours; jobs evaluated / failed / unscorable per method |
+| `tables/summary_by_dataset.csv` | Table 3 in long form (one row per dataset and method, with F1 std over jobs) |
+| `tables/paper_table3_relabelled.csv` | The paper's numbers (stragglers/data/paper_table3.csv) keyed by our dataset names |
+| `tables/cost.md`, `.csv` | Seconds per job and per checkpoint for every method; Snakemake benchmark totals |
+| `tables/completion_time.md`, `.csv` | Mean reduction in job completion time per method: Algorithm 2 and Algorithm 3 (mean over machine counts) |
+| `<dataset>/predictions/<method>/shard-<k>.tasks.parquet` | One row per task of each job the method ran on: latency, start, end, is_straggler, evaluated, flagged, flag_time (NaN = never flagged) |
+| `<dataset>/predictions/<method>/shard-<k>.jobs.parquet` | One row per job: status (ok / failed), reason of a failure, seconds, checkpoints, straggler threshold, prediction start |
+| `<dataset>/evaluation/job_metrics.csv` | Per job and method: confusion matrix, TPR, FPR, FNR, precision, F1, status |
+| `<dataset>/evaluation/f1_over_time.csv` | Mean F1 over jobs at normalised times k/N of each job's span (Figures 2-3) |
+| `<dataset>/evaluation/f1_over_time_per_job.csv` | The same per job |
+| `<dataset>/figures/f1_over_time.png` | Figure 2/3 analogue |
+| `<dataset>/simulation/<method>.parquet` | Per job, repeat and algorithm (unlimited, or limited with m machines): baseline and mitigated job completion time and the reduction |
+| `<dataset>/simulation/reduction_unlimited.csv` | Mean reduction per method, Algorithm 2 (Figures 4-5) |
+| `<dataset>/simulation/reduction_by_machines.csv` | Mean reduction per method and machine count, Algorithm 3 (Figures 6-7) |
+| `<dataset>/figures/reduction_unlimited.png` | Figure 4/5 analogue |
+| `<dataset>/figures/reduction_by_machines.png` | Figure 6/7 analogue |
+| `<dataset>/figures/reduction_limited_mean.png` | Figure 8/9 analogue |
+
+Outside results/: `resources/raw/<dataset>/` (raw trace parts, generated or downloaded),
+`resources/converted/<dataset>/` (one Parquet file per job, `manifest.parquet`, and
+`report.json`: every row, task and job the conversion skipped, with its reason), `logs/` (one
+log per rule run; a method's failure on a job is logged there with its traceback) and
+`benchmarks/` (time and memory of the costly rules).
+"""
+
+
+def results_index(*, datasets: list[str], methods: list[str], config: dict[str, Any], out: str) -> None:
+    replay = config.get("replay", {})
+    text = RESULTS_INDEX.format(
+        datasets=", ".join(f"`{d}`" for d in datasets),
+        methods=", ".join(f"`{m}`" for m in methods),
+        protocol=replay.get("protocol", "causal"),
+        quantile=100 * replay.get("straggler_quantile", 0.9),
+        start=100 * replay.get("start_fraction", 0.04),
+        seed=config.get("seed"),
+    )
+    write_text_atomic(text, out)

@@ -1,0 +1,205 @@
+"""Reading headerless raw-trace CSV parts (gzip or plain) in bounded-size chunks.
+
+Fast path: pyarrow's streaming CSV reader with explicit column names and types. A row with
+the wrong number of columns is skipped and recorded (file, line, reason). If a value cannot be
+parsed, the file is re-read with a slower, exact line-by-line path that records every bad row
+with its line number and skips it. A truncated or corrupt gzip stream is an error naming the
+file: a part that cannot be read to its end is never half-used.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+
+class RawTraceError(RuntimeError):
+    """A raw trace file that cannot be used; the message names the file (and line)."""
+
+
+@dataclass
+class SkippedRows:
+    """Rows skipped while reading, with reasons; at most `keep` examples are stored."""
+
+    count: int = 0
+    by_reason: dict[str, int] = field(default_factory=dict)
+    examples: list[str] = field(default_factory=list)
+    keep: int = 20
+
+    def add(self, path: Path | str, line: int | None, reason: str, kind: str) -> None:
+        self.count += 1
+        self.by_reason[kind] = self.by_reason.get(kind, 0) + 1
+        if len(self.examples) < self.keep:
+            where = f"{path}:{line}" if line is not None else str(path)
+            self.examples.append(f"{where}: {reason}")
+
+    def snapshot(self) -> tuple:
+        return self.count, dict(self.by_reason), list(self.examples)
+
+    def restore(self, state: tuple) -> None:
+        self.count, self.by_reason, self.examples = state[0], dict(state[1]), list(state[2])
+
+    def as_dict(self) -> dict:
+        return {"count": self.count, "by_reason": dict(self.by_reason), "examples": self.examples}
+
+
+def _open_text(path: Path) -> io.TextIOBase:
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
+    return open(path, encoding="utf-8", newline="")
+
+
+def _arrow_types(columns: list[str], types: dict[str, str]) -> dict[str, pa.DataType]:
+    mapping = {"int": pa.int64(), "float": pa.float64(), "str": pa.string()}
+    return {c: mapping[types.get(c, "str")] for c in columns}
+
+
+def iter_csv_chunks(
+    path: Path | str,
+    columns: list[str],
+    types: dict[str, str],
+    usecols: list[str] | None = None,
+    skipped: SkippedRows | None = None,
+    block_size: int = 16 << 20,
+) -> Iterator[pd.DataFrame]:
+    """Yield DataFrames of `usecols` from a headerless CSV part, chunk by chunk.
+
+    `types` maps column -> "int" | "float" | "str"; missing fields become NaN (ints are read
+    as nullable by going through float when a column has gaps).
+    """
+    path = Path(path)
+    usecols = list(usecols or columns)
+    skipped = skipped if skipped is not None else SkippedRows()
+    arrow_types = _arrow_types(columns, types)
+    # Empty fields in int columns must read as missing: read them as float, cast later.
+    read_types = {c: (pa.float64() if t == pa.int64() else t) for c, t in arrow_types.items()}
+
+    def on_invalid(row: pacsv.InvalidRow) -> str:
+        skipped.add(
+            path,
+            row.number,
+            f"expected {row.expected_columns} columns, got {row.actual_columns}",
+            "wrong column count",
+        )
+        return "skip"
+
+    before = skipped.snapshot()
+    rows_yielded = 0
+    try:
+        reader = pacsv.open_csv(
+            path,
+            read_options=pacsv.ReadOptions(column_names=columns, block_size=block_size),
+            parse_options=pacsv.ParseOptions(invalid_row_handler=on_invalid),
+            convert_options=pacsv.ConvertOptions(
+                column_types=read_types, include_columns=usecols, strings_can_be_null=False
+            ),
+        )
+        batches = []
+        for batch in reader:
+            batches.append(batch)
+            if sum(b.num_rows for b in batches) >= 1_000_000:
+                frame = _to_frame(batches, usecols, types)
+                rows_yielded += len(frame)
+                yield frame
+                batches = []
+        if batches:
+            yield _to_frame(batches, usecols, types)
+    except (pa.ArrowInvalid, OSError, EOFError) as error:
+        message = str(error)
+        if _is_corrupt_stream(message) or isinstance(error, (OSError, EOFError)):
+            raise RawTraceError(
+                f"{path}: cannot be read to its end ({message.splitlines()[0]}); "
+                "the file is truncated or corrupt: download it again"
+            ) from error
+        # an unparsable value somewhere: redo this file exactly, line by line, recounting its
+        # skipped rows from the start and not repeating the valid rows already yielded
+        skipped.restore(before)
+        yield from _slow_path(path, columns, types, usecols, skipped, skip_valid=rows_yielded)
+
+
+def _is_corrupt_stream(message: str) -> bool:
+    lowered = message.lower()
+    return any(k in lowered for k in ("gzip", "truncated", "decompress", "zlib", "inflate"))
+
+
+def _to_frame(batches: list[pa.RecordBatch], usecols: list[str], types: dict[str, str]) -> pd.DataFrame:
+    frame = pa.Table.from_batches(batches).to_pandas()
+    return frame[usecols]
+
+
+def _slow_path(
+    path: Path,
+    columns: list[str],
+    types: dict[str, str],
+    usecols: list[str],
+    skipped: SkippedRows,
+    skip_valid: int = 0,
+    chunk_rows: int = 500_000,
+) -> Iterator[pd.DataFrame]:
+    index = {c: i for i, c in enumerate(columns)}
+    parsers = {"int": _parse_int, "float": _parse_float, "str": str}
+    rows: list[list] = []
+    try:
+        with _open_text(path) as handle:
+            for line_number, fields in enumerate(csv.reader(handle), start=1):
+                if len(fields) != len(columns):
+                    skipped.add(
+                        path,
+                        line_number,
+                        f"expected {len(columns)} columns, got {len(fields)}",
+                        "wrong column count",
+                    )
+                    continue
+                try:
+                    row = [parsers[types.get(c, "str")](fields[index[c]]) for c in usecols]
+                except ValueError as error:
+                    skipped.add(path, line_number, str(error), "unparsable value")
+                    continue
+                if skip_valid > 0:
+                    skip_valid -= 1
+                    continue
+                rows.append(row)
+                if len(rows) >= chunk_rows:
+                    yield _rows_to_frame(rows, usecols, types)
+                    rows = []
+    except (OSError, EOFError) as error:
+        raise RawTraceError(
+            f"{path}: cannot be read to its end ({error}); the file is truncated or corrupt"
+        ) from error
+    if rows:
+        yield _rows_to_frame(rows, usecols, types)
+
+
+def _parse_int(text: str) -> float:
+    if text == "":
+        return np.nan
+    try:
+        return float(int(text))
+    except ValueError:
+        raise ValueError(f"not an integer: {text!r}") from None
+
+
+def _parse_float(text: str) -> float:
+    if text == "":
+        return np.nan
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"not a number: {text!r}") from None
+
+
+def _rows_to_frame(rows: list[list], usecols: list[str], types: dict[str, str]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=usecols)
+    for c in usecols:
+        if types.get(c, "str") in ("int", "float"):
+            frame[c] = frame[c].astype(float)
+    return frame

@@ -1,0 +1,402 @@
+"""Job-completion-time simulation of straggler mitigation (NURD, MLSys 2022: §5 and §7.3).
+
+A method's flags (the time each task was first predicted to straggle) are turned into a
+reduction of the job's completion time by relaunching flagged tasks:
+
+- Algorithm 2 (more machines than tasks): a flagged task is killed at its flag time and its
+  new copy starts at once.
+- Algorithm 3 (``m`` machines for the job): a relaunch needs a free machine at a checkpoint;
+  a flagged task that finds none keeps running and retries at every later checkpoint.
+
+A relaunched copy's duration is drawn from the job's own task latencies (paper §7.3), through
+uniforms that depend only on (seed, job id, repeat, task), so every method is scored with the
+same random numbers. The model, with its consequences and the ones that do *not* hold, is
+written out in ``docs/simulation.md``.
+
+Typical use, one job and one method::
+
+    uniforms = replacement_uniforms(job_id, n_tasks, n_repeats=5, seed=seed)
+    replacement = replacement_durations(task_end - task_start, uniforms)
+    frame = simulate_job(task_start, task_end, flag_time, replacement,
+                         machines=DEFAULT_MACHINES, grid_origin=job_start)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+DEFAULT_MACHINES: tuple[int, ...] = (100, 200, 300, 400, 500, 600, 700, 800, 900)  # Figs 6-9
+CHECKPOINT_INTERVAL = 300.0  # seconds between checkpoints
+# A flag time further than this from the checkpoint grid is an input error, not rounding.
+GRID_TOLERANCE = 1e-3  # seconds
+# Slack when rounding a copy's end up to the next checkpoint: visiting a checkpoint early is
+# harmless (nothing changes there), missing one would be a wrong answer.
+_CEIL_SLACK = 1e-9
+
+ALGORITHM_UNLIMITED = "unlimited"  # Algorithm 2
+ALGORITHM_LIMITED = "limited"  # Algorithm 3
+RESULT_COLUMNS = ["algorithm", "machines", "repeat", "jct_base", "jct_mitigated", "reduction"]
+
+
+# ----------------------------------------------------------------------------- random numbers
+
+
+def replacement_uniforms(job_id: str, n_tasks: int, n_repeats: int, seed: int) -> np.ndarray:
+    """Uniforms in [0, 1), shape (n_repeats, n_tasks), fixed by (seed, job_id).
+
+    The job id enters through SHA-256 (not Python's salted ``hash``), so the stream is the
+    same in every process and on every run; row r, column i is the draw for repeat r, task i.
+    """
+    if not isinstance(job_id, str) or not job_id:
+        raise ValueError(f"replacement_uniforms: job_id must be a non-empty str, got {job_id!r}")
+    counts = (("n_tasks", n_tasks, 0), ("n_repeats", n_repeats, 1), ("seed", seed, 0))
+    for name, value, low in counts:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ValueError(
+                f"replacement_uniforms(job {job_id!r}): {name} must be an int >= {low}, "
+                f"got {value!r}"
+            )
+    job_key = int.from_bytes(hashlib.sha256(job_id.encode("utf-8")).digest()[:16], "little")
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), job_key]))
+    return rng.random((int(n_repeats), int(n_tasks)))
+
+
+def replacement_durations(latency: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+    """Map uniforms through the empirical distribution of ``latency``: sort(latency)[floor(u*n)].
+
+    Returns an array of the uniforms' shape (normally (n_repeats, n_tasks)).
+    """
+    latency = np.asarray(latency, dtype=np.float64)
+    uniforms = np.asarray(uniforms, dtype=np.float64)
+    if latency.ndim != 1 or latency.size == 0:
+        raise ValueError(
+            "replacement_durations: latency must be a non-empty 1-D array, "
+            f"got shape {latency.shape}"
+        )
+    bad = np.flatnonzero(~np.isfinite(latency) | (latency < 0))
+    if bad.size:
+        raise ValueError(
+            "replacement_durations: latency must be finite and >= 0; "
+            f"task {bad[0]} has {float(latency[bad[0]])}"
+        )
+    if uniforms.size and not np.all((uniforms >= 0) & (uniforms < 1)):
+        raise ValueError("replacement_durations: uniforms must lie in [0, 1)")
+    n = latency.size
+    # u * n can round up to n for u within an ulp of 1.
+    index = np.minimum(np.floor(uniforms * n).astype(np.int64), n - 1)
+    return np.sort(latency)[index]
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def _where(job_id: str | None) -> str:
+    return f"job {job_id!r}: " if job_id is not None else ""
+
+
+def _validate_job(task_start, task_end, flag_time, replacement, job_id):
+    """Arrays as float64 with every documented precondition checked; raises ValueError."""
+    where = _where(job_id)
+    start = np.asarray(task_start, dtype=np.float64)
+    end = np.asarray(task_end, dtype=np.float64)
+    flag = np.asarray(flag_time, dtype=np.float64)
+    repl = np.asarray(replacement, dtype=np.float64)
+    if start.ndim != 1 or start.size == 0:
+        raise ValueError(
+            f"{where}task_start must be a non-empty 1-D array, got shape {start.shape}"
+        )
+    n_tasks = start.size
+    for name, array in (("task_end", end), ("flag_time", flag)):
+        if array.shape != (n_tasks,):
+            raise ValueError(f"{where}{name} has shape {array.shape}, task_start has ({n_tasks},)")
+    if repl.ndim != 2 or repl.shape[1] != n_tasks or repl.shape[0] == 0:
+        raise ValueError(
+            f"{where}replacement must have shape (n_repeats >= 1, n_tasks={n_tasks}), "
+            f"got {repl.shape}"
+        )
+    bad = np.flatnonzero(~np.isfinite(start) | ~np.isfinite(end) | (end < start))
+    if bad.size:
+        i = bad[0]
+        raise ValueError(
+            f"{where}task {i}: need finite task_start <= task_end, "
+            f"got {float(start[i])}, {float(end[i])}"
+        )
+    flagged = ~np.isnan(flag)
+    bad = np.flatnonzero(flagged & ~((flag >= start) & (flag < end)))
+    if bad.size:
+        i = bad[0]
+        raise ValueError(
+            f"{where}task {i}: flag_time {float(flag[i])} outside [task_start, task_end) = "
+            f"[{float(start[i])}, {float(end[i])})"
+        )
+    if not np.all(np.isfinite(repl) & (repl >= 0)):
+        r, i = np.argwhere(~(np.isfinite(repl) & (repl >= 0)))[0]
+        raise ValueError(
+            f"{where}replacement[{r}, {i}] = {float(repl[r, i])}; "
+            "durations must be finite and >= 0"
+        )
+    return start, end, flag, flagged, repl
+
+
+def _validate_machines(machines, job_id) -> np.ndarray:
+    values = list(machines)
+    for m in values:
+        if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 0:
+            raise ValueError(f"{_where(job_id)}machines must be ints >= 0, got {m!r} in {values!r}")
+    return np.asarray(values, dtype=np.int64)
+
+
+def _grid_index(
+    times: np.ndarray, grid_origin: float, checkpoint_interval: float, job_id
+) -> np.ndarray:
+    """Checkpoint numbers k with times == grid_origin + k * checkpoint_interval."""
+    k = np.rint((times - grid_origin) / checkpoint_interval)
+    off = np.abs(grid_origin + k * checkpoint_interval - times)
+    if np.any(off > GRID_TOLERANCE):
+        t = times[np.argmax(off)]
+        raise ValueError(
+            f"{_where(job_id)}flag_time {float(t)} is not on the checkpoint grid "
+            f"{grid_origin!r} + k * {checkpoint_interval!r}"
+        )
+    return k.astype(np.int64)
+
+
+# ----------------------------------------------------------------------------- completion times
+
+
+def job_completion_time(task_start: np.ndarray, task_end: np.ndarray) -> float:
+    """JCT as in the trace: last task end minus first task start."""
+    return float(np.max(task_end) - np.min(task_start))
+
+
+def jct_reduction(jct_base: float, jct_mitigated: np.ndarray) -> np.ndarray:
+    """(jct_base - jct_mitigated) / jct_base; 0 for a zero-length job (nothing can be flagged)."""
+    jct_mitigated = np.asarray(jct_mitigated, dtype=np.float64)
+    if jct_base <= 0:
+        return np.zeros_like(jct_mitigated)
+    return (jct_base - jct_mitigated) / jct_base
+
+
+def mitigated_jct_unlimited(
+    task_start: np.ndarray,
+    task_end: np.ndarray,
+    flag_time: np.ndarray,
+    replacement: np.ndarray,
+    *,
+    job_id: str | None = None,
+) -> tuple[float, np.ndarray]:
+    """Algorithm 2: (jct_base, jct_mitigated of shape (n_repeats,))."""
+    start, end, flag, flagged, repl = _validate_job(
+        task_start, task_end, flag_time, replacement, job_id
+    )
+    first_start = start.min()
+    jct_base = float(end.max() - first_start)
+    # Flagged tasks end at flag + replacement; the killed copy's end no longer counts.
+    new_end = np.where(flagged, np.where(flagged, flag, 0.0) + repl, end)  # (n_repeats, n_tasks)
+    return jct_base, new_end.max(axis=1) - first_start
+
+
+def mitigated_jct_limited(
+    task_start: np.ndarray,
+    task_end: np.ndarray,
+    flag_time: np.ndarray,
+    replacement: np.ndarray,
+    machines: Sequence[int],
+    grid_origin: float,
+    checkpoint_interval: float = CHECKPOINT_INTERVAL,
+    *,
+    job_id: str | None = None,
+) -> tuple[float, np.ndarray]:
+    """Algorithm 3: (jct_base, jct_mitigated of shape (len(machines), n_repeats)).
+
+    All (machine count, repeat) pairs are simulated together as rows of one batch; the loop
+    runs over the checkpoints where something can change in some row: a flag time, or, while
+    a row has tasks waiting for a machine, the first checkpoint after some copy ends.
+    """
+    start, end, flag, flagged, repl = _validate_job(
+        task_start, task_end, flag_time, replacement, job_id
+    )
+    capacity_per_setting = _validate_machines(machines, job_id)
+    if not (isinstance(checkpoint_interval, (int, float, np.number)) and checkpoint_interval > 0
+            and math.isfinite(checkpoint_interval)):
+        raise ValueError(
+            f"{_where(job_id)}checkpoint_interval must be a finite number > 0, "
+            f"got {checkpoint_interval!r}"
+        )
+    if not (isinstance(grid_origin, (int, float, np.number)) and math.isfinite(grid_origin)):
+        raise ValueError(
+            f"{_where(job_id)}grid_origin must be a finite number, got {grid_origin!r}"
+        )
+    grid_origin = float(grid_origin)
+    checkpoint_interval = float(checkpoint_interval)
+
+    n_repeats = repl.shape[0]
+    n_settings = capacity_per_setting.size
+    first_start = start.min()
+    jct_base = float(end.max() - first_start)
+    if n_settings == 0:
+        return jct_base, np.empty((0, n_repeats))
+    if not flagged.any():
+        return jct_base, np.full((n_settings, n_repeats), jct_base)
+
+    # Flagged tasks as columns, in service order: flag checkpoint, then task position.
+    positions = np.flatnonzero(flagged)
+    flag_k = _grid_index(flag[positions], grid_origin, checkpoint_interval, job_id)
+    order = np.lexsort((positions, flag_k))
+    positions, flag_k = positions[order], flag_k[order]
+    f_start, f_end = start[positions], end[positions]
+    n_flagged = positions.size
+
+    # Rows: (machine count, repeat) pairs, machine-count major.
+    capacity = np.repeat(capacity_per_setting, n_repeats)  # (B,)
+    f_repl = np.tile(repl[:, positions], (n_settings, 1))  # (B, K)
+    n_rows = capacity.size
+
+    # Unflagged tasks run exactly as in the trace in every row: count them with sorted times.
+    u_start = np.sort(start[~flagged])
+    u_end = np.sort(end[~flagged])
+
+    original_end = np.broadcast_to(f_end, (n_rows, n_flagged)).copy()  # becomes c when killed
+    copy_end = np.full((n_rows, n_flagged), -np.inf)  # relaunched copy's end
+    relaunched = np.zeros((n_rows, n_flagged), dtype=bool)
+    flag_checkpoints = np.unique(flag_k)
+
+    k = int(flag_checkpoints[0])
+    while True:
+        c = grid_origin + k * checkpoint_interval
+        running = (
+            int(np.searchsorted(u_start, c, "right") - np.searchsorted(u_end, c, "right"))
+            + ((f_start <= c) & (c < original_end)).sum(axis=1)
+            + (copy_end > c).sum(axis=1)
+        )
+        free = np.maximum(capacity - running, 0)
+        waiting = (flag_k <= k) & (f_end > c) & ~relaunched
+        served = waiting & (np.cumsum(waiting, axis=1) <= free[:, None])
+        if served.any():
+            original_end[served] = c
+            copy_end[served] = c + f_repl[served]
+            relaunched |= served
+
+        # Next checkpoint where some row can change.
+        candidates = []
+        later = np.searchsorted(flag_checkpoints, k, "right")
+        if later < flag_checkpoints.size:
+            candidates.append(int(flag_checkpoints[later]))
+        rows_waiting = (waiting & ~served).any(axis=1)
+        if (rows_waiting & served.any(axis=1)).any():
+            # Serving gives back the killed originals' machines from the next checkpoint.
+            candidates.append(k + 1)
+        elif rows_waiting.any():
+            # A waiting row needs a machine: only a copy ending (its own included) frees one.
+            next_end = math.inf
+            i = np.searchsorted(u_end, c, "right")
+            if i < u_end.size:
+                next_end = u_end[i]
+            ends = np.concatenate(
+                [original_end[rows_waiting].ravel(), copy_end[rows_waiting].ravel()]
+            )
+            ends = ends[ends > c]
+            if ends.size:
+                next_end = min(next_end, float(ends.min()))
+            # A waiting task's own original is still running, so next_end is finite.
+            k_end = math.ceil((next_end - grid_origin) / checkpoint_interval - _CEIL_SLACK)
+            candidates.append(max(k + 1, k_end))
+        if not candidates:
+            break
+        k = min(candidates)
+
+    final_end = np.where(relaunched, copy_end, f_end).max(axis=1)  # (B,)
+    if u_end.size:
+        final_end = np.maximum(final_end, u_end[-1])
+    return jct_base, (final_end - first_start).reshape(n_settings, n_repeats)
+
+
+# ----------------------------------------------------------------------------- reductions
+
+
+def simulate_unlimited(
+    task_start: np.ndarray,
+    task_end: np.ndarray,
+    flag_time: np.ndarray,
+    replacement: np.ndarray,
+    *,
+    job_id: str | None = None,
+) -> np.ndarray:
+    """Algorithm 2 reductions in JCT, shape (n_repeats,); negative when relaunching hurt."""
+    jct_base, jct_mitigated = mitigated_jct_unlimited(
+        task_start, task_end, flag_time, replacement, job_id=job_id
+    )
+    return jct_reduction(jct_base, jct_mitigated)
+
+
+def simulate_limited(
+    task_start: np.ndarray,
+    task_end: np.ndarray,
+    flag_time: np.ndarray,
+    replacement: np.ndarray,
+    machines: Sequence[int],
+    grid_origin: float,
+    checkpoint_interval: float = CHECKPOINT_INTERVAL,
+    *,
+    job_id: str | None = None,
+) -> np.ndarray:
+    """Algorithm 3 reductions in JCT, shape (len(machines), n_repeats).
+
+    Flag times must lie on the job's grid ``grid_origin + k * checkpoint_interval`` (computed
+    that way; up to GRID_TOLERANCE off is taken as rounding and snapped to the grid).
+    """
+    jct_base, jct_mitigated = mitigated_jct_limited(
+        task_start, task_end, flag_time, replacement, machines, grid_origin,
+        checkpoint_interval, job_id=job_id,
+    )
+    return jct_reduction(jct_base, jct_mitigated)
+
+
+def simulate_job(
+    task_start: np.ndarray,
+    task_end: np.ndarray,
+    flag_time: np.ndarray,
+    replacement: np.ndarray,
+    *,
+    grid_origin: float,
+    machines: Sequence[int] = DEFAULT_MACHINES,
+    checkpoint_interval: float = CHECKPOINT_INTERVAL,
+    job_id: str | None = None,
+) -> pd.DataFrame:
+    """Both algorithms for one job as a tidy frame with columns RESULT_COLUMNS.
+
+    Algorithm 2 rows have ``machines`` = <NA>; one row per repeat (and machine count).
+    """
+    machines = list(machines)
+    jct_base, unlimited = mitigated_jct_unlimited(
+        task_start, task_end, flag_time, replacement, job_id=job_id
+    )
+    _, limited = mitigated_jct_limited(
+        task_start, task_end, flag_time, replacement, machines, grid_origin,
+        checkpoint_interval, job_id=job_id,
+    )
+    n_settings, n_repeats = limited.shape
+    machine_per_row = np.repeat(np.asarray(machines, dtype=np.int64), n_repeats)
+    frame = pd.DataFrame(
+        {
+            "algorithm": np.repeat(
+                [ALGORITHM_UNLIMITED, ALGORITHM_LIMITED], [n_repeats, n_settings * n_repeats]
+            ),
+            "machines": pd.arrays.IntegerArray(
+                np.concatenate([np.zeros(n_repeats, np.int64), machine_per_row]),
+                np.arange(n_repeats * (n_settings + 1)) < n_repeats,  # <NA> for Algorithm 2
+            ),
+            "repeat": np.concatenate(
+                [np.arange(n_repeats), np.tile(np.arange(n_repeats), n_settings)]
+            ),
+            "jct_base": jct_base,
+            "jct_mitigated": np.concatenate([unlimited, limited.ravel()]),
+        }
+    )
+    frame["reduction"] = jct_reduction(jct_base, frame["jct_mitigated"].to_numpy())
+    return frame

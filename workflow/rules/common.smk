@@ -1,0 +1,92 @@
+# Input functions and config lookups shared by the rules.
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(workflow.basedir)))  # the stragglers package, even when not installed
+
+from stragglers.methods import available_methods, load_method_dirs
+
+load_method_dirs(config.get("method_dirs", []))
+
+DATASETS = list(config["datasets"])
+METHODS = list(config["methods"])
+
+_unknown = sorted(set(METHODS) - set(available_methods()))
+if _unknown:
+    raise ValueError(
+        f"config methods: unknown method(s) {_unknown}; available: {available_methods()}"
+    )
+for _name, _ds in config["datasets"].items():
+    if _ds["source"] == "local" and not Path(_ds["raw_dir"]).exists():
+        raise ValueError(f"config datasets.{_name}.raw_dir: {_ds['raw_dir']} does not exist")
+
+
+wildcard_constraints:
+    dataset="|".join(map(re.escape, DATASETS)),
+    method="|".join(map(re.escape, METHODS)),
+    shard=r"\d+",
+
+
+def dataset_config(dataset):
+    return config["datasets"][dataset]
+
+
+def shards(dataset):
+    return range(dataset_config(dataset)["n_shards"])
+
+
+def raw_input(wildcards):
+    ds = dataset_config(wildcards.dataset)
+    if ds["source"] == "generate":
+        return f"resources/raw/{wildcards.dataset}"
+    return f"resources/verified/{wildcards.dataset}.json"
+
+
+def raw_dir(dataset):
+    ds = dataset_config(dataset)
+    return f"resources/raw/{dataset}" if ds["source"] == "generate" else ds["raw_dir"]
+
+
+def prediction_files(dataset, method, part):
+    return [
+        f"results/{dataset}/predictions/{method}/shard-{shard}.{part}.parquet"
+        for shard in shards(dataset)
+    ]
+
+
+def dataset_prediction_files(part):
+    def inputs(wildcards):
+        return [
+            path
+            for method in METHODS
+            for path in prediction_files(wildcards.dataset, method, part)
+        ]
+
+    return inputs
+
+
+def predict_benchmarks(wildcards):
+    return [
+        f"benchmarks/predict/{wildcards.dataset}/{method}/shard-{shard}.tsv"
+        for method in METHODS
+        for shard in shards(wildcards.dataset)
+    ]
+
+
+def final_targets():
+    targets = [
+        "results/tables/table3.csv",
+        "results/tables/table3.md",
+        "results/tables/cost.md",
+        "results/tables/completion_time.md",
+        "results/README.md",
+    ]
+    for dataset in DATASETS:
+        targets += [
+            f"results/{dataset}/figures/f1_over_time.png",
+            f"results/{dataset}/figures/reduction_unlimited.png",
+            f"results/{dataset}/figures/reduction_by_machines.png",
+            f"results/{dataset}/figures/reduction_limited_mean.png",
+        ]
+    return targets

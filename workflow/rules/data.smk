@@ -1,0 +1,48 @@
+# Stage 1: raw traces (generated, or local parts verified against their SHA256SUM) and their
+# conversion to one Parquet file per job plus a manifest.
+
+
+rule generate_trace:
+    output:
+        directory("resources/raw/{dataset}"),
+    params:
+        kind=lambda wc: dataset_config(wc.dataset)["kind"],
+        generator=lambda wc: dataset_config(wc.dataset).get("generator", {}),
+        seed=config["seed"],
+    log:
+        "logs/generate/{dataset}.log",
+    benchmark:
+        "benchmarks/generate/{dataset}.tsv"
+    script:
+        "../../scripts/generate_trace.py"
+
+
+rule verify_local_trace:
+    output:
+        "resources/verified/{dataset}.json",
+    params:
+        raw_dir=lambda wc: dataset_config(wc.dataset)["raw_dir"],
+        sha256sum=lambda wc: dataset_config(wc.dataset).get("sha256sum", ""),
+    log:
+        "logs/verify/{dataset}.log",
+    script:
+        "../../scripts/verify_local_trace.py"
+
+
+rule convert_trace:
+    input:
+        raw_input,
+    output:
+        directory("resources/converted/{dataset}"),
+    params:
+        raw_dir=lambda wc: raw_dir(wc.dataset),
+        kind=lambda wc: dataset_config(wc.dataset)["kind"],
+        n_shards=lambda wc: dataset_config(wc.dataset)["n_shards"],
+        min_tasks=lambda wc: dataset_config(wc.dataset).get("min_tasks", 100),
+        priorities=lambda wc: dataset_config(wc.dataset).get("production_priorities", [9, 10, 11]),
+    log:
+        "logs/convert/{dataset}.log",
+    benchmark:
+        "benchmarks/convert/{dataset}.tsv"
+    script:
+        "../../scripts/convert_trace.py"

@@ -1,0 +1,67 @@
+# Stage 3: per-job metrics, F1 over normalised time (Figures 2-3), Table 3 and the cost table.
+
+
+rule evaluate_dataset:
+    input:
+        tasks=dataset_prediction_files("tasks"),
+        jobs=dataset_prediction_files("jobs"),
+    output:
+        job_metrics="results/{dataset}/evaluation/job_metrics.csv",
+        f1_per_job="results/{dataset}/evaluation/f1_over_time_per_job.csv",
+        f1_mean="results/{dataset}/evaluation/f1_over_time.csv",
+        figure=report(
+            "results/{dataset}/figures/f1_over_time.png",
+            caption="../report/f1_over_time.rst",
+            category="Prediction",
+            subcategory="{dataset}",
+        ),
+    params:
+        n_points=config["evaluation"]["f1_time_points"],
+    log:
+        "logs/evaluate/{dataset}.log",
+    script:
+        "../../scripts/evaluate_dataset.py"
+
+
+rule table3:
+    input:
+        job_metrics=expand("results/{dataset}/evaluation/job_metrics.csv", dataset=DATASETS),
+        paper=workflow.source_path("../../stragglers/data/paper_table3.csv"),
+    output:
+        csv="results/tables/table3.csv",
+        md=report(
+            "results/tables/table3.md",
+            caption="../report/table3.rst",
+            category="Prediction",
+        ),
+        summary="results/tables/summary_by_dataset.csv",
+    params:
+        datasets=DATASETS,
+        kinds={name: ds["kind"] for name, ds in config["datasets"].items()},
+    log:
+        "logs/tables/table3.log",
+    script:
+        "../../scripts/table3.py"
+
+
+rule cost_table:
+    input:
+        jobs=[
+            path
+            for dataset in DATASETS
+            for method in METHODS
+            for path in prediction_files(dataset, method, "jobs")
+        ],
+        benchmarks=[
+            f"benchmarks/predict/{dataset}/{method}/shard-{shard}.tsv"
+            for dataset in DATASETS
+            for method in METHODS
+            for shard in shards(dataset)
+        ],
+    output:
+        csv="results/tables/cost.csv",
+        md=report("results/tables/cost.md", caption="../report/cost.rst", category="Cost"),
+    log:
+        "logs/tables/cost.log",
+    script:
+        "../../scripts/cost_table.py"

@@ -1,0 +1,69 @@
+# Stage 4: job completion time when predicted stragglers are relaunched (Algorithms 2-3).
+
+
+rule simulate_method:
+    input:
+        tasks=lambda wc: prediction_files(wc.dataset, wc.method, "tasks"),
+        jobs=lambda wc: prediction_files(wc.dataset, wc.method, "jobs"),
+    output:
+        "results/{dataset}/simulation/{method}.parquet",
+    params:
+        replay=lambda wc: {**config["replay"], **dataset_config(wc.dataset).get("replay", {})},
+        repeats=config["simulation"]["repeats"],
+        machines=config["simulation"]["machines"],
+        seed=config["seed"],
+    log:
+        "logs/simulate/{dataset}/{method}.log",
+    benchmark:
+        "benchmarks/simulate/{dataset}/{method}.tsv"
+    script:
+        "../../scripts/simulate_method.py"
+
+
+rule simulation_report:
+    input:
+        expand("results/{{dataset}}/simulation/{method}.parquet", method=METHODS),
+    output:
+        unlimited_csv="results/{dataset}/simulation/reduction_unlimited.csv",
+        limited_csv="results/{dataset}/simulation/reduction_by_machines.csv",
+        unlimited=report(
+            "results/{dataset}/figures/reduction_unlimited.png",
+            caption="../report/reduction_unlimited.rst",
+            category="Completion time",
+            subcategory="{dataset}",
+        ),
+        by_machines=report(
+            "results/{dataset}/figures/reduction_by_machines.png",
+            caption="../report/reduction_by_machines.rst",
+            category="Completion time",
+            subcategory="{dataset}",
+        ),
+        limited_mean=report(
+            "results/{dataset}/figures/reduction_limited_mean.png",
+            caption="../report/reduction_limited_mean.rst",
+            category="Completion time",
+            subcategory="{dataset}",
+        ),
+    log:
+        "logs/simulate/{dataset}/report.log",
+    script:
+        "../../scripts/simulation_report.py"
+
+
+rule completion_time_table:
+    input:
+        unlimited=expand("results/{dataset}/simulation/reduction_unlimited.csv", dataset=DATASETS),
+        limited=expand("results/{dataset}/simulation/reduction_by_machines.csv", dataset=DATASETS),
+    output:
+        csv="results/tables/completion_time.csv",
+        md=report(
+            "results/tables/completion_time.md",
+            caption="../report/completion_time.rst",
+            category="Completion time",
+        ),
+    params:
+        datasets=DATASETS,
+    log:
+        "logs/tables/completion_time.log",
+    script:
+        "../../scripts/completion_time_table.py"
