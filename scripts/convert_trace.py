@@ -9,4 +9,5 @@ run_rule(snakemake.log[0], lambda: convert_trace(
     n_shards=snakemake.params.n_shards,
     min_tasks=snakemake.params.min_tasks,
     priorities=list(snakemake.params.priorities),
+    grid=dict(snakemake.params.grid),
 ))

@@ -181,7 +181,13 @@ def select_google_tasks(tasks: pd.DataFrame, min_tasks: int, report: ConversionR
     unresolved_jobs = tasks.loc[tasks["outcome"] == "unresolved", "job_id"].unique()
     report.count("jobs_production_seen", tasks["job_id"].nunique())
     report.count("jobs_dropped_incomplete_in_selected_parts", len(unresolved_jobs))
-    finished = tasks[(tasks["outcome"] == "finished") & ~tasks["job_id"].isin(unresolved_jobs)]
+    # events at timestamp 0 record tasks already running when the trace began: their true
+    # start, hence their latency, is unknown (left-censored), so the job is dropped
+    censored = tasks["first_schedule"] < schema.GOOGLE_TRACE_START_US
+    censored_jobs = np.setdiff1d(tasks.loc[censored, "job_id"].unique(), unresolved_jobs)
+    report.count("jobs_dropped_started_before_trace", len(censored_jobs))
+    dropped = np.union1d(unresolved_jobs, censored_jobs)
+    finished = tasks[(tasks["outcome"] == "finished") & ~tasks["job_id"].isin(dropped)]
     sizes = finished.groupby("job_id").size()
     small = sizes[sizes < min_tasks].index
     report.count("jobs_dropped_below_min_tasks", len(small))
@@ -512,3 +518,185 @@ def convert_alibaba(
 
 
 CONVERTERS = {"google-2011": convert_google, "alibaba-2018": convert_alibaba}
+
+
+# ---------------------------------------------------------------------------------------------
+# Google, task_events only (dataset kind google-2011-events)
+# ---------------------------------------------------------------------------------------------
+EVENTS_TYPES = TASK_EVENT_TYPES | {
+    "scheduling_class": "int",
+    "cpu_request": "float",
+    "memory_request": "float",
+    "disk_space_request": "float",
+}
+TERMINAL_EVENTS = (
+    schema.EventType.EVICT,
+    schema.EventType.FAIL,
+    schema.EventType.FINISH,
+    schema.EventType.KILL,
+    schema.EventType.LOST,
+)
+
+
+def read_all_events(parts: list[Path], report: ConversionReport) -> pd.DataFrame:
+    """Every task event (all priorities: machine load counts every task on a machine)."""
+    frames = []
+    for part in parts:
+        report.files_read.append(str(part))
+        for chunk in iter_csv_chunks(
+            part, schema.GOOGLE_TASK_EVENTS, EVENTS_TYPES, usecols=list(EVENTS_TYPES),
+            skipped=report.skipped_rows,
+        ):
+            required = chunk[["timestamp", "job_id", "task_index", "event_type"]].isna().any(axis=1)
+            for _ in range(int(required.sum())):
+                report.skipped_rows.add(part, None, "empty timestamp/job/task/event", "missing required field")
+            frames.append(chunk[~required])
+    events = pd.concat(frames, ignore_index=True)
+    for c in ("timestamp", "job_id", "task_index", "event_type"):
+        events[c] = events[c].astype(np.int64)
+    return events.sort_values(["job_id", "task_index", "timestamp"], kind="stable").reset_index(drop=True)
+
+
+def attempt_intervals(events: pd.DataFrame, horizon_us: int) -> pd.DataFrame:
+    """(machine, start, end) of every attempt: a SCHEDULE until the task's next EVICT, FAIL,
+    FINISH, KILL or LOST; attempts still open when the parts end run to `horizon_us`.
+    `events` must be sorted by (job, task, timestamp)."""
+    n = len(events)
+    kind = events["event_type"].to_numpy()
+    task_change = np.r_[True, (np.diff(events["job_id"].to_numpy()) != 0) | (np.diff(events["task_index"].to_numpy()) != 0)]
+    group = np.cumsum(task_change) - 1
+    terminal = np.isin(kind, TERMINAL_EVENTS)
+    # index of the next terminal event at or after each row (n if none), by a reverse scan
+    candidate = np.where(terminal, np.arange(n), n)
+    next_terminal = np.minimum.accumulate(candidate[::-1])[::-1]
+    schedule_rows = np.flatnonzero(kind == schema.EventType.SCHEDULE)
+    after = np.minimum(schedule_rows + 1, n - 1)
+    end_row = next_terminal[after]
+    times = events["timestamp"].to_numpy()
+    same_task = (end_row < n) & (group[np.minimum(end_row, n - 1)] == group[schedule_rows]) & (schedule_rows + 1 < n)
+    end = np.where(same_task, times[np.minimum(end_row, n - 1)], horizon_us)
+    machine = events["machine_id"].to_numpy()[schedule_rows]
+    keep = ~np.isnan(machine)
+    return pd.DataFrame(
+        {"machine_id": machine[keep].astype(np.int64), "start": times[schedule_rows][keep], "end": end[keep]}
+    )
+
+
+def machine_load(intervals: pd.DataFrame, machine: np.ndarray, time_us: np.ndarray) -> np.ndarray:
+    """Attempts running on `machine` at `time` (start <= time < end), vectorised."""
+    codes, uniques = pd.factorize(intervals["machine_id"], sort=True)
+    starts = np.sort(_composite(codes, intervals["start"].to_numpy()))
+    ends = np.sort(_composite(codes, intervals["end"].to_numpy()))
+    query_codes = np.searchsorted(uniques, machine)
+    known = (query_codes < len(uniques)) & (uniques[np.minimum(query_codes, len(uniques) - 1)] == machine)
+    keys = _composite(np.where(known, query_codes, 0), time_us)
+    load = np.searchsorted(starts, keys, side="right") - np.searchsorted(ends, keys, side="right")
+    return np.where(known, load, 0).astype(float)
+
+
+def event_windows(tasks: pd.DataFrame, grid_origin_us: int, step_us: int) -> pd.DataFrame:
+    """Cut each task's life [first SCHEDULE, FINISH] on the trace's 300 s grid."""
+    start = tasks["first_schedule"].to_numpy()
+    finish = tasks["finish"].to_numpy()
+    first_cell = (start - grid_origin_us) // step_us
+    last_cell = (finish - 1 - grid_origin_us) // step_us
+    counts = (last_cell - first_cell + 1).astype(np.int64)
+    row = np.repeat(np.arange(len(tasks)), counts)
+    offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    cell = first_cell[row] + offsets
+    window_start = np.maximum(grid_origin_us + cell * step_us, start[row])
+    window_end = np.minimum(grid_origin_us + (cell + 1) * step_us, finish[row])
+    return pd.DataFrame({"row": row, "start": window_start, "end": window_end})
+
+
+@_cleaning_up_on_failure
+def convert_google_events(
+    raw_dir: Path | str,
+    out_dir: Path | str,
+    *,
+    dataset: str,
+    n_shards: int,
+    min_tasks: int = 100,
+    priorities=PRODUCTION_PRIORITIES,
+    grid_origin: float = 600.0,
+    window_seconds: float = 300.0,
+) -> dict[str, Any]:
+    """Google jobs from task_events alone: per 300 s window of a task's life, its requests,
+    priority and scheduling class, the load of its machine (attempts of any job running there
+    at the window's end) and its evictions and failures so far. Latency and task rules are
+    those of `convert_google`; no task_usage is read."""
+    raw_dir, out_dir = Path(raw_dir), Path(out_dir)
+    report = ConversionReport(dataset)
+    staging = _fresh_staging(out_dir)
+    events = read_all_events(list_parts(raw_dir, "task_events"), report)
+    production = events[events["priority"].isin(priorities)]
+    report.count("task_event_rows", len(events))
+    report.count("task_event_rows_selected_priorities", len(production))
+    tasks = select_google_tasks(task_outcomes(production), min_tasks, report)
+    horizon = int(events["timestamp"].max()) + 1
+    intervals = attempt_intervals(events, horizon)
+
+    # per-task constants: the first non-missing value of each request on the task's rows
+    constant_columns = ["priority", "scheduling_class", "cpu_request", "memory_request", "disk_space_request"]
+    firsts = production.groupby(["job_id", "task_index"])[constant_columns].first()
+    tasks = tasks.join(firsts, on=["job_id", "task_index"])
+    windows = event_windows(tasks, int(grid_origin * US), int(window_seconds * US))
+    rows = windows["row"].to_numpy()
+    end = windows["end"].to_numpy()
+    task_key = rows.astype(np.int64)
+    selected = production.merge(tasks[["job_id", "task_index"]].assign(task_key=np.arange(len(tasks))), on=["job_id", "task_index"])
+    schedules = selected[selected["event_type"] == schema.EventType.SCHEDULE]
+    # machine of each window: the task's latest SCHEDULE at or before the window's end
+    sched_keys = _composite(schedules["task_key"].to_numpy(), schedules["timestamp"].to_numpy())
+    order = np.argsort(sched_keys, kind="stable")
+    sched_keys, sched_machine = sched_keys[order], schedules["machine_id"].to_numpy()[order]
+    position = np.searchsorted(sched_keys, _composite(task_key, end), side="right") - 1
+    machine = sched_machine[np.maximum(position, 0)]
+    counts_for = {
+        name: np.sort(_composite(rows_.task_key.to_numpy(), rows_.timestamp.to_numpy()))
+        for name, code in (("evictions", schema.EventType.EVICT), ("failures", schema.EventType.FAIL))
+        for rows_ in [selected[selected["event_type"] == code]]
+    }
+    frame = pd.DataFrame(
+        {
+            "task_key": task_key,
+            "window_start": windows["start"].to_numpy() / US,
+            "window_end": end / US,
+            "available_from": end / US,
+        }
+    )
+    for column in constant_columns:
+        frame[column] = tasks[column].to_numpy(float)[rows]
+    frame["machine_load"] = machine_load(intervals, np.nan_to_num(machine, nan=-1).astype(np.int64), end)
+    frame["evictions_so_far"] = counts_before(counts_for["evictions"], task_key, end).astype(float)
+    frame["failures_so_far"] = counts_before(counts_for["failures"], task_key, end).astype(float)
+    report.count("windows_made", len(frame))
+
+    tasks["task_key"] = np.arange(len(tasks), dtype=np.int64)
+    job_ids = np.sort(tasks["job_id"].unique())
+    shard_of_job = pd.Series(np.arange(len(job_ids)) % n_shards, index=job_ids)
+    tasks["shard"] = shard_of_job.reindex(tasks["job_id"]).to_numpy()
+    spill_dir = staging / "_spill"
+    spill_dir.mkdir()
+    frame["shard"] = tasks["shard"].to_numpy()[task_key]
+    for shard, piece in frame.groupby("shard"):
+        piece.drop(columns="shard").to_parquet(spill_dir / f"shard-{shard}.parquet", index=False)
+    task_table = pd.DataFrame(
+        {
+            "task_key": tasks["task_key"],
+            "job_id": tasks["job_id"].astype(str),
+            "task_id": tasks["task_index"].astype(str),
+            "task_start": tasks["first_schedule"] / US,
+            "task_end": tasks["finish"] / US,
+            "machine_id": tasks["machine_id"].map(lambda m: "" if pd.isna(m) else str(int(m))),
+            "evictions": tasks["evictions"].astype(np.int32),
+            "failures": tasks["failures"].astype(np.int32),
+            "shard": tasks["shard"],
+        }
+    )
+    task_table["latency"] = task_table["task_end"] - task_table["task_start"]
+    manifest = _write_jobs(staging, spill_dir, task_table, n_shards, min_tasks, dataset, report)
+    return _finish(staging, out_dir, manifest, report)
+
+
+CONVERTERS["google-2011-events"] = convert_google_events

@@ -44,9 +44,22 @@ ALIBABA_FEATURES = (
     Feature("mem_max", "mem_max", "mean"),
 )
 
+# Google from task_events alone (no task_usage): scheduling-side features per 300 s window.
+GOOGLE_EVENTS_FEATURES = (
+    Feature("cpu_request", "CPU request", "mean"),
+    Feature("memory_request", "memory request", "mean"),
+    Feature("disk_space_request", "disk request", "mean"),
+    Feature("priority", "priority", "mean"),
+    Feature("scheduling_class", "scheduling class", "mean"),
+    Feature("machine_load", "tasks running on the machine", "mean"),
+    Feature("evictions_so_far", "EV", "last"),
+    Feature("failures_so_far", "FL", "last"),
+)
+
 # dataset kind -> features; a dataset in the config names its kind.
 FEATURES_BY_KIND = {
     "google-2011": GOOGLE_FEATURES,
+    "google-2011-events": GOOGLE_EVENTS_FEATURES,
     "alibaba-2018": ALIBABA_FEATURES,
 }
 

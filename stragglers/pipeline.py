@@ -178,8 +178,9 @@ def convert_trace(
     n_shards: int,
     min_tasks: int,
     priorities: list[int] | None = None,
+    grid: dict[str, float] | None = None,
 ) -> dict:
-    from stragglers.convert import convert_alibaba, convert_google
+    from stragglers.convert import convert_alibaba, convert_google, convert_google_events
 
     if kind == "google-2011":
         return convert_google(
@@ -189,6 +190,18 @@ def convert_trace(
             n_shards=n_shards,
             min_tasks=min_tasks,
             priorities=tuple(priorities or (9, 10, 11)),
+        )
+    if kind == "google-2011-events":
+        grid = grid or {}
+        return convert_google_events(
+            raw_dir,
+            out_dir,
+            dataset=dataset,
+            n_shards=n_shards,
+            min_tasks=min_tasks,
+            priorities=tuple(priorities or (9, 10, 11)),
+            grid_origin=float(grid.get("grid_origin", 600.0)),
+            window_seconds=float(grid.get("checkpoint_interval", 300.0)),
         )
     if kind == "alibaba-2018":
         return convert_alibaba(raw_dir, out_dir, dataset=dataset, n_shards=n_shards, min_tasks=min_tasks)

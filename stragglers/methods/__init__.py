@@ -8,6 +8,7 @@ loaded the same way.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import inspect
@@ -42,7 +43,41 @@ def _methods_in(module) -> list[type[Method]]:
 
 
 @cache
+def _declared() -> dict[str, str]:
+    """Method name -> module, read from the modules' source (a class-level `name = "..."`),
+    so that listing methods or loading one does not import every method's dependencies."""
+    found: dict[str, str] = {}
+    folder = Path(__path__[0])
+    for module_info in pkgutil.iter_modules(__path__):
+        if module_info.name.startswith("_") or module_info.name == "base":
+            continue
+        tree = ast.parse((folder / f"{module_info.name}.py").read_text())
+        for node in tree.body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for statement in node.body:
+                target = getattr(statement, "target", None) or (
+                    statement.targets[0] if isinstance(statement, ast.Assign) else None
+                )
+                value = getattr(statement, "value", None)
+                if (
+                    isinstance(target, ast.Name)
+                    and target.id == "name"
+                    and isinstance(value, ast.Constant)
+                    and isinstance(value.value, str)
+                ):
+                    if value.value in found and found[value.value] != module_info.name:
+                        raise RuntimeError(
+                            f"method name {value.value!r} defined twice: "
+                            f"{found[value.value]} and {module_info.name}"
+                        )
+                    found[value.value] = module_info.name
+    return found
+
+
+@cache
 def _registry() -> dict[str, type[Method]]:
+    """Every method class of the package (imports all method modules)."""
     found: dict[str, type[Method]] = {}
     for module_info in pkgutil.iter_modules(__path__):
         if module_info.name.startswith("_") or module_info.name == "base":
@@ -79,7 +114,7 @@ def load_method_dirs(directories) -> list[str]:
                 sys.modules[module_name] = module
                 spec.loader.exec_module(module)
             for obj in _methods_in(module):
-                if obj.name in _registry() and _registry()[obj.name] is not obj:
+                if obj.name in _declared():
                     raise RuntimeError(f"{path}: method name {obj.name!r} is already taken")
                 _add(_external, obj)
                 names.append(obj.name)
@@ -87,12 +122,19 @@ def load_method_dirs(directories) -> list[str]:
 
 
 def available_methods() -> list[str]:
-    return sorted({**_registry(), **_external})
+    return sorted(set(_declared()) | set(_external))
 
 
 def get_method(name: str) -> type[Method]:
+    if name in _external:
+        return _external[name]
+    if name in _declared():
+        module = importlib.import_module(f"{__name__}.{_declared()[name]}")
+        for obj in _methods_in(module):
+            if obj.name == name:
+                return obj
     try:
-        return {**_registry(), **_external}[name]
+        return _registry()[name]
     except KeyError:
         raise KeyError(
             f"no method named {name!r}; available: {', '.join(available_methods())}"

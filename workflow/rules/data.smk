@@ -40,6 +40,7 @@ rule convert_trace:
         n_shards=lambda wc: dataset_config(wc.dataset)["n_shards"],
         min_tasks=lambda wc: dataset_config(wc.dataset).get("min_tasks", 100),
         priorities=lambda wc: dataset_config(wc.dataset).get("production_priorities", [9, 10, 11]),
+        grid=lambda wc: dataset_config(wc.dataset).get("replay", {}),
     log:
         "logs/convert/{dataset}.log",
     benchmark:
