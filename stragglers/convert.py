@@ -412,26 +412,67 @@ def _finish(staging: Path, out_dir: Path, manifest: pd.DataFrame, report: Conver
 
 
 # ---------------------------------------------------------------------------------------------
-# Alibaba 2018 batch_instance
+# Alibaba batch_instance (2018 and 2017)
 # ---------------------------------------------------------------------------------------------
-ALIBABA_TYPES = {
-    "start_time": "int",
-    "end_time": "int",
-    "seq_no": "int",
-    "total_seq_no": "int",
-    "cpu_avg": "float",
-    "cpu_max": "float",
-    "mem_avg": "float",
-    "mem_max": "float",
-}
 ALIBABA_FEATURES = ["cpu_avg", "cpu_max", "mem_avg", "mem_max"]
+ALIBABA_NUMERIC = ["start_time", "end_time", "seq_no", "total_seq_no", *ALIBABA_FEATURES]
 
 
-def find_alibaba_instances(raw_dir: Path) -> Path:
-    for name in ("batch_instance.csv.gz", "batch_instance.csv"):
+@dataclass(frozen=True)
+class AlibabaLayout:
+    columns: list[str]
+    job_columns: tuple[str, str]  # (job, task) of the trace: a "job" here is one trace task
+    instance_column: str | None  # per-instance name (2017 has none)
+    archive: str  # tarball holding the table, read as a stream
+    member: str  # the table's name inside it (or on disk)
+
+
+ALIBABA_LAYOUTS = {
+    "alibaba-2018": AlibabaLayout(
+        schema.ALIBABA_2018_BATCH_INSTANCE, ("job_name", "task_name"), "instance_name",
+        "batch_instance.tar.gz", "batch_instance.csv",
+    ),
+    "alibaba-2017": AlibabaLayout(
+        schema.ALIBABA_2017_BATCH_INSTANCE, ("job_id", "task_id"), None,
+        "alibaba-trace-2017.tar.gz", "batch_instance.csv",
+    ),
+}
+
+
+def alibaba_chunks(raw_dir: Path, layout: AlibabaLayout, report: ConversionReport):
+    """Chunks of the batch_instance table: a plain or gzip CSV if present, else the
+    tarball read as a stream (never extracted to disk)."""
+    for name in (layout.member + ".gz", layout.member):
         if (raw_dir / name).exists():
-            return raw_dir / name
-    raise RawTraceError(f"no batch_instance.csv[.gz] in {raw_dir}")
+            report.files_read.append(str(raw_dir / name))
+            yield from iter_csv_chunks(
+                raw_dir / name, layout.columns, {c: "float" for c in ALIBABA_NUMERIC},
+                skipped=report.skipped_rows,
+            )
+            return
+    archive = raw_dir / layout.archive
+    if not archive.exists():
+        raise RawTraceError(
+            f"no {layout.member}[.gz] or {layout.archive} in {raw_dir}"
+        )
+    from stragglers.tarstream import iter_tar_csv
+
+    report.files_read.append(f"{archive}:{layout.member}")
+    for chunk in iter_tar_csv(archive, layout.member, layout.columns, dtype=str):
+        for column in ALIBABA_NUMERIC:
+            values = pd.to_numeric(chunk[column].replace("", np.nan), errors="coerce")
+            bad = values.isna() & chunk[column].notna() & (chunk[column] != "")
+            for _ in range(int(bad.sum())):
+                report.skipped_rows.add(archive, None, f"{column}: not a number", "unparsable value")
+            chunk[column] = values
+            chunk = chunk[~bad]
+        yield chunk
+
+
+def stable_shard(keys: pd.Series, n_shards: int) -> np.ndarray:
+    """Shard of each job id from a hash of its text: fixed before all jobs are seen."""
+    hashed = pd.util.hash_pandas_object(keys.astype(str), index=False, hash_key="stragglers-shard")
+    return (hashed.to_numpy() % np.uint64(n_shards)).astype(np.int64)
 
 
 @_cleaning_up_on_failure
@@ -442,82 +483,104 @@ def convert_alibaba(
     dataset: str,
     n_shards: int,
     min_tasks: int = 100,
+    kind: str = "alibaba-2018",
 ) -> dict[str, Any]:
+    """One streaming pass: keep Terminated instances with end > start, spill them to one
+    Parquet file per shard (a hash of the job id), then write each shard's jobs."""
     raw_dir, out_dir = Path(raw_dir), Path(out_dir)
+    layout = ALIBABA_LAYOUTS[kind]
     report = ConversionReport(dataset)
     staging = _fresh_staging(out_dir)
-    path = find_alibaba_instances(raw_dir)
-    report.files_read.append(str(path))
-    frames = []
-    for chunk in iter_csv_chunks(
-        path,
-        schema.ALIBABA_2018_BATCH_INSTANCE,
-        ALIBABA_TYPES,
-        skipped=report.skipped_rows,
-    ):
+    spill_dir = staging / "_spill"
+    spill_dir.mkdir()
+    writers: dict[int, pq.ParquetWriter] = {}
+    job_column, task_column = layout.job_columns
+    for chunk in alibaba_chunks(raw_dir, layout, report):
         report.count("instance_rows_read", len(chunk))
-        terminated = chunk["status"] == "Terminated"
+        terminated = chunk["status"].astype(str) == "Terminated"
         report.count("instances_not_terminated", int((~terminated).sum()))
         chunk = chunk[terminated]
         timed = chunk["start_time"].notna() & chunk["end_time"].notna()
         positive = timed & (chunk["end_time"] > chunk["start_time"])
         report.count("instances_zero_or_missing_duration", int((~positive).sum()))
-        frames.append(chunk[positive])
-    instances = pd.concat(frames, ignore_index=True)
-    instances["job_id"] = instances["job_name"].astype(str) + "." + instances["task_name"].astype(str)
-    sizes = instances.groupby("job_id").size()
-    report.count("alibaba_tasks_seen", len(sizes))
-    small = sizes[sizes < min_tasks].index
-    report.count("jobs_dropped_below_min_tasks", len(small))
-    instances = instances[~instances["job_id"].isin(small)]
-    job_ids = np.sort(instances["job_id"].unique())
-    shard_of_job = pd.Series(np.arange(len(job_ids)) % n_shards, index=job_ids)
+        chunk = chunk[positive]
+        if chunk.empty:
+            continue
+        job_id = chunk[job_column].astype(str) + "." + chunk[task_column].astype(str)
+        instance = (
+            chunk[layout.instance_column].astype(str) if layout.instance_column
+            else pd.Series("instance", index=chunk.index)
+        )
+        seq = chunk["seq_no"].astype("Int64").astype(str)
+        piece = pd.DataFrame(
+            {
+                "job_id": job_id.to_numpy(),
+                "task_id": (instance + "#" + seq).to_numpy(),
+                "start": chunk["start_time"].to_numpy(float),
+                "end": chunk["end_time"].to_numpy(float),
+                "machine_id": chunk["machine_id"].astype(str).to_numpy(),
+                **{f: chunk[f].to_numpy(float) for f in ALIBABA_FEATURES},
+            }
+        )
+        piece["shard"] = stable_shard(piece["job_id"], n_shards)
+        for shard, rows in piece.groupby("shard"):
+            table = pa.Table.from_pandas(rows.drop(columns="shard"), preserve_index=False)
+            if shard not in writers:
+                writers[shard] = pq.ParquetWriter(spill_dir / f"shard-{shard}.parquet", table.schema)
+            writers[shard].write_table(table)
+    for writer in writers.values():
+        writer.close()
+
     jobs_dir = staging / "jobs"
     jobs_dir.mkdir()
     rows = []
-    for job_id, inst in instances.groupby("job_id", sort=True):
-        inst = inst.sort_values(["start_time", "instance_name", "seq_no"], kind="stable")
-        start = inst["start_time"].to_numpy(float)
-        end = inst["end_time"].to_numpy(float)
-        frame = pd.DataFrame(
-            {
-                "task": np.arange(len(inst), dtype=np.int32),
-                "window_start": start,
-                "window_end": end,
-                # lifetime summaries are all the trace has: visible from the start (a leak the
-                # trace imposes, documented in the README)
-                "available_from": start,
-                **{f: inst[f].to_numpy(float) for f in ALIBABA_FEATURES},
-                "task_id": (inst["instance_name"].astype(str) + "#" + inst["seq_no"].astype("Int64").astype(str)).to_numpy(),
-                "task_start": start,
-                "task_end": end,
-                "latency": end - start,
-                "machine_id": inst["machine_id"].astype(str).to_numpy(),
-                "evictions": np.zeros(len(inst), dtype=np.int32),
-                "failures": np.zeros(len(inst), dtype=np.int32),
-            }
-        )
-        relative = f"jobs/{_safe_name(job_id)}.parquet"
-        frame.to_parquet(staging / relative, index=False)
-        rows.append(
-            {
-                "dataset": dataset,
-                "job_id": str(job_id),
-                "n_tasks": len(frame),
-                "n_windows": len(frame),
-                "shard": int(shard_of_job[job_id]),
-                "path": relative,
-                "job_start": float(start.min()),
-                "job_end": float(end.max()),
-            }
-        )
-    manifest = pd.DataFrame(rows, columns=MANIFEST_COLUMNS)
+    for shard in range(n_shards):
+        spill = spill_dir / f"shard-{shard}.parquet"
+        if not spill.exists():
+            continue
+        instances = pd.read_parquet(spill)
+        sizes = instances.groupby("job_id").size()
+        report.count("alibaba_tasks_seen", len(sizes))
+        report.count("jobs_dropped_below_min_tasks", int((sizes < min_tasks).sum()))
+        instances = instances[instances["job_id"].isin(sizes[sizes >= min_tasks].index)]
+        for job_id, inst in instances.groupby("job_id", sort=True):
+            inst = inst.sort_values(["start", "task_id"], kind="stable")
+            start, end = inst["start"].to_numpy(), inst["end"].to_numpy()
+            frame = pd.DataFrame(
+                {
+                    "task": np.arange(len(inst), dtype=np.int32),
+                    "window_start": start,
+                    "window_end": end,
+                    # lifetime summaries are all the trace has: visible from the start (a leak
+                    # the trace imposes, documented in the README)
+                    "available_from": start,
+                    **{f: inst[f].to_numpy(float) for f in ALIBABA_FEATURES},
+                    "task_id": inst["task_id"].to_numpy(),
+                    "task_start": start,
+                    "task_end": end,
+                    "latency": end - start,
+                    "machine_id": inst["machine_id"].to_numpy(),
+                    "evictions": np.zeros(len(inst), dtype=np.int32),
+                    "failures": np.zeros(len(inst), dtype=np.int32),
+                }
+            )
+            relative = f"jobs/{_safe_name(job_id)}.parquet"
+            frame.to_parquet(staging / relative, index=False)
+            rows.append(
+                {
+                    "dataset": dataset, "job_id": str(job_id), "n_tasks": len(frame),
+                    "n_windows": len(frame), "shard": int(shard), "path": relative,
+                    "job_start": float(start.min()), "job_end": float(end.max()),
+                }
+            )
+    shutil.rmtree(spill_dir)
+    manifest = pd.DataFrame(rows, columns=MANIFEST_COLUMNS).sort_values("job_id", ignore_index=True)
     report.count("jobs_kept", len(manifest))
     report.count("tasks_kept", int(manifest["n_tasks"].sum()) if len(manifest) else 0)
     return _finish(staging, out_dir, manifest, report)
 
 
-CONVERTERS = {"google-2011": convert_google, "alibaba-2018": convert_alibaba}
+CONVERTERS = {"google-2011": convert_google, "alibaba-2018": convert_alibaba, "alibaba-2017": convert_alibaba}
 
 
 # ---------------------------------------------------------------------------------------------

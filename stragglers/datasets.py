@@ -61,6 +61,7 @@ FEATURES_BY_KIND = {
     "google-2011": GOOGLE_FEATURES,
     "google-2011-events": GOOGLE_EVENTS_FEATURES,
     "alibaba-2018": ALIBABA_FEATURES,
+    "alibaba-2017": ALIBABA_FEATURES,
 }
 
 

@@ -564,8 +564,10 @@ def download_google(
     timeout: float = 30,
     retries: int = 5,
     backoff: float = 1.0,
+    total: int = GOOGLE_PARTS_PER_TABLE,
 ) -> list[Path]:
     """Fetch the bucket's SHA256SUM into `out`, then each selected part, verified with it.
+    `total` is the number of parts per table (500 in clusterdata-2011-2).
 
     A part missing from SHA256SUM is refused (it could not be verified). Every part is
     attempted; failures are collected and raised together at the end as one DownloadError.
@@ -574,7 +576,7 @@ def download_google(
     for table in tables:
         if table not in GOOGLE_TABLES:
             raise ValueError(f"tables: {table!r} is not one of {sorted(GOOGLE_TABLES)}")
-    wanted = google_downloads(tables, parts, base_url)  # bad selections fail before any request
+    wanted = google_downloads(tables, parts, base_url, total)  # bad selections fail first
     sums_path = download(
         f"{base_url.rstrip('/')}/{GOOGLE_SHA256SUM_NAME}",
         out / GOOGLE_SHA256SUM_NAME,

@@ -153,6 +153,43 @@ def generate_trace(*, kind: str, out_dir: Path | str, generator: dict[str, Any],
     return summary
 
 
+GOOGLE_TABLES_NEEDED = {
+    "google-2011": ["task_events", "task_usage"],
+    "google-2011-events": ["task_events"],
+}
+ALIBABA_ARCHIVES = {"alibaba-2018": "batch_instance.tar.gz", "alibaba-2017": "alibaba-trace-2017.tar.gz"}
+
+
+def download_trace(*, kind: str, download: dict[str, Any], folder: str, out: str) -> dict:
+    """Fetch what a dataset needs into `folder`, every file verified before it is kept."""
+    from stragglers import download as fetch
+
+    if kind in GOOGLE_TABLES_NEEDED:
+        if "parts" not in download:
+            raise ValueError("download.parts: which Google parts to fetch (e.g. \"0-4\" or \"all\")")
+        paths = fetch.download_google(
+            folder,
+            GOOGLE_TABLES_NEEDED[kind],
+            download["parts"],
+            base_url=download.get("base_url", fetch.GOOGLE_BASE_URL),
+            total=int(download.get("parts_per_table", fetch.GOOGLE_PARTS_PER_TABLE)),
+        )
+    elif kind in ALIBABA_ARCHIVES:
+        missing = [key for key in ("url", "sha256") if key not in download]
+        if missing:
+            raise ValueError(f"download: {kind} needs {missing} (the archive's URL and SHA-256)")
+        paths = [
+            fetch.download(
+                download["url"], Path(folder) / ALIBABA_ARCHIVES[kind], sha256=download["sha256"]
+            )
+        ]
+    else:
+        raise ValueError(f"no download for dataset kind {kind!r}")
+    result = {"kind": kind, "folder": folder, "files": [str(p) for p in paths]}
+    dump_json(result, out)
+    return result
+
+
 def verify_local_trace(*, raw_dir: str, sha256sum: str, out: Path | str) -> dict:
     """Verify local raw parts against a SHA256SUM file; a mismatch stops the pipeline."""
     from stragglers.download import check_local_copy
@@ -203,8 +240,10 @@ def convert_trace(
             grid_origin=float(grid.get("grid_origin", 600.0)),
             window_seconds=float(grid.get("checkpoint_interval", 300.0)),
         )
-    if kind == "alibaba-2018":
-        return convert_alibaba(raw_dir, out_dir, dataset=dataset, n_shards=n_shards, min_tasks=min_tasks)
+    if kind in ("alibaba-2018", "alibaba-2017"):
+        return convert_alibaba(
+            raw_dir, out_dir, dataset=dataset, n_shards=n_shards, min_tasks=min_tasks, kind=kind
+        )
     raise ValueError(f"no converter for dataset kind {kind!r}")
 
 

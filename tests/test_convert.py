@@ -166,3 +166,38 @@ def test_alibaba_instances(tmp_path):
     job = read_job(tmp_path / "out" / manifest["path"].iloc[0], "j_1.M1", feature_columns("alibaba-2018"))
     assert job.latency.tolist() == [100.0 + 9 * i for i in range(6)]
     np.testing.assert_array_equal(job.available_from, job.task_start)
+
+
+def _tar_with(path, member, text):
+    import io
+    import tarfile
+
+    data = text.encode()
+    with tarfile.open(path, "w:gz") as tar:
+        info = tarfile.TarInfo(member)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+
+
+def test_alibaba_2018_tarball_is_read_as_a_stream(tmp_path):
+    raw = tmp_path / "ali"
+    raw.mkdir()
+    rows = [f"ins_{i},M1,j_1,1,Terminated,{100 + i},{300 + i},m_1,1,1,5,8,0.3,0.4" for i in range(5)]
+    _tar_with(raw / "batch_instance.tar.gz", "batch_instance.csv", "\n".join(rows) + "\n")
+    summary = convert_alibaba(raw, tmp_path / "out", dataset="a", n_shards=3, min_tasks=5)
+    assert summary["counts"]["jobs_kept"] == 1
+    assert summary["files_read"] == [f"{raw / 'batch_instance.tar.gz'}:batch_instance.csv"]
+
+
+def test_alibaba_2017_layout(tmp_path):
+    raw = tmp_path / "ali17"
+    raw.mkdir()
+    # start, end, job id, task id, machine, status, seq, total seq, cpu max, cpu avg, mem max, mem avg
+    rows = [f"{10 + i},{60 + 2 * i},7,3,m_{i},Terminated,{i},5,0.9,0.5,0.2,0.1" for i in range(5)]
+    (raw / "batch_instance.csv").write_text("\n".join(rows) + "\n")
+    convert_alibaba(raw, tmp_path / "out", dataset="a17", n_shards=1, min_tasks=5, kind="alibaba-2017")
+    manifest = pd.read_parquet(tmp_path / "out" / "manifest.parquet")
+    assert manifest["job_id"].tolist() == ["7.3"]
+    job = read_job(tmp_path / "out" / manifest["path"].iloc[0], "7.3", feature_columns("alibaba-2017"))
+    assert job.latency.tolist() == [50.0 + i for i in range(5)]
+    assert job.window_features[:, 0].tolist() == [0.5] * 5  # cpu_avg is the 10th column in 2017

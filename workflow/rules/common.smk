@@ -37,15 +37,21 @@ def shards(dataset):
 
 
 def raw_input(wildcards):
-    ds = dataset_config(wildcards.dataset)
-    if ds["source"] == "generate":
+    source = dataset_config(wildcards.dataset)["source"]
+    if source == "generate":
         return f"resources/raw/{wildcards.dataset}"
+    if source == "download":
+        return f"resources/download/{wildcards.dataset}.done.json"
     return f"resources/verified/{wildcards.dataset}.json"
 
 
 def raw_dir(dataset):
     ds = dataset_config(dataset)
-    return f"resources/raw/{dataset}" if ds["source"] == "generate" else ds["raw_dir"]
+    return {
+        "generate": f"resources/raw/{dataset}",
+        "download": f"resources/download/{dataset}",
+        "local": ds.get("raw_dir"),
+    }[ds["source"]]
 
 
 def prediction_files(dataset, method, part):

@@ -29,6 +29,25 @@ rule verify_local_trace:
         "../../scripts/verify_local_trace.py"
 
 
+# The downloaded files live in resources/download/<dataset>/, which is deliberately not a
+# declared output: Snakemake deletes the outputs of a failed job, and an interrupted 20 GB
+# transfer must keep its .part file to resume. The marker is written only when every file
+# has been fetched and verified.
+rule download_trace:
+    output:
+        "resources/download/{dataset}.done.json",
+    params:
+        kind=lambda wc: dataset_config(wc.dataset)["kind"],
+        download=lambda wc: dataset_config(wc.dataset)["download"],
+        folder=lambda wc: f"resources/download/{wc.dataset}",
+    log:
+        "logs/download/{dataset}.log",
+    benchmark:
+        "benchmarks/download/{dataset}.tsv"
+    script:
+        "../../scripts/download_trace.py"
+
+
 rule convert_trace:
     input:
         raw_input,
