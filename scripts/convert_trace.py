@@ -10,4 +10,5 @@ run_rule(snakemake.log[0], lambda: convert_trace(
     min_tasks=snakemake.params.min_tasks,
     priorities=list(snakemake.params.priorities),
     grid=dict(snakemake.params.grid),
+    latency_definition=snakemake.params.latency_definition,
 ))

@@ -216,6 +216,7 @@ def convert_trace(
     min_tasks: int,
     priorities: list[int] | None = None,
     grid: dict[str, float] | None = None,
+    latency_definition: str = "schedule_to_finish",
 ) -> dict:
     from stragglers.convert import convert_alibaba, convert_google, convert_google_events
 
@@ -227,6 +228,7 @@ def convert_trace(
             n_shards=n_shards,
             min_tasks=min_tasks,
             priorities=tuple(priorities or (9, 10, 11)),
+            latency_definition=latency_definition,
         )
     if kind == "google-2011-events":
         grid = grid or {}

@@ -201,3 +201,16 @@ def test_alibaba_2017_layout(tmp_path):
     job = read_job(tmp_path / "out" / manifest["path"].iloc[0], "7.3", feature_columns("alibaba-2017"))
     assert job.latency.tolist() == [50.0 + i for i in range(5)]
     assert job.window_features[:, 0].tolist() == [0.5] * 5  # cpu_avg is the 10th column in 2017
+
+
+def test_reference_latency_definition_sums_usage_windows(trace, tmp_path):
+    convert_google(trace, tmp_path / "out", dataset="t", n_shards=1, min_tasks=3,
+                   latency_definition="usage_windows")
+    manifest = pd.read_parquet(tmp_path / "out" / "manifest.parquet").set_index("job_id")
+    job = read_job(tmp_path / "out" / manifest.loc["1", "path"], "1", feature_columns("google-2011"))
+    by_id = {tid: i for i, tid in enumerate(job.task_id)}
+    # task 0: windows 610-690, 720-900, 900-1200, 1200-1300 (the evicted gap does not count)
+    assert job.latency[by_id["0"]] == pytest.approx(80 + 180 + 300 + 100)
+    assert job.task_end[by_id["0"]] == pytest.approx(1300)  # the timeline stays the trace's
+    with pytest.raises(ValueError, match="latency_definition"):
+        convert_google(trace, tmp_path / "bad", dataset="t", n_shards=1, latency_definition="x")

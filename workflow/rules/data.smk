@@ -60,6 +60,9 @@ rule convert_trace:
         min_tasks=lambda wc: dataset_config(wc.dataset).get("min_tasks", 100),
         priorities=lambda wc: dataset_config(wc.dataset).get("production_priorities", [9, 10, 11]),
         grid=lambda wc: dataset_config(wc.dataset).get("replay", {}),
+        latency_definition=lambda wc: dataset_config(wc.dataset).get(
+            "latency_definition", "schedule_to_finish"
+        ),
     log:
         "logs/convert/{dataset}.log",
     benchmark:
