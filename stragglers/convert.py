@@ -25,7 +25,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stragglers import schema
-from stragglers.jobdata import MANIFEST_COLUMNS
+from stragglers.jobdata import MANIFEST_COLUMNS, TASK_COLUMNS
 from stragglers.rawcsv import RawTraceError, SkippedRows, iter_csv_chunks
 
 log = logging.getLogger(__name__)
@@ -44,6 +47,7 @@ log = logging.getLogger(__name__)
 PRODUCTION_PRIORITIES = (9, 10, 11)
 US = 1_000_000.0
 TIME_BITS = 42  # trace timestamps in µs stay below 2**42 (50 days)
+WRITER_THREADS = min(4, os.cpu_count() or 1)
 
 
 @dataclass
@@ -52,6 +56,14 @@ class ConversionReport:
     files_read: list[str] = field(default_factory=list)
     skipped_rows: SkippedRows = field(default_factory=SkippedRows)
     counts: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    _clock: float = field(default_factory=time.perf_counter)
+
+    def phase(self, name: str) -> None:
+        """Record the time since the previous phase ended under `name`."""
+        now = time.perf_counter()
+        self.seconds[name] = round(now - self._clock, 3)
+        self._clock = now
 
     def count(self, key: str, n: int = 1) -> None:
         self.counts[key] = self.counts.get(key, 0) + int(n)
@@ -62,6 +74,7 @@ class ConversionReport:
             "files_read": self.files_read,
             "skipped_rows": self.skipped_rows.as_dict(),
             "counts": dict(sorted(self.counts.items())),
+            "seconds": self.seconds,
         }
 
 
@@ -197,6 +210,29 @@ def select_google_tasks(tasks: pd.DataFrame, min_tasks: int, report: ConversionR
     return kept.reset_index(drop=True)
 
 
+def machine_names(machine_id: np.ndarray) -> np.ndarray:
+    """Machine ids as strings ("" when missing), vectorised."""
+    machine_id = machine_id.astype(float)
+    missing = np.isnan(machine_id)
+    names = np.where(missing, 0, machine_id).astype(np.int64).astype(str).astype(object)
+    names[missing] = ""
+    return names
+
+
+def _trace_key(job_id: np.ndarray, task_index: np.ndarray) -> np.ndarray:
+    """One int64 per (job id, task index); NaN (missing) becomes -1, matching nothing."""
+    job = np.nan_to_num(job_id.astype(float), nan=-1).astype(np.int64)
+    task = np.nan_to_num(task_index.astype(float), nan=-1).astype(np.int64)
+    return np.where((job < 0) | (task < 0), -1, (job << 23) + task)
+
+
+def _isin_sorted(values: np.ndarray, sorted_unique: np.ndarray) -> np.ndarray:
+    if len(sorted_unique) == 0:
+        return np.zeros(len(values), dtype=bool)
+    position = np.minimum(np.searchsorted(sorted_unique, values), len(sorted_unique) - 1)
+    return sorted_unique[position] == values
+
+
 def _composite(task_key: np.ndarray, time_us: np.ndarray) -> np.ndarray:
     return (task_key.astype(np.int64) << TIME_BITS) + time_us.astype(np.int64)
 
@@ -252,12 +288,15 @@ def convert_google(
     staging = _fresh_staging(out_dir)
     events = read_production_events(list_parts(raw_dir, "task_events"), report, priorities)
     tasks = select_google_tasks(task_outcomes(events), min_tasks, report)
+    report.phase("task_events")
     tasks["task_key"] = np.arange(len(tasks), dtype=np.int64)
     job_ids = np.sort(tasks["job_id"].unique())
     shard_of_job = pd.Series(np.arange(len(job_ids)) % n_shards, index=job_ids)
     tasks["shard"] = shard_of_job.reindex(tasks["job_id"]).to_numpy()
-    key_index = pd.MultiIndex.from_frame(tasks[["job_id", "task_index"]])
-    key_lookup = pd.Series(tasks["task_key"].to_numpy(), index=key_index)
+    # (job, task index) -> task_key through one sorted int64 key (job ids < 2**40, indices < 2**23)
+    trace_keys = _trace_key(tasks["job_id"].to_numpy(), tasks["task_index"].to_numpy())
+    key_order = np.argsort(trace_keys)
+    sorted_trace_keys = trace_keys[key_order]
 
     # eviction / failure times per kept task, as sorted composite keys for counting
     ev = events.merge(tasks[["job_id", "task_index", "task_key", "finish"]], on=["job_id", "task_index"])
@@ -284,17 +323,17 @@ def convert_google(
             skipped=report.skipped_rows,
         ):
             report.count("usage_rows_read", len(chunk))
-            chunk = chunk[chunk["job_id"].isin(job_ids)]
+            chunk_job = chunk["job_id"].to_numpy()
+            in_kept_job = _isin_sorted(chunk_job, job_ids)
+            chunk = chunk[in_kept_job]
             if chunk.empty:
                 continue
-            lookup_index = pd.MultiIndex.from_arrays(
-                [chunk["job_id"].astype(np.int64), chunk["task_index"].astype(np.int64)]
-            )
-            task_key = key_lookup.reindex(lookup_index).to_numpy()
-            known = ~np.isnan(task_key)
+            wanted = _trace_key(chunk["job_id"].to_numpy(), chunk["task_index"].to_numpy())
+            position = np.minimum(np.searchsorted(sorted_trace_keys, wanted), len(sorted_trace_keys) - 1)
+            known = sorted_trace_keys[position] == wanted
             report.count("usage_rows_of_dropped_tasks", int((~known).sum()))
             chunk = chunk[known]
-            task_key = task_key[known].astype(np.int64)
+            task_key = key_order[position[known]]
             start = chunk["start_time"].to_numpy(np.int64)
             end = chunk["end_time"].to_numpy(np.int64)
             empty = end <= start
@@ -321,10 +360,14 @@ def convert_google(
             for shard, piece in windows.groupby("shard"):
                 table = pa.Table.from_pandas(piece.drop(columns="shard"), preserve_index=False)
                 if shard not in writers:
-                    writers[shard] = pq.ParquetWriter(spill_dir / f"shard-{shard}.parquet", table.schema)
+                    # the spill is read back once, soon: fast LZ4 rather than the default codec
+                    writers[shard] = pq.ParquetWriter(
+                        spill_dir / f"shard-{shard}.parquet", table.schema, compression="lz4"
+                    )
                 writers[shard].write_table(table)
     for writer in writers.values():
         writer.close()
+    report.phase("task_usage")
 
     task_table = pd.DataFrame(
         {
@@ -333,7 +376,7 @@ def convert_google(
             "task_id": tasks["task_index"].astype(str),
             "task_start": tasks["first_schedule"] / US,
             "task_end": tasks["finish"] / US,
-            "machine_id": tasks["machine_id"].map(lambda m: "" if pd.isna(m) else str(int(m))),
+            "machine_id": machine_names(tasks["machine_id"].to_numpy()),
             "evictions": tasks["evictions"].astype(np.int32),
             "failures": tasks["failures"].astype(np.int32),
             "shard": tasks["shard"],
@@ -343,6 +386,7 @@ def convert_google(
     manifest = _write_jobs(
         staging, spill_dir, task_table, n_shards, min_tasks, dataset, report, latency_definition
     )
+    report.phase("write_jobs")
     return _finish(staging, out_dir, manifest, report)
 
 
@@ -359,44 +403,70 @@ def _write_jobs(
     report: ConversionReport,
     latency_definition: str = "schedule_to_finish",
 ) -> pd.DataFrame:
-    """Per shard: join windows with task facts, re-index tasks densely, write one file per job."""
+    """Per shard: attach task facts to windows, sort once by (job, task start, task, window),
+    number tasks densely per job, and write one Parquet file per job from slices of one Arrow
+    table. `task_table.task_key` must be its row position."""
     jobs_dir = staging / "jobs"
     jobs_dir.mkdir()
+    job_rank = pd.factorize(task_table["job_id"], sort=True)[0]
+    job_names = np.sort(task_table["job_id"].unique())
+    facts = {c: task_table[c].to_numpy() for c in TASK_COLUMNS if c != "latency"}
+    facts["latency"] = task_table["latency"].to_numpy()
     rows = []
     for shard in range(n_shards):
         spill = spill_dir / f"shard-{shard}.parquet"
         if not spill.exists():
             continue
-        windows = pd.read_parquet(spill)
-        windows = windows.merge(task_table.drop(columns="shard"), on="task_key", how="inner")
+        windows = pq.read_table(spill)
+        key = windows.column("task_key").to_numpy()
+        start = windows.column("window_start").to_numpy()
+        order = np.lexsort((start, key, facts["task_start"][key], job_rank[key]))
+        key = key[order]
+        shard_tasks = np.flatnonzero(task_table["shard"].to_numpy() == shard)
+        report.count("tasks_dropped_no_usage_windows", int(len(shard_tasks) - len(np.unique(key))))
+        job_of_row = job_rank[key]
+        job_starts = np.flatnonzero(np.r_[True, job_of_row[1:] != job_of_row[:-1]])
+        job_ends = np.r_[job_starts[1:], len(key)]
+        new_task = np.r_[True, key[1:] != key[:-1]]
+        task_counter = np.cumsum(new_task) - 1
+        task_position = task_counter - task_counter[job_starts].repeat(job_ends - job_starts)
+        columns: dict[str, Any] = {"task": pa.array(task_position.astype(np.int32))}
+        for name in windows.column_names:
+            if name != "task_key":
+                columns[name] = pa.array(windows.column(name).to_numpy()[order])
+        for name, values in facts.items():
+            columns[name] = pa.array(values[key])
         if latency_definition == "usage_windows":
-            length = (windows["window_end"] - windows["window_start"]).groupby(windows["task_key"]).transform("sum")
-            windows["latency"] = length.to_numpy()
-        shard_tasks = task_table[task_table["shard"] == shard]
-        with_windows = windows["task_key"].unique()
-        report.count("tasks_dropped_no_usage_windows", int((~shard_tasks["task_key"].isin(with_windows)).sum()))
-        for job_id, job_windows in windows.groupby("job_id", sort=True):
-            n_tasks = job_windows["task_key"].nunique()
+            duration = columns["window_end"].to_numpy() - columns["window_start"].to_numpy()
+            per_task = np.bincount(task_counter, weights=duration)
+            columns["latency"] = pa.array(per_task[task_counter])
+        table = pa.table(columns)
+        pending = []
+        for first, stop in zip(job_starts, job_ends):
+            n_tasks = int(task_position[stop - 1]) + 1
             if n_tasks < min_tasks:
                 report.count("jobs_dropped_below_min_tasks_with_windows")
                 continue
-            job_windows = job_windows.sort_values(["task_start", "task_key", "window_start"], kind="stable")
-            codes, _ = pd.factorize(job_windows["task_key"], sort=False)
-            job_windows = job_windows.assign(task=codes.astype(np.int32)).drop(columns=["task_key", "job_id"])
+            job_id = str(job_names[job_of_row[first]])
             relative = f"jobs/{_safe_name(job_id)}.parquet"
-            job_windows.to_parquet(staging / relative, index=False)
+            pending.append((table.slice(first, stop - first), staging / relative))
+            task_rows = key[first:stop][new_task[first:stop]]
             rows.append(
                 {
                     "dataset": dataset,
-                    "job_id": str(job_id),
-                    "n_tasks": int(n_tasks),
-                    "n_windows": int(len(job_windows)),
+                    "job_id": job_id,
+                    "n_tasks": n_tasks,
+                    "n_windows": int(stop - first),
                     "shard": int(shard),
                     "path": relative,
-                    "job_start": float(job_windows["task_start"].min()),
-                    "job_end": float(job_windows["task_end"].max()),
+                    "job_start": float(facts["task_start"][task_rows].min()),
+                    "job_end": float(facts["task_end"][task_rows].max()),
                 }
             )
+        # a Parquet file costs ~2-3 ms of fixed work; pyarrow releases the GIL, so write in
+        # parallel (the files are independent: the output does not depend on the order)
+        with ThreadPoolExecutor(max_workers=WRITER_THREADS) as pool:
+            list(pool.map(lambda item: pq.write_table(*item, write_statistics=False), pending))
     shutil.rmtree(spill_dir)
     manifest = pd.DataFrame(rows, columns=MANIFEST_COLUMNS)
     report.count("jobs_kept", len(manifest))
@@ -768,7 +838,7 @@ def convert_google_events(
             "task_id": tasks["task_index"].astype(str),
             "task_start": tasks["first_schedule"] / US,
             "task_end": tasks["finish"] / US,
-            "machine_id": tasks["machine_id"].map(lambda m: "" if pd.isna(m) else str(int(m))),
+            "machine_id": machine_names(tasks["machine_id"].to_numpy()),
             "evictions": tasks["evictions"].astype(np.int32),
             "failures": tasks["failures"].astype(np.int32),
             "shard": tasks["shard"],
