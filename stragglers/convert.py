@@ -369,7 +369,20 @@ def convert_google(
         writer.close()
     report.phase("task_usage")
 
-    task_table = pd.DataFrame(
+    task_table = google_task_table(tasks)
+    manifest = _write_jobs(
+        staging, spill_dir, task_table, n_shards, min_tasks, dataset, report, latency_definition
+    )
+    report.phase("write_jobs")
+    return _finish(staging, out_dir, manifest, report)
+
+
+LATENCY_DEFINITIONS = ("schedule_to_finish", "usage_windows")
+
+
+def google_task_table(tasks: pd.DataFrame) -> pd.DataFrame:
+    """Per-task facts of the kept Google tasks in the converted format (seconds)."""
+    table = pd.DataFrame(
         {
             "task_key": tasks["task_key"],
             "job_id": tasks["job_id"].astype(str),
@@ -382,15 +395,8 @@ def convert_google(
             "shard": tasks["shard"],
         }
     )
-    task_table["latency"] = task_table["task_end"] - task_table["task_start"]
-    manifest = _write_jobs(
-        staging, spill_dir, task_table, n_shards, min_tasks, dataset, report, latency_definition
-    )
-    report.phase("write_jobs")
-    return _finish(staging, out_dir, manifest, report)
-
-
-LATENCY_DEFINITIONS = ("schedule_to_finish", "usage_windows")
+    table["latency"] = table["task_end"] - table["task_start"]
+    return table
 
 
 def _write_jobs(
@@ -831,20 +837,7 @@ def convert_google_events(
     frame["shard"] = tasks["shard"].to_numpy()[task_key]
     for shard, piece in frame.groupby("shard"):
         piece.drop(columns="shard").to_parquet(spill_dir / f"shard-{shard}.parquet", index=False)
-    task_table = pd.DataFrame(
-        {
-            "task_key": tasks["task_key"],
-            "job_id": tasks["job_id"].astype(str),
-            "task_id": tasks["task_index"].astype(str),
-            "task_start": tasks["first_schedule"] / US,
-            "task_end": tasks["finish"] / US,
-            "machine_id": machine_names(tasks["machine_id"].to_numpy()),
-            "evictions": tasks["evictions"].astype(np.int32),
-            "failures": tasks["failures"].astype(np.int32),
-            "shard": tasks["shard"],
-        }
-    )
-    task_table["latency"] = task_table["task_end"] - task_table["task_start"]
+    task_table = google_task_table(tasks)
     manifest = _write_jobs(staging, spill_dir, task_table, n_shards, min_tasks, dataset, report)
     return _finish(staging, out_dir, manifest, report)
 

@@ -220,13 +220,12 @@ def convert_trace(
 ) -> dict:
     from stragglers.convert import convert_alibaba, convert_google, convert_google_events
 
+    common = {"dataset": dataset, "n_shards": n_shards, "min_tasks": min_tasks}
     if kind == "google-2011":
         return convert_google(
             raw_dir,
             out_dir,
-            dataset=dataset,
-            n_shards=n_shards,
-            min_tasks=min_tasks,
+            **common,
             priorities=tuple(priorities or (9, 10, 11)),
             latency_definition=latency_definition,
         )
@@ -235,17 +234,13 @@ def convert_trace(
         return convert_google_events(
             raw_dir,
             out_dir,
-            dataset=dataset,
-            n_shards=n_shards,
-            min_tasks=min_tasks,
+            **common,
             priorities=tuple(priorities or (9, 10, 11)),
             grid_origin=float(grid.get("grid_origin", 600.0)),
             window_seconds=float(grid.get("checkpoint_interval", 300.0)),
         )
     if kind in ("alibaba-2018", "alibaba-2017"):
-        return convert_alibaba(
-            raw_dir, out_dir, dataset=dataset, n_shards=n_shards, min_tasks=min_tasks, kind=kind
-        )
+        return convert_alibaba(raw_dir, out_dir, **common, kind=kind)
     raise ValueError(f"no converter for dataset kind {kind!r}")
 
 
