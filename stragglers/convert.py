@@ -313,6 +313,11 @@ def convert_google(
     writers: dict[int, pq.ParquetWriter] = {}
     first_schedule = tasks["first_schedule"].to_numpy()
     finish = tasks["finish"].to_numpy()
+    task_shard = tasks["shard"].to_numpy()
+    n_keys = max(len(sorted_trace_keys), 1)
+    if len(sorted_trace_keys) == 0:
+        sorted_trace_keys = np.array([-2], dtype=np.int64)  # matches nothing (keys are >= -1)
+        key_order = np.zeros(1, dtype=np.int64)
     for part in list_parts(raw_dir, "task_usage"):
         report.files_read.append(str(part))
         for chunk in iter_csv_chunks(
@@ -323,48 +328,47 @@ def convert_google(
             skipped=report.skipped_rows,
         ):
             report.count("usage_rows_read", len(chunk))
-            chunk_job = chunk["job_id"].to_numpy()
-            in_kept_job = _isin_sorted(chunk_job, job_ids)
-            chunk = chunk[in_kept_job]
-            if chunk.empty:
-                continue
-            wanted = _trace_key(chunk["job_id"].to_numpy(), chunk["task_index"].to_numpy())
-            position = np.minimum(np.searchsorted(sorted_trace_keys, wanted), len(sorted_trace_keys) - 1)
+            job, task_index = chunk["job_id"].to_numpy(), chunk["task_index"].to_numpy()
+            wanted = _trace_key(job, task_index)
+            position = np.minimum(np.searchsorted(sorted_trace_keys, wanted), n_keys - 1)
             known = sorted_trace_keys[position] == wanted
-            report.count("usage_rows_of_dropped_tasks", int((~known).sum()))
-            chunk = chunk[known]
-            task_key = key_order[position[known]]
-            start = chunk["start_time"].to_numpy(np.int64)
-            end = chunk["end_time"].to_numpy(np.int64)
-            empty = end <= start
-            outside = (start < first_schedule[task_key]) | (end > finish[task_key])
+            report.count("usage_rows_of_dropped_tasks", int((~known & _isin_sorted(job, job_ids)).sum()))
+            task_key = key_order[position]  # meaningful where known
+            start_f, end_f = chunk["start_time"].to_numpy(), chunk["end_time"].to_numpy()
+            timed = known & ~(np.isnan(start_f) | np.isnan(end_f))
+            report.count("usage_windows_missing_time", int((known & ~timed).sum()))
+            start = np.where(timed, start_f, 0).astype(np.int64)
+            end = np.where(timed, end_f, 0).astype(np.int64)
+            empty = timed & (end <= start)
+            outside = timed & ~empty & ((start < first_schedule[task_key]) | (end > finish[task_key]))
             report.count("usage_windows_zero_length", int(empty.sum()))
-            report.count("usage_windows_outside_task_life", int((outside & ~empty).sum()))
-            keep = ~(empty | outside)
-            chunk, task_key, start, end = chunk[keep], task_key[keep], start[keep], end[keep]
-            if chunk.empty:
+            report.count("usage_windows_outside_task_life", int(outside.sum()))
+            rows = np.flatnonzero(timed & ~empty & ~outside)
+            if len(rows) == 0:
                 continue
-            windows = pd.DataFrame(
-                {
-                    "task_key": task_key,
-                    "window_start": start / US,
-                    "window_end": end / US,
-                    "available_from": end / US,
-                }
-            )
-            for feature in USAGE_FEATURES:
-                windows[feature] = chunk[feature].to_numpy(np.float64)
-            windows["evictions_so_far"] = counts_before(event_keys["evictions"], task_key, end).astype(float)
-            windows["failures_so_far"] = counts_before(event_keys["failures"], task_key, end).astype(float)
-            windows["shard"] = tasks["shard"].to_numpy()[task_key]
-            for shard, piece in windows.groupby("shard"):
-                table = pa.Table.from_pandas(piece.drop(columns="shard"), preserve_index=False)
+            # one gather per column, grouped by shard, straight into Arrow (no DataFrame copies)
+            rows = rows[np.argsort(task_shard[task_key[rows]], kind="stable")]
+            task_key, start, end = task_key[rows], start[rows], end[rows]
+            columns = {
+                "task_key": task_key,
+                "window_start": start / US,
+                "window_end": end / US,
+                "available_from": end / US,
+                **{f: chunk[f].to_numpy(np.float64)[rows] for f in USAGE_FEATURES},
+                "evictions_so_far": counts_before(event_keys["evictions"], task_key, end).astype(float),
+                "failures_so_far": counts_before(event_keys["failures"], task_key, end).astype(float),
+            }
+            table = pa.table(columns)
+            shard_of_row = task_shard[task_key]
+            bounds = np.flatnonzero(np.r_[True, shard_of_row[1:] != shard_of_row[:-1], True])
+            for first, stop in zip(bounds[:-1], bounds[1:]):
+                shard = int(shard_of_row[first])
                 if shard not in writers:
                     # the spill is read back once, soon: fast LZ4 rather than the default codec
                     writers[shard] = pq.ParquetWriter(
                         spill_dir / f"shard-{shard}.parquet", table.schema, compression="lz4"
                     )
-                writers[shard].write_table(table)
+                writers[shard].write_table(table.slice(first, stop - first))
     for writer in writers.values():
         writer.close()
     report.phase("task_usage")
