@@ -258,9 +258,12 @@ def replay_job(
         true_latency=job.latency.copy() if method.privileged else None,
     )
     method.start_job(info)
+    # tasks a privileged method trains on with their labels stay in the replay (it needs
+    # their features) but are not scored
+    not_scored = np.zeros(job.n_tasks, dtype=bool)
     trained_on = method.excluded_from_evaluation()
     if trained_on is not None and len(trained_on):
-        excluded[np.asarray(trained_on, dtype=int)] = True
+        not_scored[np.asarray(trained_on, dtype=int)] = True
     flagged = np.zeros(job.n_tasks, dtype=bool)
     flag_time = np.full(job.n_tasks, np.nan)
     n_checkpoints = 0
@@ -284,7 +287,7 @@ def replay_job(
         n_checkpoints += 1
     return JobRun(
         flag_time=flag_time,
-        evaluated=~excluded,
+        evaluated=~excluded & ~not_scored,
         threshold=threshold,
         n_checkpoints=n_checkpoints,
         prediction_start=prediction_start,

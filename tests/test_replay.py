@@ -193,3 +193,21 @@ def test_settings_are_validated():
 def test_unknown_method_parameter_is_an_error():
     with pytest.raises(ValueError, match="unknown parameter"):
         Recorder({"nope": 1})
+
+
+def test_tasks_a_method_trains_on_stay_visible_but_are_not_scored():
+    class TrainsOnSome(Recorder):
+        name = "TrainsOnSome"
+
+        def excluded_from_evaluation(self):
+            return np.arange(10)
+
+    job = make_job(120, seed=8)
+    method = TrainsOnSome()
+    run = _replay(job, method)
+    seen = set()
+    for cp in method.seen:
+        seen.update(cp.running_tasks.tolist())
+        seen.update(cp.finished_tasks.tolist())
+    assert set(range(10)) <= seen
+    assert not run.evaluated[:10].any() and run.evaluated[10:].all()

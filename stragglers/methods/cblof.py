@@ -1,0 +1,65 @@
+"""CBLOF (He et al., 2003): cluster-based local outlier factor on k-means clusters."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, ClassVar
+
+import numpy as np
+from pyod.models.cblof import CBLOF as PyodCBLOF
+
+from stragglers.methods._features import distinct_row_count
+from stragglers.methods._outlier import OutlierDetectionMethod
+from stragglers.methods.base import Checkpoint
+
+# Looser (alpha, beta) pairs tried when PyOD cannot split clusters into large and small ones.
+# With alpha = 0.5 and beta = 1 a split always exists once there are two clusters.
+FALLBACK_ALPHA_BETA = ((0.8, 3.0), (0.7, 2.0), (0.5, 1.0))
+
+
+def cblof_attempts(n_clusters: int, alpha: float, beta: float, n_distinct: int):
+    """(n_clusters, alpha, beta) settings to try, in order, for a sample with `n_distinct` rows."""
+    k = min(int(n_clusters), n_distinct)
+    if k < 2:
+        return []
+    ks = [k] + [kk for kk in sorted({max(2, k // 2), 2}, reverse=True) if kk < k]
+    pairs = [(alpha, beta)] + [p for p in FALLBACK_ALPHA_BETA if p != (alpha, beta)]
+    return [(kk, a, b) for kk in ks for a, b in pairs]
+
+
+class CBLOF(OutlierDetectionMethod):
+    name: ClassVar[str] = "CBLOF"
+    defaults: ClassVar[dict[str, Any]] = {
+        "contamination": 0.1,
+        "n_clusters": 8,  # PyOD defaults
+        "alpha": 0.9,
+        "beta": 5.0,
+        "refit_growth": 0.1,
+    }
+
+    def make_detector(self, n_train: int, seed: int, n_clusters: int = 8,
+                      alpha: float = 0.9, beta: float = 5.0) -> PyodCBLOF:
+        return PyodCBLOF(
+            contamination=self.params["contamination"],
+            n_clusters=n_clusters,
+            alpha=alpha,
+            beta=beta,
+            check_estimator=False,
+            random_state=seed,
+        )
+
+    def fit_detector(self, train: np.ndarray, checkpoint: Checkpoint, seed: int):
+        attempts = cblof_attempts(self.params["n_clusters"], self.params["alpha"],
+                                  self.params["beta"], distinct_row_count(train))
+        for n_clusters, alpha, beta in attempts:
+            detector = self.make_detector(len(train), seed, n_clusters, alpha, beta)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    detector.fit(train)
+            except ValueError as err:
+                if "Could not form valid cluster separation" in str(err):
+                    continue
+                raise
+            return detector
+        return None  # fewer than two distinct finished tasks: nothing to cluster

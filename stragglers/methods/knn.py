@@ -1,0 +1,25 @@
+"""kNN outlier detection (Ramaswamy et al., 2000): distance to the k-th nearest neighbour."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pyod.models.knn import KNN as PyodKNN
+
+from stragglers.methods._outlier import OutlierDetectionMethod, shrink_neighbours
+
+
+class KNN(OutlierDetectionMethod):
+    name: ClassVar[str] = "KNN"
+    defaults: ClassVar[dict[str, Any]] = {
+        "contamination": 0.1,
+        "n_neighbors": 5,  # PyOD default
+        "refit_growth": 0.1,
+    }
+
+    def make_detector(self, n_train: int, seed: int) -> PyodKNN:
+        return PyodKNN(
+            contamination=self.params["contamination"],
+            n_neighbors=shrink_neighbours(self.params["n_neighbors"], n_train),
+            method="largest",
+        )

@@ -1,0 +1,24 @@
+"""Local outlier factor (Breunig et al., 2000)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pyod.models.lof import LOF as PyodLOF
+
+from stragglers.methods._outlier import OutlierDetectionMethod, shrink_neighbours
+
+
+class LOF(OutlierDetectionMethod):
+    name: ClassVar[str] = "LOF"
+    defaults: ClassVar[dict[str, Any]] = {
+        "contamination": 0.1,
+        "n_neighbors": 15,  # the paper's code (PyOD's default is 20)
+        "refit_growth": 0.1,
+    }
+
+    def make_detector(self, n_train: int, seed: int) -> PyodLOF:
+        return PyodLOF(
+            contamination=self.params["contamination"],
+            n_neighbors=shrink_neighbours(self.params["n_neighbors"], n_train),
+        )
