@@ -39,6 +39,7 @@ from stragglers.schema import GOOGLE_TABLES, google_part_name
 logger = logging.getLogger(__name__)
 
 GOOGLE_BASE_URL = "https://storage.googleapis.com/clusterdata-2011-2"
+GOOGLE_SCHEMA_NAME = "schema.csv"
 GOOGLE_PARTS_PER_TABLE = 500
 GOOGLE_SHA256SUM_NAME = "SHA256SUM"
 
@@ -585,6 +586,11 @@ def download_google(
     sums = parse_sha256sum(sums_path.read_text(), source=str(sums_path))
     fetched: list[Path] = []
     failures: list[str] = []
+    # the trace's schema.csv documents the columns; fetched (verified) when SHA256SUM lists it
+    if GOOGLE_SCHEMA_NAME in sums:
+        wanted = [(f"{base_url.rstrip('/')}/{GOOGLE_SCHEMA_NAME}", GOOGLE_SCHEMA_NAME), *wanted]
+    else:
+        logger.info("%s is not listed in %s: not fetched", GOOGLE_SCHEMA_NAME, sums_path)
     for url, relpath in wanted:
         if relpath not in sums:
             failures.append(

@@ -19,7 +19,8 @@ from stragglers.pipeline import download_trace
 def served_trace(tmp_path):
     source = tmp_path / "bucket"
     generate_google(source, GoogleGeneratorConfig.from_dict({"n_jobs": 3, "seed": 5}))
-    lines = []
+    (source / "schema.csv").write_text("file pattern,field number,content,format,mandatory\n")
+    lines = [f"{hashlib.sha256((source / 'schema.csv').read_bytes()).hexdigest()} *schema.csv"]
     for path in sorted(source.glob("*/part-*.csv.gz")):
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
         lines.append(f"{digest} *{path.relative_to(source).as_posix()}")
@@ -47,7 +48,7 @@ def test_download_then_convert_matches_the_source(served_trace, tmp_path):
         folder=str(folder),
         out=str(tmp_path / "done.json"),
     )
-    assert len(result["files"]) == 2 * n_parts  # task_events and task_usage
+    assert len(result["files"]) == 2 * n_parts + 1  # schema.csv, task_events and task_usage
     for path in result["files"]:
         relative = path.split(str(folder) + "/")[1]
         assert (source / relative).read_bytes() == open(path, "rb").read()
