@@ -3,7 +3,7 @@ from stragglers.pipeline import predict_shard, run_rule
 from stragglers.replay import ReplaySettings
 
 run_rule(snakemake.log[0], lambda: predict_shard(
-    converted_dir=snakemake.input[0],
+    converted_dir=snakemake.input.converted,
     dataset=snakemake.wildcards.dataset,
     kind=snakemake.params.kind,
     shard=int(snakemake.wildcards.shard),
@@ -14,4 +14,6 @@ run_rule(snakemake.log[0], lambda: predict_shard(
     out_tasks=snakemake.output.tasks,
     out_jobs=snakemake.output.jobs,
     method_dirs=list(snakemake.params.method_dirs),
+    tuning_jobs=snakemake.params.tuning_jobs,
+    tuned_params=snakemake.input.tuned or None,
 ))

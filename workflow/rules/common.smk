@@ -28,6 +28,31 @@ wildcard_constraints:
     shard=r"\d+",
 
 
+TUNING = config.get("tuning") or {}
+for _method in TUNING.get("grids", {}):
+    if _method not in METHODS:
+        raise ValueError(f"config tuning.grids: {_method} is not among the configured methods")
+
+
+def tuning_jobs():
+    """Jobs per dataset set aside for tuning (left out of every evaluation), 0 without tuning."""
+    return TUNING.get("n_jobs", 6) if TUNING else 0
+
+
+def tuned_params_input(wildcards):
+    if TUNING.get("apply") and wildcards.method in TUNING.get("grids", {}):
+        return f"results/{wildcards.dataset}/tuning/{wildcards.method}.json"
+    return []
+
+
+def tuning_targets():
+    return [
+        f"results/{dataset}/tuning/{method}.json"
+        for dataset in DATASETS
+        for method in TUNING.get("grids", {})
+    ]
+
+
 def dataset_config(dataset):
     return config["datasets"][dataset]
 

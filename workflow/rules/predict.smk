@@ -3,7 +3,8 @@
 
 rule predict:
     input:
-        "resources/converted/{dataset}",
+        converted="resources/converted/{dataset}",
+        tuned=tuned_params_input,
     output:
         tasks="results/{dataset}/predictions/{method}/shard-{shard}.tasks.parquet",
         jobs="results/{dataset}/predictions/{method}/shard-{shard}.jobs.parquet",
@@ -13,6 +14,7 @@ rule predict:
         replay=lambda wc: {**config["replay"], **dataset_config(wc.dataset).get("replay", {})},
         seed=config["seed"],
         method_dirs=config.get("method_dirs", []),
+        tuning_jobs=tuning_jobs(),
     log:
         "logs/predict/{dataset}/{method}/shard-{shard}.log",
     benchmark:
@@ -20,3 +22,30 @@ rule predict:
     threads: 1
     script:
         "../../scripts/predict.py"
+
+
+# The paper's tuning protocol (optional): each method's grid on the tuning jobs only.
+rule tune_method:
+    input:
+        "resources/converted/{dataset}",
+    output:
+        "results/{dataset}/tuning/{method}.json",
+    params:
+        kind=lambda wc: dataset_config(wc.dataset)["kind"],
+        method_params=lambda wc: config["methods"][wc.method] or {},
+        grid=lambda wc: TUNING["grids"][wc.method],
+        replay=lambda wc: {**config["replay"], **dataset_config(wc.dataset).get("replay", {})},
+        seed=config["seed"],
+        n_jobs=tuning_jobs(),
+        method_dirs=config.get("method_dirs", []),
+    log:
+        "logs/tune/{dataset}/{method}.log",
+    benchmark:
+        "benchmarks/tune/{dataset}/{method}.tsv"
+    script:
+        "../../scripts/tune_method.py"
+
+
+rule tuning:
+    input:
+        tuning_targets(),

@@ -1,0 +1,17 @@
+"""Rule tune_method: the paper's tuning protocol for one method on one dataset's tuning jobs."""
+from stragglers.pipeline import run_rule, tune_method
+from stragglers.replay import ReplaySettings
+
+run_rule(snakemake.log[0], lambda: tune_method(
+    converted_dir=snakemake.input[0],
+    dataset=snakemake.wildcards.dataset,
+    kind=snakemake.params.kind,
+    method=snakemake.wildcards.method,
+    params=dict(snakemake.params.method_params),
+    grid=dict(snakemake.params.grid),
+    settings=ReplaySettings(**snakemake.params.replay),
+    seed=snakemake.params.seed,
+    n_jobs=snakemake.params.n_jobs,
+    out=snakemake.output[0],
+    method_dirs=list(snakemake.params.method_dirs),
+))
