@@ -78,6 +78,39 @@ class ConversionReport:
         }
 
 
+class ShardSpill:
+    """Intermediate rows grouped by shard: one Parquet file per shard, appended chunk by
+    chunk, read back once per shard (so memory is bounded by a shard, not the trace)."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        folder.mkdir()
+        self.writers: dict[int, pq.ParquetWriter] = {}
+
+    def path(self, shard: int) -> Path:
+        return self.folder / f"shard-{shard}.parquet"
+
+    def write(self, shard: int, table: pa.Table) -> None:
+        if shard not in self.writers:
+            # read back once, soon: fast LZ4 rather than the default codec
+            self.writers[shard] = pq.ParquetWriter(self.path(shard), table.schema, compression="lz4")
+        self.writers[shard].write_table(table)
+
+    def close(self) -> None:
+        for writer in self.writers.values():
+            writer.close()
+
+    def shards(self, n_shards: int):
+        """(shard, Arrow table) for every shard that received rows."""
+        self.close()
+        for shard in range(n_shards):
+            if self.path(shard).exists():
+                yield shard, pq.read_table(self.path(shard))
+
+    def remove(self) -> None:
+        shutil.rmtree(self.folder)
+
+
 def list_parts(raw_dir: Path, table: str) -> list[Path]:
     folder = Path(raw_dir) / table
     parts = sorted(folder.glob("part-*-of-*.csv.gz")) + sorted(folder.glob("part-*-of-*.csv"))
@@ -308,9 +341,7 @@ def convert_google(
     }
     del events, ev
 
-    spill_dir = staging / "_spill"
-    spill_dir.mkdir()
-    writers: dict[int, pq.ParquetWriter] = {}
+    spill = ShardSpill(staging / "_spill")
     first_schedule = tasks["first_schedule"].to_numpy()
     finish = tasks["finish"].to_numpy()
     task_shard = tasks["shard"].to_numpy()
@@ -362,20 +393,13 @@ def convert_google(
             shard_of_row = task_shard[task_key]
             bounds = np.flatnonzero(np.r_[True, shard_of_row[1:] != shard_of_row[:-1], True])
             for first, stop in zip(bounds[:-1], bounds[1:]):
-                shard = int(shard_of_row[first])
-                if shard not in writers:
-                    # the spill is read back once, soon: fast LZ4 rather than the default codec
-                    writers[shard] = pq.ParquetWriter(
-                        spill_dir / f"shard-{shard}.parquet", table.schema, compression="lz4"
-                    )
-                writers[shard].write_table(table.slice(first, stop - first))
-    for writer in writers.values():
-        writer.close()
+                spill.write(int(shard_of_row[first]), table.slice(first, stop - first))
+    spill.close()
     report.phase("task_usage")
 
     task_table = google_task_table(tasks)
     manifest = _write_jobs(
-        staging, spill_dir, task_table, n_shards, min_tasks, dataset, report, latency_definition
+        staging, spill, task_table, n_shards, min_tasks, dataset, report, latency_definition
     )
     report.phase("write_jobs")
     return _finish(staging, out_dir, manifest, report)
@@ -405,7 +429,7 @@ def google_task_table(tasks: pd.DataFrame) -> pd.DataFrame:
 
 def _write_jobs(
     staging: Path,
-    spill_dir: Path,
+    spill: ShardSpill,
     task_table: pd.DataFrame,
     n_shards: int,
     min_tasks: int,
@@ -423,11 +447,7 @@ def _write_jobs(
     facts = {c: task_table[c].to_numpy() for c in TASK_COLUMNS if c != "latency"}
     facts["latency"] = task_table["latency"].to_numpy()
     rows = []
-    for shard in range(n_shards):
-        spill = spill_dir / f"shard-{shard}.parquet"
-        if not spill.exists():
-            continue
-        windows = pq.read_table(spill)
+    for shard, windows in spill.shards(n_shards):
         key = windows.column("task_key").to_numpy()
         start = windows.column("window_start").to_numpy()
         order = np.lexsort((start, key, facts["task_start"][key], job_rank[key]))
@@ -477,7 +497,7 @@ def _write_jobs(
         # parallel (the files are independent: the output does not depend on the order)
         with ThreadPoolExecutor(max_workers=WRITER_THREADS) as pool:
             list(pool.map(lambda item: pq.write_table(*item, write_statistics=False), pending))
-    shutil.rmtree(spill_dir)
+    spill.remove()
     manifest = pd.DataFrame(rows, columns=MANIFEST_COLUMNS)
     report.count("jobs_kept", len(manifest))
     report.count("tasks_kept", int(manifest["n_tasks"].sum()) if len(manifest) else 0)
@@ -588,9 +608,7 @@ def convert_alibaba(
     layout = ALIBABA_LAYOUTS[kind]
     report = ConversionReport(dataset)
     staging = _fresh_staging(out_dir)
-    spill_dir = staging / "_spill"
-    spill_dir.mkdir()
-    writers: dict[int, pq.ParquetWriter] = {}
+    spill = ShardSpill(staging / "_spill")
     job_column, task_column = layout.job_columns
     for chunk in alibaba_chunks(raw_dir, layout, report):
         report.count("instance_rows_read", len(chunk))
@@ -621,21 +639,13 @@ def convert_alibaba(
         )
         piece["shard"] = stable_shard(piece["job_id"], n_shards)
         for shard, rows in piece.groupby("shard"):
-            table = pa.Table.from_pandas(rows.drop(columns="shard"), preserve_index=False)
-            if shard not in writers:
-                writers[shard] = pq.ParquetWriter(spill_dir / f"shard-{shard}.parquet", table.schema)
-            writers[shard].write_table(table)
-    for writer in writers.values():
-        writer.close()
+            spill.write(int(shard), pa.Table.from_pandas(rows.drop(columns="shard"), preserve_index=False))
 
     jobs_dir = staging / "jobs"
     jobs_dir.mkdir()
     rows = []
-    for shard in range(n_shards):
-        spill = spill_dir / f"shard-{shard}.parquet"
-        if not spill.exists():
-            continue
-        instances = pd.read_parquet(spill)
+    for shard, table in spill.shards(n_shards):
+        instances = table.to_pandas()
         sizes = instances.groupby("job_id").size()
         report.count("alibaba_tasks_seen", len(sizes))
         report.count("jobs_dropped_below_min_tasks", int((sizes < min_tasks).sum()))
@@ -670,7 +680,7 @@ def convert_alibaba(
                     "job_start": float(start.min()), "job_end": float(end.max()),
                 }
             )
-    shutil.rmtree(spill_dir)
+    spill.remove()
     manifest = pd.DataFrame(rows, columns=MANIFEST_COLUMNS).sort_values("job_id", ignore_index=True)
     report.count("jobs_kept", len(manifest))
     report.count("tasks_kept", int(manifest["n_tasks"].sum()) if len(manifest) else 0)
@@ -836,13 +846,12 @@ def convert_google_events(
     job_ids = np.sort(tasks["job_id"].unique())
     shard_of_job = pd.Series(np.arange(len(job_ids)) % n_shards, index=job_ids)
     tasks["shard"] = shard_of_job.reindex(tasks["job_id"]).to_numpy()
-    spill_dir = staging / "_spill"
-    spill_dir.mkdir()
+    spill = ShardSpill(staging / "_spill")
     frame["shard"] = tasks["shard"].to_numpy()[task_key]
     for shard, piece in frame.groupby("shard"):
-        piece.drop(columns="shard").to_parquet(spill_dir / f"shard-{shard}.parquet", index=False)
+        spill.write(int(shard), pa.Table.from_pandas(piece.drop(columns="shard"), preserve_index=False))
     task_table = google_task_table(tasks)
-    manifest = _write_jobs(staging, spill_dir, task_table, n_shards, min_tasks, dataset, report)
+    manifest = _write_jobs(staging, spill, task_table, n_shards, min_tasks, dataset, report)
     return _finish(staging, out_dir, manifest, report)
 
 

@@ -28,24 +28,16 @@ def validate_checkpoint(job: JobInfo, cp: Checkpoint) -> None:
     where = f"job {job.job_id}, checkpoint {cp.index} (t={cp.time})"
     n_fin = len(cp.finished_tasks)
     n_run = len(cp.running_tasks)
-    if cp.finished_features.shape != (n_fin, d):
-        raise ValueError(
-            f"{where}: finished_features has shape {cp.finished_features.shape}, "
-            f"expected ({n_fin}, {d})"
-        )
-    if cp.finished_latency.shape != (n_fin,):
-        raise ValueError(
-            f"{where}: finished_latency has shape {cp.finished_latency.shape}, expected ({n_fin},)"
-        )
-    if cp.running_features.shape != (n_run, d):
-        raise ValueError(
-            f"{where}: running_features has shape {cp.running_features.shape}, "
-            f"expected ({n_run}, {d})"
-        )
-    if cp.running_elapsed.shape != (n_run,):
-        raise ValueError(
-            f"{where}: running_elapsed has shape {cp.running_elapsed.shape}, expected ({n_run},)"
-        )
+    expected = {
+        "finished_features": (n_fin, d),
+        "finished_latency": (n_fin,),
+        "running_features": (n_run, d),
+        "running_elapsed": (n_run,),
+    }
+    for field, shape in expected.items():
+        actual = getattr(cp, field).shape
+        if actual != shape:
+            raise ValueError(f"{where}: {field} has shape {actual}, expected {shape}")
 
 
 def grew(now: float, at_fit: float | None, refit_growth: float) -> bool:
