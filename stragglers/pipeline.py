@@ -451,9 +451,9 @@ def simulate_method(
 
     tasks, jobs = read_predictions(task_files, job_files)
     frames = []
-    ok_jobs = jobs[jobs["status"] == "ok"]
+    ok_jobs = set(jobs.loc[jobs["status"] == "ok", "job_id"])
     for (dataset, method, job_id), job_tasks in tasks.groupby(["dataset", "method", "job_id"], sort=False):
-        if job_id not in set(ok_jobs["job_id"]):
+        if job_id not in ok_jobs:
             continue
         job_tasks = job_tasks.sort_values("task")
         latency = job_tasks["latency"].to_numpy(float)
