@@ -354,9 +354,23 @@ def evaluate_dataset(
 ) -> pd.DataFrame:
     from stragglers import evaluate, report
 
-    tasks, jobs = evaluate.load_predictions(task_files, job_files)
-    metrics = evaluate.job_metrics(tasks, jobs)
-    per_job, mean = evaluate.f1_over_time(tasks, jobs, n_points=n_points)
+    # one method at a time: memory is bounded by one method's predictions, not all of them
+    by_method: dict[str, tuple[list[str], list[str]]] = {}
+    for path in task_files:
+        by_method.setdefault(Path(path).parent.name, ([], []))[0].append(path)
+    for path in job_files:
+        by_method.setdefault(Path(path).parent.name, ([], []))[1].append(path)
+    metric_frames, per_job_frames, mean_frames = [], [], []
+    for method, (method_tasks, method_jobs) in by_method.items():
+        tasks, jobs = evaluate.load_predictions(method_tasks, method_jobs)
+        metric_frames.append(evaluate.job_metrics(tasks, jobs))
+        per_job, mean = evaluate.f1_over_time(tasks, jobs, n_points=n_points)
+        per_job_frames.append(per_job)
+        mean_frames.append(mean)
+        del tasks, jobs
+    metrics = pd.concat(metric_frames, ignore_index=True)
+    per_job = pd.concat(per_job_frames, ignore_index=True)
+    mean = pd.concat(mean_frames, ignore_index=True)
     write_csv_atomic(metrics, out_job_metrics)
     write_csv_atomic(per_job, out_f1_per_job)
     write_csv_atomic(mean, out_f1_mean)
