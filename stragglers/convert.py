@@ -270,6 +270,15 @@ def _composite(task_key: np.ndarray, time_us: np.ndarray) -> np.ndarray:
     return (task_key.astype(np.int64) << TIME_BITS) + time_us.astype(np.int64)
 
 
+def eviction_and_failure_keys(events: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Sorted (task_key, time) composites of the EVICT and FAIL events, for `counts_before`."""
+    return {
+        name: np.sort(_composite(rows["task_key"].to_numpy(), rows["timestamp"].to_numpy()))
+        for name, code in (("evictions", schema.EventType.EVICT), ("failures", schema.EventType.FAIL))
+        for rows in [events[events["event_type"] == code]]
+    }
+
+
 def counts_before(
     event_keys: np.ndarray, task_key: np.ndarray, time_us: np.ndarray
 ) -> np.ndarray:
@@ -334,11 +343,7 @@ def convert_google(
     # eviction / failure times per kept task, as sorted composite keys for counting
     ev = events.merge(tasks[["job_id", "task_index", "task_key", "finish"]], on=["job_id", "task_index"])
     ev = ev[ev["timestamp"] <= ev["finish"]]
-    event_keys = {
-        name: np.sort(_composite(rows["task_key"].to_numpy(), rows["timestamp"].to_numpy()))
-        for name, code in (("evictions", schema.EventType.EVICT), ("failures", schema.EventType.FAIL))
-        for rows in [ev[ev["event_type"] == code]]
-    }
+    event_keys = eviction_and_failure_keys(ev)
     del events, ev
 
     spill = ShardSpill(staging / "_spill")
@@ -822,11 +827,7 @@ def convert_google_events(
     sched_keys, sched_machine = sched_keys[order], schedules["machine_id"].to_numpy()[order]
     position = np.searchsorted(sched_keys, _composite(task_key, end), side="right") - 1
     machine = sched_machine[np.maximum(position, 0)]
-    counts_for = {
-        name: np.sort(_composite(rows_.task_key.to_numpy(), rows_.timestamp.to_numpy()))
-        for name, code in (("evictions", schema.EventType.EVICT), ("failures", schema.EventType.FAIL))
-        for rows_ in [selected[selected["event_type"] == code]]
-    }
+    counts_for = eviction_and_failure_keys(selected)
     frame = pd.DataFrame(
         {
             "task_key": task_key,
