@@ -39,6 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stragglers import schema
+from stragglers.datasets import GOOGLE_FEATURES
 from stragglers.jobdata import MANIFEST_COLUMNS, TASK_COLUMNS
 from stragglers.rawcsv import RawTraceError, SkippedRows, iter_csv_chunks
 
@@ -134,55 +135,51 @@ USAGE_TYPES = {c: "float" for c in schema.GOOGLE_TASK_USAGE} | {
     "task_index": "int",
     "machine_id": "int",
 }
-USAGE_FEATURES = [
-    "cpu_rate",
-    "maximum_cpu_rate",
-    "sampled_cpu_usage",
-    "canonical_memory_usage",
-    "assigned_memory_usage",
-    "maximum_memory_usage",
-    "unmapped_page_cache",
-    "total_page_cache",
-    "disk_io_time",
-    "maximum_disk_io_time",
-    "local_disk_space_usage",
-    "cycles_per_instruction",
-    "memory_accesses_per_instruction",
-]
+# the usage columns behind the paper's Table 1 (EV/FL come from task_events)
+USAGE_FEATURES = [f.column for f in GOOGLE_FEATURES if f.column in schema.GOOGLE_TASK_USAGE]
 
 
 # ---------------------------------------------------------------------------------------------
 # Google: task events -> per-task outcome
 # ---------------------------------------------------------------------------------------------
-def read_production_events(
-    parts: list[Path], report: ConversionReport, priorities=PRODUCTION_PRIORITIES
+REQUIRED_EVENT_FIELDS = ["timestamp", "job_id", "task_index", "event_type"]
+
+
+def read_task_events(
+    parts: list[Path], report: ConversionReport, types: dict[str, str], chunk_filter=None
 ) -> pd.DataFrame:
-    """Task events of production-priority rows from every part (a job may span parts)."""
+    """Task events from every part (a job may span parts); rows missing a required field are
+    skipped and counted; `chunk_filter` keeps part of each chunk (bounded memory)."""
     frames = []
-    other_jobs: set[int] = set()
     for part in parts:
         report.files_read.append(str(part))
         for chunk in iter_csv_chunks(
-            part,
-            schema.GOOGLE_TASK_EVENTS,
-            TASK_EVENT_TYPES,
-            usecols=list(TASK_EVENT_TYPES),
-            skipped=report.skipped_rows,
+            part, schema.GOOGLE_TASK_EVENTS, types, usecols=list(types), skipped=report.skipped_rows
         ):
-            required = chunk[["timestamp", "job_id", "task_index", "event_type"]].isna().any(axis=1)
-            if required.any():
-                report.skipped_rows.count += int(required.sum())
-                report.skipped_rows.by_reason["missing required field"] = (
-                    report.skipped_rows.by_reason.get("missing required field", 0)
-                    + int(required.sum())
-                )
-                chunk = chunk[~required]
-            production = chunk["priority"].isin(priorities)
-            other_jobs.update(np.unique(chunk.loc[~production, "job_id"].to_numpy()).tolist())
-            frames.append(chunk[production])
-    events = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(TASK_EVENT_TYPES))
-    for c in ("timestamp", "job_id", "task_index", "event_type"):
+            missing = chunk[REQUIRED_EVENT_FIELDS].isna().any(axis=1)
+            report.skipped_rows.add(
+                part, None, "empty timestamp/job/task/event", "missing required field", n=int(missing.sum())
+            )
+            chunk = chunk[~missing]
+            frames.append(chunk_filter(chunk) if chunk_filter else chunk)
+    events = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(types))
+    for c in REQUIRED_EVENT_FIELDS:
         events[c] = events[c].astype(np.int64)
+    return events
+
+
+def read_production_events(
+    parts: list[Path], report: ConversionReport, priorities=PRODUCTION_PRIORITIES
+) -> pd.DataFrame:
+    """Task events of production-priority rows (other rows are dropped chunk by chunk)."""
+    other_jobs: set[int] = set()
+
+    def production_only(chunk: pd.DataFrame) -> pd.DataFrame:
+        production = chunk["priority"].isin(priorities)
+        other_jobs.update(np.unique(chunk.loc[~production, "job_id"].to_numpy()).tolist())
+        return chunk[production]
+
+    events = read_task_events(parts, report, TASK_EVENT_TYPES, production_only)
     report.count("task_event_rows_production", len(events))
     report.count("jobs_with_non_production_rows", len(other_jobs - set(events["job_id"].unique())))
     return events
@@ -584,8 +581,9 @@ def alibaba_chunks(raw_dir: Path, layout: AlibabaLayout, report: ConversionRepor
         for column in ALIBABA_NUMERIC:
             values = pd.to_numeric(chunk[column].replace("", np.nan), errors="coerce")
             bad = values.isna() & chunk[column].notna() & (chunk[column] != "")
-            for _ in range(int(bad.sum())):
-                report.skipped_rows.add(archive, None, f"{column}: not a number", "unparsable value")
+            report.skipped_rows.add(
+                archive, None, f"{column}: not a number", "unparsable value", n=int(bad.sum())
+            )
             chunk[column] = values
             chunk = chunk[~bad]
         yield chunk
@@ -715,20 +713,7 @@ TERMINAL_EVENTS = (
 
 def read_all_events(parts: list[Path], report: ConversionReport) -> pd.DataFrame:
     """Every task event (all priorities: machine load counts every task on a machine)."""
-    frames = []
-    for part in parts:
-        report.files_read.append(str(part))
-        for chunk in iter_csv_chunks(
-            part, schema.GOOGLE_TASK_EVENTS, EVENTS_TYPES, usecols=list(EVENTS_TYPES),
-            skipped=report.skipped_rows,
-        ):
-            required = chunk[["timestamp", "job_id", "task_index", "event_type"]].isna().any(axis=1)
-            for _ in range(int(required.sum())):
-                report.skipped_rows.add(part, None, "empty timestamp/job/task/event", "missing required field")
-            frames.append(chunk[~required])
-    events = pd.concat(frames, ignore_index=True)
-    for c in ("timestamp", "job_id", "task_index", "event_type"):
-        events[c] = events[c].astype(np.int64)
+    events = read_task_events(parts, report, EVENTS_TYPES)
     return events.sort_values(["job_id", "task_index", "timestamp"], kind="stable").reset_index(drop=True)
 
 

@@ -192,12 +192,6 @@ def tune_method(
     return result
 
 
-def read_predictions(task_files: list[str], job_files: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    tasks = pd.concat([pd.read_parquet(p) for p in task_files], ignore_index=True)
-    jobs = pd.concat([pd.read_parquet(p) for p in job_files], ignore_index=True)
-    return tasks, jobs
-
-
 def dump_json(data: Any, path: Path | str) -> None:
     write_text_atomic(json.dumps(data, indent=2, default=str) + "\n", path)
 
@@ -461,9 +455,9 @@ def simulate_method(
     seed: int,
     out: str,
 ) -> pd.DataFrame:
-    from stragglers import simulate
+    from stragglers import evaluate, simulate
 
-    tasks, jobs = read_predictions(task_files, job_files)
+    tasks, jobs = evaluate.load_predictions(task_files, job_files)
     frames = []
     ok_jobs = set(jobs.loc[jobs["status"] == "ok", "job_id"])
     for (dataset, method, job_id), job_tasks in tasks.groupby(["dataset", "method", "job_id"], sort=False):

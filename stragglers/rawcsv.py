@@ -35,9 +35,12 @@ class SkippedRows:
     examples: list[str] = field(default_factory=list)
     keep: int = 20
 
-    def add(self, path: Path | str, line: int | None, reason: str, kind: str) -> None:
-        self.count += 1
-        self.by_reason[kind] = self.by_reason.get(kind, 0) + 1
+    def add(self, path: Path | str, line: int | None, reason: str, kind: str, n: int = 1) -> None:
+        """Record `n` skipped rows of one kind (n = 0 records nothing)."""
+        if n <= 0:
+            return
+        self.count += n
+        self.by_reason[kind] = self.by_reason.get(kind, 0) + n
         if len(self.examples) < self.keep:
             where = f"{path}:{line}" if line is not None else str(path)
             self.examples.append(f"{where}: {reason}")
