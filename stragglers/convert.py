@@ -17,8 +17,10 @@ Alibaba 2018 batch_instance: instances with status Terminated and end > start; a
 task (job_name, task_name) is a job here, kept with >= `min_tasks` instances; each instance is
 one window [start, end] with its lifetime cpu/mem summaries (see README, deviations).
 
-Everything is written under `<out>.tmp` and renamed to `<out>` when complete, so a failed or
-interrupted conversion never leaves output that looks complete.
+Conversion runs in stages (prepare, spill per group of parts, gather per shard, manifest) that
+Snakemake runs as separate jobs, or `convert_*` runs in one process (see "Conversion runs as
+stages" below). Every stage writes under `<out>.tmp` and renames it to `<out>` when complete,
+so a failed or interrupted conversion never leaves output that looks complete.
 """
 
 from __future__ import annotations
@@ -100,16 +102,7 @@ class ShardSpill:
     def close(self) -> None:
         for writer in self.writers.values():
             writer.close()
-
-    def shards(self, n_shards: int):
-        """(shard, Arrow table) for every shard that received rows."""
-        self.close()
-        for shard in range(n_shards):
-            if self.path(shard).exists():
-                yield shard, pq.read_table(self.path(shard))
-
-    def remove(self) -> None:
-        shutil.rmtree(self.folder)
+        self.writers = {}
 
 
 def list_parts(raw_dir: Path, table: str) -> list[Path]:
@@ -288,6 +281,15 @@ def counts_before(
 # ---------------------------------------------------------------------------------------------
 # Google: usage windows -> per-job files
 # ---------------------------------------------------------------------------------------------
+# Conversion runs as stages so that Snakemake can scatter it (see `stragglers.scatter`):
+#   prepare   (Google, task_usage datasets): every task_events part -> the kept tasks, their
+#             shard and their eviction/failure times (folder `prepared`);
+#   spill     one job per group of raw parts -> one Parquet file of window rows per shard;
+#   gather    one job per shard -> that shard's per-job files (jobs/shard-<k>/), a manifest
+#             piece and a report piece (jobs straddling parts are stitched here);
+#   manifest  the pieces -> manifest.parquet and report.json (counts and skipped rows summed).
+# `convert_google` & co. run the same stages in one process, so the single-job and the
+# scattered conversion share every line that decides a row.
 def _cleaning_up_on_failure(convert):
     """Remove `<out>.tmp` when a conversion raises, so no partial output is left behind."""
 
@@ -304,46 +306,114 @@ def _cleaning_up_on_failure(convert):
     return wrapper
 
 
-@_cleaning_up_on_failure
-def convert_google(
-    raw_dir: Path | str,
-    out_dir: Path | str,
+class _AtomicFolder:
+    """A folder written under `<folder>.tmp` and renamed into place only on success."""
+
+    def __init__(self, folder: Path | str):
+        self.folder = Path(folder)
+        self.staging = self.folder.with_name(self.folder.name + ".tmp")
+
+    def __enter__(self) -> Path:
+        if self.staging.exists():
+            shutil.rmtree(self.staging)
+        self.staging.mkdir(parents=True)
+        return self.staging
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if kind is not None:
+            shutil.rmtree(self.staging, ignore_errors=True)
+            return
+        if self.folder.exists():
+            shutil.rmtree(self.folder)
+        self.staging.rename(self.folder)
+
+
+TASKS_FILE = "tasks.parquet"
+EVENT_KEYS_FILE = "event_keys.npz"
+REPORT_FILE = "report.json"
+# the per-task facts a gather needs (a row's position is its task_key)
+TASK_FILE_COLUMNS = [
+    "job_id", "task_index", "first_schedule", "finish", "machine_id", "evictions", "failures",
+    "task_key", "shard",
+]
+
+
+def _assign_shards(tasks: pd.DataFrame, n_shards: int) -> pd.DataFrame:
+    """task_key = row position; jobs dealt round-robin to shards in job id order."""
+    tasks["task_key"] = np.arange(len(tasks), dtype=np.int64)
+    job_ids = np.sort(tasks["job_id"].unique())
+    shard_of_job = pd.Series(np.arange(len(job_ids)) % n_shards, index=job_ids)
+    tasks["shard"] = shard_of_job.reindex(tasks["job_id"]).to_numpy()
+    return tasks
+
+
+def prepare_google(
+    event_parts: list[Path],
+    prepared_dir: Path | str,
     *,
     dataset: str,
     n_shards: int,
     min_tasks: int = 100,
     priorities=PRODUCTION_PRIORITIES,
-    latency_definition: str = "schedule_to_finish",
 ) -> dict[str, Any]:
-    """`latency_definition`: "schedule_to_finish" (default: FINISH - first SCHEDULE) or
-    "usage_windows" (the reference code's: the sum of the task's usage-window durations; the
-    timeline, i.e. when the task finishes, stays the trace's)."""
-    if latency_definition not in LATENCY_DEFINITIONS:
-        raise ValueError(
-            f"latency_definition must be one of {LATENCY_DEFINITIONS}, got {latency_definition!r}"
-        )
-    raw_dir, out_dir = Path(raw_dir), Path(out_dir)
+    """Stage 1 (kind google-2011): the task events of every part (a job may span parts) ->
+    `tasks.parquet` (kept tasks and their shard), `event_keys.npz` (their evictions and
+    failures up to FINISH) and `report.json`, written atomically into `prepared_dir`."""
     report = ConversionReport(dataset)
-    staging = _fresh_staging(out_dir)
-    events = read_production_events(list_parts(raw_dir, "task_events"), report, priorities)
-    tasks = select_google_tasks(task_outcomes(events), min_tasks, report)
-    report.phase("task_events")
-    tasks["task_key"] = np.arange(len(tasks), dtype=np.int64)
-    job_ids = np.sort(tasks["job_id"].unique())
-    shard_of_job = pd.Series(np.arange(len(job_ids)) % n_shards, index=job_ids)
-    tasks["shard"] = shard_of_job.reindex(tasks["job_id"]).to_numpy()
-    # (job, task index) -> task_key through one sorted int64 key (job ids < 2**40, indices < 2**23)
-    trace_keys = _trace_key(tasks["job_id"].to_numpy(), tasks["task_index"].to_numpy())
-    key_order = np.argsort(trace_keys)
-    sorted_trace_keys = trace_keys[key_order]
-
-    # eviction / failure times per kept task, as sorted composite keys for counting
+    events = read_production_events(list(event_parts), report, priorities)
+    tasks = _assign_shards(select_google_tasks(task_outcomes(events), min_tasks, report), n_shards)
     ev = events.merge(tasks[["job_id", "task_index", "task_key", "finish"]], on=["job_id", "task_index"])
     ev = ev[ev["timestamp"] <= ev["finish"]]
     event_keys = eviction_and_failure_keys(ev)
     del events, ev
+    report.phase("task_events")
+    with _AtomicFolder(prepared_dir) as staging:
+        tasks[TASK_FILE_COLUMNS].to_parquet(staging / TASKS_FILE, index=False)
+        np.savez(staging / EVENT_KEYS_FILE, **event_keys)
+        _write_report(staging / REPORT_FILE, report)
+    return report.as_dict()
 
-    spill = ShardSpill(staging / "_spill")
+
+def _write_report(path: Path, report: "ConversionReport | dict") -> None:
+    summary = report.as_dict() if isinstance(report, ConversionReport) else report
+    path.write_text(json.dumps(summary, indent=2) + "\n")
+
+
+def read_report(path: Path | str) -> dict[str, Any]:
+    return json.loads(Path(path).read_text())
+
+
+def spill_google_usage(
+    usage_parts: list[Path], prepared_dir: Path | str, spill_dir: Path | str, *, dataset: str
+) -> dict[str, Any]:
+    """Stage 2 (kind google-2011): usage windows of the kept tasks in `usage_parts` -> one
+    Parquet file of window rows per shard in `spill_dir` (plus `report.json`)."""
+    prepared_dir = Path(prepared_dir)
+    report = ConversionReport(dataset)
+    tasks = pd.read_parquet(prepared_dir / TASKS_FILE)
+    with np.load(prepared_dir / EVENT_KEYS_FILE) as stored:
+        event_keys = {name: stored[name] for name in stored.files}
+    with _AtomicFolder(spill_dir) as staging:
+        spill = ShardSpill(staging / "shards")
+        _spill_usage_windows(usage_parts, tasks, event_keys, spill, report)
+        spill.close()
+        report.phase("task_usage")
+        _write_report(staging / REPORT_FILE, report)
+    return report.as_dict()
+
+
+def _spill_usage_windows(
+    usage_parts: list[Path],
+    tasks: pd.DataFrame,
+    event_keys: dict[str, np.ndarray],
+    spill: "ShardSpill",
+    report: ConversionReport,
+) -> None:
+    job_ids = np.sort(tasks["job_id"].unique())
+    # (job, task index) -> task_key through one sorted int64 key (job ids < 2**40, indices < 2**23)
+    trace_keys = _trace_key(tasks["job_id"].to_numpy(), tasks["task_index"].to_numpy())
+    key_order = np.argsort(trace_keys)
+    sorted_trace_keys = trace_keys[key_order]
     first_schedule = tasks["first_schedule"].to_numpy()
     finish = tasks["finish"].to_numpy()
     task_shard = tasks["shard"].to_numpy()
@@ -351,7 +421,7 @@ def convert_google(
     if len(sorted_trace_keys) == 0:
         sorted_trace_keys = np.array([-2], dtype=np.int64)  # matches nothing (keys are >= -1)
         key_order = np.zeros(1, dtype=np.int64)
-    for part in list_parts(raw_dir, "task_usage"):
+    for part in usage_parts:
         report.files_read.append(str(part))
         for chunk in iter_csv_chunks(
             part,
@@ -396,18 +466,176 @@ def convert_google(
             bounds = np.flatnonzero(np.r_[True, shard_of_row[1:] != shard_of_row[:-1], True])
             for first, stop in zip(bounds[:-1], bounds[1:]):
                 spill.write(int(shard_of_row[first]), table.slice(first, stop - first))
-    spill.close()
-    report.phase("task_usage")
 
-    task_table = google_task_table(tasks)
-    manifest = _write_jobs(
-        staging, spill, task_table, n_shards, min_tasks, dataset, report, latency_definition
-    )
+
+def read_spilled_shard(spill_dirs: list[Path | str], shard: int) -> pa.Table | None:
+    """A shard's window rows from every spill folder, in the folders' order (= part order),
+    so a job whose rows straddle parts is stitched back together; None if there are none."""
+    tables = [
+        pq.read_table(path)
+        for folder in spill_dirs
+        for path in [Path(folder) / "shards" / f"shard-{shard}.parquet"]
+        if path.exists()
+    ]
+    if not tables:
+        return None
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+
+def gather_shard(
+    spill_dirs: list[Path | str],
+    shard: int,
+    jobs_dir: Path | str,
+    *,
+    kind: str,
+    dataset: str,
+    min_tasks: int = 100,
+    tasks_path: Path | str | None = None,
+    latency_definition: str = "schedule_to_finish",
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Stage 3: one shard's spilled rows -> one Parquet file per job in `jobs_dir` (written
+    atomically); returns that shard's manifest rows and report. `tasks_path`: the task table
+    of the Google kinds (`prepared/tasks.parquet`, or the events kind's spill folder)."""
+    report = ConversionReport(dataset)
+    windows = read_spilled_shard(spill_dirs, shard)
+    relative = f"jobs/shard-{shard}"
+    with _AtomicFolder(jobs_dir) as staging:
+        if kind in ALIBABA_LAYOUTS:
+            rows = _write_alibaba_shard(windows, shard, staging, relative, min_tasks, dataset, report)
+        else:
+            task_table = google_task_table(pd.read_parquet(tasks_path))
+            rows = _write_shard_jobs(
+                windows, shard, staging, relative, task_table, min_tasks, dataset, report,
+                latency_definition,
+            )
     report.phase("write_jobs")
-    return _finish(staging, out_dir, manifest, report)
+    return pd.DataFrame(rows, columns=MANIFEST_COLUMNS), report.as_dict()
+
+
+def merge_reports(dataset: str, reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """Stage reports -> one: files in order, counts, skipped rows and seconds summed."""
+    merged = ConversionReport(dataset)
+    seconds: dict[str, float] = {}
+    for piece in reports:
+        merged.files_read.extend(piece["files_read"])
+        for key, n in piece["counts"].items():
+            merged.count(key, n)
+        skipped = piece["skipped_rows"]
+        merged.skipped_rows.count += skipped["count"]
+        for reason, n in skipped["by_reason"].items():
+            merged.skipped_rows.by_reason[reason] = merged.skipped_rows.by_reason.get(reason, 0) + n
+        room = merged.skipped_rows.keep - len(merged.skipped_rows.examples)
+        merged.skipped_rows.examples.extend(skipped["examples"][: max(room, 0)])
+        for name, value in piece["seconds"].items():
+            seconds[name] = round(seconds.get(name, 0.0) + value, 3)
+    summary = merged.as_dict()
+    summary["seconds"] = seconds
+    return summary
+
+
+def write_manifest(
+    out_dir: Path | str,
+    manifests: list[pd.DataFrame],
+    reports: list[dict[str, Any]],
+    *,
+    kind: str,
+    dataset: str,
+) -> dict[str, Any]:
+    """Stage 4: the shards' manifest rows (in shard order) and every stage's report ->
+    `manifest.parquet` and `report.json` in `out_dir` (each written atomically)."""
+    out_dir = Path(out_dir)
+    rows = [row for frame in manifests for row in frame.to_dict("records")]
+    manifest = pd.DataFrame(rows, columns=MANIFEST_COLUMNS)
+    if kind in ALIBABA_LAYOUTS:
+        manifest = manifest.sort_values("job_id", ignore_index=True)
+    summary = merge_reports(dataset, reports)
+    kept = {"jobs_kept": len(manifest), "tasks_kept": int(manifest["n_tasks"].sum()) if len(manifest) else 0}
+    if kind not in ALIBABA_LAYOUTS:
+        kept["windows_kept"] = int(manifest["n_windows"].sum()) if len(manifest) else 0
+    summary["counts"] = dict(sorted({**summary["counts"], **kept}.items()))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _atomic_write(out_dir / "manifest.parquet", lambda path: manifest.to_parquet(path, index=False))
+    _atomic_write(out_dir / REPORT_FILE, lambda path: _write_report(path, summary))
+    log.info("converted %s: %s", dataset, summary["counts"])
+    return summary
+
+
+def _atomic_write(path: Path, write) -> None:
+    staging = path.with_name(path.name + ".tmp")
+    write(staging)
+    os.replace(staging, path)
+
+
+def _convert_in_one_process(
+    out_dir: Path, kind: str, dataset: str, n_shards: int, min_tasks: int, spill, tasks_path=None,
+    latency_definition: str = "schedule_to_finish", prepared_report=None,
+) -> dict[str, Any]:
+    """The single-job conversion: `spill(spill_dir)` writes one spill folder, then every
+    shard is gathered and the manifest written, all under `<out>.tmp`, renamed at the end."""
+    staging = _fresh_staging(out_dir)
+    reports = [prepared_report] if prepared_report else []
+    reports.append(spill(staging / "_spill"))
+    if tasks_path is None and kind == "google-2011-events":
+        tasks_path = staging / "_spill" / TASKS_FILE
+    manifests = []
+    for shard in range(n_shards):
+        manifest, report = gather_shard(
+            [staging / "_spill"], shard, staging / "jobs" / f"shard-{shard}", kind=kind,
+            dataset=dataset, min_tasks=min_tasks, tasks_path=tasks_path,
+            latency_definition=latency_definition,
+        )
+        manifests.append(manifest)
+        reports.append(report)
+    shutil.rmtree(staging / "_spill")
+    summary = write_manifest(staging, manifests, reports, kind=kind, dataset=dataset)
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    staging.rename(out_dir)
+    return summary
+
+
+@_cleaning_up_on_failure
+def convert_google(
+    raw_dir: Path | str,
+    out_dir: Path | str,
+    *,
+    dataset: str,
+    n_shards: int,
+    min_tasks: int = 100,
+    priorities=PRODUCTION_PRIORITIES,
+    latency_definition: str = "schedule_to_finish",
+) -> dict[str, Any]:
+    """`latency_definition`: "schedule_to_finish" (default: FINISH - first SCHEDULE) or
+    "usage_windows" (the reference code's: the sum of the task's usage-window durations; the
+    timeline, i.e. when the task finishes, stays the trace's)."""
+    check_latency_definition(latency_definition)
+    raw_dir, out_dir = Path(raw_dir), Path(out_dir)
+    prepared = out_dir.with_name(out_dir.name + ".prepared")
+    try:
+        prepared_report = prepare_google(
+            list_parts(raw_dir, "task_events"), prepared, dataset=dataset, n_shards=n_shards,
+            min_tasks=min_tasks, priorities=priorities,
+        )
+        return _convert_in_one_process(
+            out_dir, "google-2011", dataset, n_shards, min_tasks,
+            spill=lambda folder: spill_google_usage(
+                list_parts(raw_dir, "task_usage"), prepared, folder, dataset=dataset
+            ),
+            tasks_path=prepared / TASKS_FILE, latency_definition=latency_definition,
+            prepared_report=prepared_report,
+        )
+    finally:
+        shutil.rmtree(prepared, ignore_errors=True)
 
 
 LATENCY_DEFINITIONS = ("schedule_to_finish", "usage_windows")
+
+
+def check_latency_definition(latency_definition: str) -> None:
+    if latency_definition not in LATENCY_DEFINITIONS:
+        raise ValueError(
+            f"latency_definition must be one of {LATENCY_DEFINITIONS}, got {latency_definition!r}"
+        )
 
 
 def google_task_table(tasks: pd.DataFrame) -> pd.DataFrame:
@@ -429,82 +657,77 @@ def google_task_table(tasks: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def _write_jobs(
-    staging: Path,
-    spill: ShardSpill,
+def _write_shard_jobs(
+    windows: pa.Table | None,
+    shard: int,
+    jobs_dir: Path,
+    relative: str,
     task_table: pd.DataFrame,
-    n_shards: int,
     min_tasks: int,
     dataset: str,
     report: ConversionReport,
     latency_definition: str = "schedule_to_finish",
-) -> pd.DataFrame:
-    """Per shard: attach task facts to windows, sort once by (job, task start, task, window),
+) -> list[dict[str, Any]]:
+    """One shard: attach task facts to windows, sort once by (job, task start, task, window),
     number tasks densely per job, and write one Parquet file per job from slices of one Arrow
     table. `task_table.task_key` must be its row position."""
-    jobs_dir = staging / "jobs"
-    jobs_dir.mkdir()
+    if windows is None:
+        return []
     job_rank = pd.factorize(task_table["job_id"], sort=True)[0]
     job_names = np.sort(task_table["job_id"].unique())
     facts = {c: task_table[c].to_numpy() for c in TASK_COLUMNS if c != "latency"}
     facts["latency"] = task_table["latency"].to_numpy()
     rows = []
-    for shard, windows in spill.shards(n_shards):
-        key = windows.column("task_key").to_numpy()
-        start = windows.column("window_start").to_numpy()
-        order = np.lexsort((start, key, facts["task_start"][key], job_rank[key]))
-        key = key[order]
-        shard_tasks = np.flatnonzero(task_table["shard"].to_numpy() == shard)
-        report.count("tasks_dropped_no_usage_windows", int(len(shard_tasks) - len(np.unique(key))))
-        job_of_row = job_rank[key]
-        job_starts = np.flatnonzero(np.r_[True, job_of_row[1:] != job_of_row[:-1]])
-        job_ends = np.r_[job_starts[1:], len(key)]
-        new_task = np.r_[True, key[1:] != key[:-1]]
-        task_counter = np.cumsum(new_task) - 1
-        task_position = task_counter - task_counter[job_starts].repeat(job_ends - job_starts)
-        columns: dict[str, Any] = {"task": pa.array(task_position.astype(np.int32))}
-        for name in windows.column_names:
-            if name != "task_key":
-                columns[name] = pa.array(windows.column(name).to_numpy()[order])
-        for name, values in facts.items():
-            columns[name] = pa.array(values[key])
-        if latency_definition == "usage_windows":
-            duration = columns["window_end"].to_numpy() - columns["window_start"].to_numpy()
-            per_task = np.bincount(task_counter, weights=duration)
-            columns["latency"] = pa.array(per_task[task_counter])
-        table = pa.table(columns)
-        pending = []
-        for first, stop in zip(job_starts, job_ends):
-            n_tasks = int(task_position[stop - 1]) + 1
-            if n_tasks < min_tasks:
-                report.count("jobs_dropped_below_min_tasks_with_windows")
-                continue
-            job_id = str(job_names[job_of_row[first]])
-            relative = f"jobs/{_safe_name(job_id)}.parquet"
-            pending.append((table.slice(first, stop - first), staging / relative))
-            task_rows = key[first:stop][new_task[first:stop]]
-            rows.append(
-                {
-                    "dataset": dataset,
-                    "job_id": job_id,
-                    "n_tasks": n_tasks,
-                    "n_windows": int(stop - first),
-                    "shard": int(shard),
-                    "path": relative,
-                    "job_start": float(facts["task_start"][task_rows].min()),
-                    "job_end": float(facts["task_end"][task_rows].max()),
-                }
-            )
-        # a Parquet file costs ~2-3 ms of fixed work; pyarrow releases the GIL, so write in
-        # parallel (the files are independent: the output does not depend on the order)
-        with ThreadPoolExecutor(max_workers=WRITER_THREADS) as pool:
-            list(pool.map(lambda item: pq.write_table(*item, write_statistics=False), pending))
-    spill.remove()
-    manifest = pd.DataFrame(rows, columns=MANIFEST_COLUMNS)
-    report.count("jobs_kept", len(manifest))
-    report.count("tasks_kept", int(manifest["n_tasks"].sum()) if len(manifest) else 0)
-    report.count("windows_kept", int(manifest["n_windows"].sum()) if len(manifest) else 0)
-    return manifest
+    key = windows.column("task_key").to_numpy()
+    start = windows.column("window_start").to_numpy()
+    order = np.lexsort((start, key, facts["task_start"][key], job_rank[key]))
+    key = key[order]
+    shard_tasks = np.flatnonzero(task_table["shard"].to_numpy() == shard)
+    report.count("tasks_dropped_no_usage_windows", int(len(shard_tasks) - len(np.unique(key))))
+    job_of_row = job_rank[key]
+    job_starts = np.flatnonzero(np.r_[True, job_of_row[1:] != job_of_row[:-1]])
+    job_ends = np.r_[job_starts[1:], len(key)]
+    new_task = np.r_[True, key[1:] != key[:-1]]
+    task_counter = np.cumsum(new_task) - 1
+    task_position = task_counter - task_counter[job_starts].repeat(job_ends - job_starts)
+    columns: dict[str, Any] = {"task": pa.array(task_position.astype(np.int32))}
+    for name in windows.column_names:
+        if name != "task_key":
+            columns[name] = pa.array(windows.column(name).to_numpy()[order])
+    for name, values in facts.items():
+        columns[name] = pa.array(values[key])
+    if latency_definition == "usage_windows":
+        duration = columns["window_end"].to_numpy() - columns["window_start"].to_numpy()
+        per_task = np.bincount(task_counter, weights=duration)
+        columns["latency"] = pa.array(per_task[task_counter])
+    table = pa.table(columns)
+    pending = []
+    for first, stop in zip(job_starts, job_ends):
+        n_tasks = int(task_position[stop - 1]) + 1
+        if n_tasks < min_tasks:
+            report.count("jobs_dropped_below_min_tasks_with_windows")
+            continue
+        job_id = str(job_names[job_of_row[first]])
+        name = f"{_safe_name(job_id)}.parquet"
+        pending.append((table.slice(first, stop - first), jobs_dir / name))
+        task_rows = key[first:stop][new_task[first:stop]]
+        rows.append(
+            {
+                "dataset": dataset,
+                "job_id": job_id,
+                "n_tasks": n_tasks,
+                "n_windows": int(stop - first),
+                "shard": int(shard),
+                "path": f"{relative}/{name}",
+                "job_start": float(facts["task_start"][task_rows].min()),
+                "job_end": float(facts["task_end"][task_rows].max()),
+            }
+        )
+    # a Parquet file costs ~2-3 ms of fixed work; pyarrow releases the GIL, so write in
+    # parallel (the files are independent: the output does not depend on the order)
+    with ThreadPoolExecutor(max_workers=WRITER_THREADS) as pool:
+        list(pool.map(lambda item: pq.write_table(*item, write_statistics=False), pending))
+    return rows
 
 
 def _safe_name(job_id: str) -> str:
@@ -517,17 +740,6 @@ def _fresh_staging(out_dir: Path) -> Path:
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
     return staging
-
-
-def _finish(staging: Path, out_dir: Path, manifest: pd.DataFrame, report: ConversionReport) -> dict[str, Any]:
-    manifest.to_parquet(staging / "manifest.parquet", index=False)
-    summary = report.as_dict()
-    (staging / "report.json").write_text(json.dumps(summary, indent=2) + "\n")
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    staging.rename(out_dir)
-    log.info("converted %s: %s", report.dataset, summary["counts"])
-    return summary
 
 
 # ---------------------------------------------------------------------------------------------
@@ -595,6 +807,105 @@ def stable_shard(keys: pd.Series, n_shards: int) -> np.ndarray:
     return (hashed.to_numpy() % np.uint64(n_shards)).astype(np.int64)
 
 
+def spill_alibaba(
+    raw_dir: Path | str, spill_dir: Path | str, *, dataset: str, n_shards: int, kind: str = "alibaba-2018"
+) -> dict[str, Any]:
+    """Stage 2 (Alibaba): one streaming pass over the batch_instance table (one "part": the
+    CSV or the tarball) keeping Terminated instances with end > start, spilled to one Parquet
+    file per shard (a hash of the job id)."""
+    raw_dir = Path(raw_dir)
+    layout = ALIBABA_LAYOUTS[kind]
+    report = ConversionReport(dataset)
+    job_column, task_column = layout.job_columns
+    with _AtomicFolder(spill_dir) as staging:
+        spill = ShardSpill(staging / "shards")
+        for chunk in alibaba_chunks(raw_dir, layout, report):
+            report.count("instance_rows_read", len(chunk))
+            terminated = chunk["status"].astype(str) == "Terminated"
+            report.count("instances_not_terminated", int((~terminated).sum()))
+            chunk = chunk[terminated]
+            timed = chunk["start_time"].notna() & chunk["end_time"].notna()
+            positive = timed & (chunk["end_time"] > chunk["start_time"])
+            report.count("instances_zero_or_missing_duration", int((~positive).sum()))
+            chunk = chunk[positive]
+            if chunk.empty:
+                continue
+            job_id = chunk[job_column].astype(str) + "." + chunk[task_column].astype(str)
+            instance = (
+                chunk[layout.instance_column].astype(str) if layout.instance_column
+                else pd.Series("instance", index=chunk.index)
+            )
+            seq = chunk["seq_no"].astype("Int64").astype(str)
+            piece = pd.DataFrame(
+                {
+                    "job_id": job_id.to_numpy(),
+                    "task_id": (instance + "#" + seq).to_numpy(),
+                    "start": chunk["start_time"].to_numpy(float),
+                    "end": chunk["end_time"].to_numpy(float),
+                    "machine_id": chunk["machine_id"].astype(str).to_numpy(),
+                    **{f: chunk[f].to_numpy(float) for f in ALIBABA_FEATURES},
+                }
+            )
+            piece["shard"] = stable_shard(piece["job_id"], n_shards)
+            for shard, rows in piece.groupby("shard"):
+                spill.write(int(shard), pa.Table.from_pandas(rows.drop(columns="shard"), preserve_index=False))
+        spill.close()
+        report.phase("instances")
+        _write_report(staging / REPORT_FILE, report)
+    return report.as_dict()
+
+
+def _write_alibaba_shard(
+    table: pa.Table | None,
+    shard: int,
+    jobs_dir: Path,
+    relative: str,
+    min_tasks: int,
+    dataset: str,
+    report: ConversionReport,
+) -> list[dict[str, Any]]:
+    """One shard's instances -> one Parquet file per Alibaba task with >= `min_tasks` of them."""
+    if table is None:
+        return []
+    rows = []
+    instances = table.to_pandas()
+    sizes = instances.groupby("job_id").size()
+    report.count("alibaba_tasks_seen", len(sizes))
+    report.count("jobs_dropped_below_min_tasks", int((sizes < min_tasks).sum()))
+    instances = instances[instances["job_id"].isin(sizes[sizes >= min_tasks].index)]
+    for job_id, inst in instances.groupby("job_id", sort=True):
+        inst = inst.sort_values(["start", "task_id"], kind="stable")
+        start, end = inst["start"].to_numpy(), inst["end"].to_numpy()
+        frame = pd.DataFrame(
+            {
+                "task": np.arange(len(inst), dtype=np.int32),
+                "window_start": start,
+                "window_end": end,
+                # lifetime summaries are all the trace has: visible from the start (a leak
+                # the trace imposes, documented in the README)
+                "available_from": start,
+                **{f: inst[f].to_numpy(float) for f in ALIBABA_FEATURES},
+                "task_id": inst["task_id"].to_numpy(),
+                "task_start": start,
+                "task_end": end,
+                "latency": end - start,
+                "machine_id": inst["machine_id"].to_numpy(),
+                "evictions": np.zeros(len(inst), dtype=np.int32),
+                "failures": np.zeros(len(inst), dtype=np.int32),
+            }
+        )
+        name = f"{_safe_name(job_id)}.parquet"
+        frame.to_parquet(jobs_dir / name, index=False)
+        rows.append(
+            {
+                "dataset": dataset, "job_id": str(job_id), "n_tasks": len(frame),
+                "n_windows": len(frame), "shard": int(shard), "path": f"{relative}/{name}",
+                "job_start": float(start.min()), "job_end": float(end.max()),
+            }
+        )
+    return rows
+
+
 @_cleaning_up_on_failure
 def convert_alibaba(
     raw_dir: Path | str,
@@ -607,87 +918,10 @@ def convert_alibaba(
 ) -> dict[str, Any]:
     """One streaming pass: keep Terminated instances with end > start, spill them to one
     Parquet file per shard (a hash of the job id), then write each shard's jobs."""
-    raw_dir, out_dir = Path(raw_dir), Path(out_dir)
-    layout = ALIBABA_LAYOUTS[kind]
-    report = ConversionReport(dataset)
-    staging = _fresh_staging(out_dir)
-    spill = ShardSpill(staging / "_spill")
-    job_column, task_column = layout.job_columns
-    for chunk in alibaba_chunks(raw_dir, layout, report):
-        report.count("instance_rows_read", len(chunk))
-        terminated = chunk["status"].astype(str) == "Terminated"
-        report.count("instances_not_terminated", int((~terminated).sum()))
-        chunk = chunk[terminated]
-        timed = chunk["start_time"].notna() & chunk["end_time"].notna()
-        positive = timed & (chunk["end_time"] > chunk["start_time"])
-        report.count("instances_zero_or_missing_duration", int((~positive).sum()))
-        chunk = chunk[positive]
-        if chunk.empty:
-            continue
-        job_id = chunk[job_column].astype(str) + "." + chunk[task_column].astype(str)
-        instance = (
-            chunk[layout.instance_column].astype(str) if layout.instance_column
-            else pd.Series("instance", index=chunk.index)
-        )
-        seq = chunk["seq_no"].astype("Int64").astype(str)
-        piece = pd.DataFrame(
-            {
-                "job_id": job_id.to_numpy(),
-                "task_id": (instance + "#" + seq).to_numpy(),
-                "start": chunk["start_time"].to_numpy(float),
-                "end": chunk["end_time"].to_numpy(float),
-                "machine_id": chunk["machine_id"].astype(str).to_numpy(),
-                **{f: chunk[f].to_numpy(float) for f in ALIBABA_FEATURES},
-            }
-        )
-        piece["shard"] = stable_shard(piece["job_id"], n_shards)
-        for shard, rows in piece.groupby("shard"):
-            spill.write(int(shard), pa.Table.from_pandas(rows.drop(columns="shard"), preserve_index=False))
-
-    jobs_dir = staging / "jobs"
-    jobs_dir.mkdir()
-    rows = []
-    for shard, table in spill.shards(n_shards):
-        instances = table.to_pandas()
-        sizes = instances.groupby("job_id").size()
-        report.count("alibaba_tasks_seen", len(sizes))
-        report.count("jobs_dropped_below_min_tasks", int((sizes < min_tasks).sum()))
-        instances = instances[instances["job_id"].isin(sizes[sizes >= min_tasks].index)]
-        for job_id, inst in instances.groupby("job_id", sort=True):
-            inst = inst.sort_values(["start", "task_id"], kind="stable")
-            start, end = inst["start"].to_numpy(), inst["end"].to_numpy()
-            frame = pd.DataFrame(
-                {
-                    "task": np.arange(len(inst), dtype=np.int32),
-                    "window_start": start,
-                    "window_end": end,
-                    # lifetime summaries are all the trace has: visible from the start (a leak
-                    # the trace imposes, documented in the README)
-                    "available_from": start,
-                    **{f: inst[f].to_numpy(float) for f in ALIBABA_FEATURES},
-                    "task_id": inst["task_id"].to_numpy(),
-                    "task_start": start,
-                    "task_end": end,
-                    "latency": end - start,
-                    "machine_id": inst["machine_id"].to_numpy(),
-                    "evictions": np.zeros(len(inst), dtype=np.int32),
-                    "failures": np.zeros(len(inst), dtype=np.int32),
-                }
-            )
-            relative = f"jobs/{_safe_name(job_id)}.parquet"
-            frame.to_parquet(staging / relative, index=False)
-            rows.append(
-                {
-                    "dataset": dataset, "job_id": str(job_id), "n_tasks": len(frame),
-                    "n_windows": len(frame), "shard": int(shard), "path": relative,
-                    "job_start": float(start.min()), "job_end": float(end.max()),
-                }
-            )
-    spill.remove()
-    manifest = pd.DataFrame(rows, columns=MANIFEST_COLUMNS).sort_values("job_id", ignore_index=True)
-    report.count("jobs_kept", len(manifest))
-    report.count("tasks_kept", int(manifest["n_tasks"].sum()) if len(manifest) else 0)
-    return _finish(staging, out_dir, manifest, report)
+    return _convert_in_one_process(
+        Path(out_dir), kind, dataset, n_shards, min_tasks,
+        spill=lambda folder: spill_alibaba(raw_dir, folder, dataset=dataset, n_shards=n_shards, kind=kind),
+    )
 
 
 CONVERTERS = {"google-2011": convert_google, "alibaba-2018": convert_alibaba, "alibaba-2017": convert_alibaba}
@@ -769,10 +1003,9 @@ def event_windows(tasks: pd.DataFrame, grid_origin_us: int, step_us: int) -> pd.
     return pd.DataFrame({"row": row, "start": window_start, "end": window_end})
 
 
-@_cleaning_up_on_failure
-def convert_google_events(
-    raw_dir: Path | str,
-    out_dir: Path | str,
+def spill_google_events(
+    event_parts: list[Path],
+    spill_dir: Path | str,
     *,
     dataset: str,
     n_shards: int,
@@ -784,11 +1017,12 @@ def convert_google_events(
     """Google jobs from task_events alone: per 300 s window of a task's life, its requests,
     priority and scheduling class, the load of its machine (attempts of any job running there
     at the window's end) and its evictions and failures so far. Latency and task rules are
-    those of `convert_google`; no task_usage is read."""
-    raw_dir, out_dir = Path(raw_dir), Path(out_dir)
+    those of `convert_google`; no task_usage is read.
+
+    Stage 2 of the events kind: machine load needs every job's events, so all task_events
+    parts are one group; writes the window rows per shard and `tasks.parquet` to `spill_dir`."""
     report = ConversionReport(dataset)
-    staging = _fresh_staging(out_dir)
-    events = read_all_events(list_parts(raw_dir, "task_events"), report)
+    events = read_all_events(list(event_parts), report)
     production = events[events["priority"].isin(priorities)]
     report.count("task_event_rows", len(events))
     report.count("task_event_rows_selected_priorities", len(production))
@@ -828,17 +1062,40 @@ def convert_google_events(
     frame["failures_so_far"] = counts_before(counts_for["failures"], task_key, end).astype(float)
     report.count("windows_made", len(frame))
 
-    tasks["task_key"] = np.arange(len(tasks), dtype=np.int64)
-    job_ids = np.sort(tasks["job_id"].unique())
-    shard_of_job = pd.Series(np.arange(len(job_ids)) % n_shards, index=job_ids)
-    tasks["shard"] = shard_of_job.reindex(tasks["job_id"]).to_numpy()
-    spill = ShardSpill(staging / "_spill")
+    tasks = _assign_shards(tasks, n_shards)
     frame["shard"] = tasks["shard"].to_numpy()[task_key]
-    for shard, piece in frame.groupby("shard"):
-        spill.write(int(shard), pa.Table.from_pandas(piece.drop(columns="shard"), preserve_index=False))
-    task_table = google_task_table(tasks)
-    manifest = _write_jobs(staging, spill, task_table, n_shards, min_tasks, dataset, report)
-    return _finish(staging, out_dir, manifest, report)
+    report.phase("task_events")
+    with _AtomicFolder(spill_dir) as staging:
+        spill = ShardSpill(staging / "shards")
+        for shard, piece in frame.groupby("shard"):
+            spill.write(int(shard), pa.Table.from_pandas(piece.drop(columns="shard"), preserve_index=False))
+        spill.close()
+        tasks[TASK_FILE_COLUMNS].to_parquet(staging / TASKS_FILE, index=False)
+        _write_report(staging / REPORT_FILE, report)
+    return report.as_dict()
+
+
+@_cleaning_up_on_failure
+def convert_google_events(
+    raw_dir: Path | str,
+    out_dir: Path | str,
+    *,
+    dataset: str,
+    n_shards: int,
+    min_tasks: int = 100,
+    priorities=PRODUCTION_PRIORITIES,
+    grid_origin: float = 600.0,
+    window_seconds: float = 300.0,
+) -> dict[str, Any]:
+    """The events-only conversion in one process (see `spill_google_events`)."""
+    return _convert_in_one_process(
+        Path(out_dir), "google-2011-events", dataset, n_shards, min_tasks,
+        spill=lambda folder: spill_google_events(
+            list_parts(Path(raw_dir), "task_events"), folder, dataset=dataset, n_shards=n_shards,
+            min_tasks=min_tasks, priorities=priorities, grid_origin=grid_origin,
+            window_seconds=window_seconds,
+        ),
+    )
 
 
 CONVERTERS["google-2011-events"] = convert_google_events

@@ -114,7 +114,7 @@ def test_converts_a_job_spread_over_two_parts(trace, tmp_path):
 def test_conversion_is_deterministic(trace, tmp_path):
     convert_google(trace, tmp_path / "a", dataset="t", n_shards=2, min_tasks=3)
     convert_google(trace, tmp_path / "b", dataset="t", n_shards=2, min_tasks=3)
-    for name in ("manifest.parquet", "jobs/1.parquet", "jobs/3.parquet"):
+    for name in ("manifest.parquet", "jobs/shard-0/1.parquet", "jobs/shard-1/3.parquet"):
         pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "a" / name), pd.read_parquet(tmp_path / "b" / name))
 
 
