@@ -1,9 +1,10 @@
-"""Rule download_trace: fetch a dataset's raw files, verified, resuming interrupted transfers."""
-from stragglers.pipeline import download_trace, run_rule
+"""Rule download_trace: every file of a dataset fetched and verified (the list of files)."""
+from stragglers.pipeline import run_rule
+from stragglers.scatter import download_done
 
-run_rule(snakemake.log[0], lambda: download_trace(
+run_rule(snakemake.log[0], lambda: download_done(
     kind=snakemake.params.kind,
-    download=dict(snakemake.params.download),
     folder=snakemake.params.folder,
+    markers=list(snakemake.input),
     out=snakemake.output[0],
 ))

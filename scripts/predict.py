@@ -1,9 +1,11 @@
 """Rule predict: replay one method over one shard of a dataset's jobs."""
+from pathlib import Path
+
 from stragglers.pipeline import predict_shard, run_rule
 from stragglers.replay import ReplaySettings
 
 run_rule(snakemake.log[0], lambda: predict_shard(
-    converted_dir=snakemake.input.converted,
+    converted_dir=Path(snakemake.input.manifest).parent,
     dataset=snakemake.wildcards.dataset,
     kind=snakemake.params.kind,
     shard=int(snakemake.wildcards.shard),

@@ -1,9 +1,11 @@
 """Rule tune_method: the paper's tuning protocol for one method on one dataset's tuning jobs."""
+from pathlib import Path
+
 from stragglers.pipeline import run_rule, tune_method
 from stragglers.replay import ReplaySettings
 
 run_rule(snakemake.log[0], lambda: tune_method(
-    converted_dir=snakemake.input[0],
+    converted_dir=Path(snakemake.input.manifest).parent,
     dataset=snakemake.wildcards.dataset,
     kind=snakemake.params.kind,
     method=snakemake.wildcards.method,

@@ -61,15 +61,6 @@ def shards(dataset):
     return range(dataset_config(dataset)["n_shards"])
 
 
-def raw_input(wildcards):
-    source = dataset_config(wildcards.dataset)["source"]
-    if source == "generate":
-        return f"resources/raw/{wildcards.dataset}"
-    if source == "download":
-        return f"resources/download/{wildcards.dataset}.done.json"
-    return f"resources/verified/{wildcards.dataset}.json"
-
-
 def raw_dir(dataset):
     ds = dataset_config(dataset)
     return {
@@ -121,3 +112,89 @@ def final_targets():
             f"results/{dataset}/figures/reduction_limited_mean.png",
         ]
     return targets
+
+
+# --- scatter-gather conversion (stragglers/scatter.py): raw files known when the DAG is built
+from stragglers.scatter import raw_layout
+
+_LAYOUTS = {}
+
+
+def layout(dataset):
+    """The dataset's raw files and conversion groups (computed once per dataset)."""
+    if dataset not in _LAYOUTS:
+        _LAYOUTS[dataset] = raw_layout(dataset_config(dataset)["kind"], dataset_config(dataset), raw_dir(dataset))
+    return _LAYOUTS[dataset]
+
+
+def convert_groups(dataset):
+    return range(len(layout(dataset).groups))
+
+
+def raw_files_input(dataset, files):
+    """What must exist before `files` of a dataset are read: the generated folder, the
+    verification marker of a local folder, or each file's own download marker."""
+    source = dataset_config(dataset)["source"]
+    if source == "generate":
+        return [f"resources/raw/{dataset}"]
+    if source == "download":
+        return [f"resources/download/{dataset}.files/{name}.json" for name in files]
+    return [f"resources/verified/{dataset}.json"]
+
+
+def prepare_input(wildcards):
+    return raw_files_input(wildcards.dataset, layout(wildcards.dataset).tables["task_events"])
+
+
+def prepared_input(dataset):
+    if dataset_config(dataset)["kind"] == "google-2011":
+        return {"prepared": f"resources/convert/{dataset}/prepared"}
+    return {}
+
+
+def convert_part_input(wildcards):
+    files = layout(wildcards.dataset).groups[int(wildcards.group)]
+    return {"raw": raw_files_input(wildcards.dataset, files), **prepared_input(wildcards.dataset)}
+
+
+def spill_dirs(dataset):
+    return [f"resources/convert/{dataset}/spill/group-{group}" for group in convert_groups(dataset)]
+
+
+def gather_shard_input(wildcards):
+    return {"spills": spill_dirs(wildcards.dataset), **prepared_input(wildcards.dataset)}
+
+
+def convert_manifest_input(wildcards):
+    dataset = wildcards.dataset
+    stage_reports = [f"resources/convert/{dataset}/reports/group-{group}.json" for group in convert_groups(dataset)]
+    if dataset_config(dataset)["kind"] == "google-2011":
+        stage_reports.insert(0, f"resources/convert/{dataset}/prepared")
+    return {
+        "stage_reports": stage_reports,
+        "shard_manifests": [f"resources/convert/{dataset}/shards/shard-{shard}.parquet" for shard in shards(dataset)],
+        "shard_reports": [f"resources/convert/{dataset}/shards/shard-{shard}.json" for shard in shards(dataset)],
+    }
+
+
+def download_markers(wildcards):
+    return [f"resources/download/{wildcards.dataset}.files/{name}.json" for name in layout(wildcards.dataset).files]
+
+
+def download_file_input(wildcards):
+    if dataset_config(wildcards.dataset)["kind"].startswith("google"):
+        return f"resources/download/{wildcards.dataset}.sha256sum.json"
+    return []
+
+
+def converted_manifest(wildcards):
+    return f"resources/converted/{wildcards.dataset}/manifest.parquet"
+
+
+def converted_shard(wildcards):
+    """A prediction job's input: its own shard's job files (plus the small manifest)."""
+    return f"resources/converted/{wildcards.dataset}/jobs/shard-{wildcards.shard}"
+
+
+def converted_all_shards(wildcards):
+    return [f"resources/converted/{wildcards.dataset}/jobs/shard-{shard}" for shard in shards(wildcards.dataset)]

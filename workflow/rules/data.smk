@@ -31,41 +31,130 @@ rule verify_local_trace:
 
 # The downloaded files live in resources/download/<dataset>/, which is deliberately not a
 # declared output: Snakemake deletes the outputs of a failed job, and an interrupted 20 GB
-# transfer must keep its .part file to resume. The marker is written only when every file
-# has been fetched and verified.
-rule download_trace:
+# transfer must keep its .part file to resume. Each file has its own job and a marker written
+# only once the file is fetched and verified; `--resources download_slots=N` bounds how many
+# run at once (each job holds one slot).
+rule download_checksums:
     output:
-        "resources/download/{dataset}.done.json",
+        "resources/download/{dataset}.sha256sum.json",
+    params:
+        download=lambda wc: dataset_config(wc.dataset)["download"],
+        folder=lambda wc: f"resources/download/{wc.dataset}",
+    log:
+        "logs/download/{dataset}/SHA256SUM.log",
+    resources:
+        download_slots=1,
+    script:
+        "../../scripts/download_checksums.py"
+
+
+rule download_file:
+    input:
+        download_file_input,
+    output:
+        "resources/download/{dataset}.files/{file}.json",
     params:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
         download=lambda wc: dataset_config(wc.dataset)["download"],
         folder=lambda wc: f"resources/download/{wc.dataset}",
     log:
-        "logs/download/{dataset}.log",
+        "logs/download/{dataset}/{file}.log",
     benchmark:
-        "benchmarks/download/{dataset}.tsv"
+        "benchmarks/download/{dataset}/{file}.tsv"
+    resources:
+        download_slots=1,
+    script:
+        "../../scripts/download_file.py"
+
+
+rule download_trace:
+    input:
+        download_markers,
+    output:
+        "resources/download/{dataset}.done.json",
+    params:
+        kind=lambda wc: dataset_config(wc.dataset)["kind"],
+        folder=lambda wc: f"resources/download/{wc.dataset}",
+    log:
+        "logs/download/{dataset}.log",
     script:
         "../../scripts/download_trace.py"
 
 
-rule convert_trace:
+# Conversion, scattered (stragglers/scatter.py): prepare (google-2011: the task events of every
+# part) -> one convert_part job per group of raw parts (spills rows per shard) -> one
+# gather_shard job per shard (its per-job files) -> convert_manifest (manifest + report.json).
+rule convert_prepare:
     input:
-        raw_input,
+        prepare_input,
     output:
-        directory("resources/converted/{dataset}"),
+        directory("resources/convert/{dataset}/prepared"),
     params:
         raw_dir=lambda wc: raw_dir(wc.dataset),
+        event_parts=lambda wc: layout(wc.dataset).tables["task_events"],
+        n_shards=lambda wc: dataset_config(wc.dataset)["n_shards"],
+        min_tasks=lambda wc: dataset_config(wc.dataset).get("min_tasks", 100),
+        priorities=lambda wc: dataset_config(wc.dataset).get("production_priorities", [9, 10, 11]),
+    log:
+        "logs/convert/{dataset}/prepare.log",
+    benchmark:
+        "benchmarks/convert/{dataset}/prepare.tsv"
+    script:
+        "../../scripts/convert_prepare.py"
+
+
+rule convert_part:
+    input:
+        unpack(convert_part_input),
+    output:
+        spill=temp(directory("resources/convert/{dataset}/spill/group-{group}")),
+        report="resources/convert/{dataset}/reports/group-{group}.json",
+    params:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
+        raw_dir=lambda wc: raw_dir(wc.dataset),
+        parts=lambda wc: layout(wc.dataset).groups[int(wc.group)],
         n_shards=lambda wc: dataset_config(wc.dataset)["n_shards"],
         min_tasks=lambda wc: dataset_config(wc.dataset).get("min_tasks", 100),
         priorities=lambda wc: dataset_config(wc.dataset).get("production_priorities", [9, 10, 11]),
         grid=lambda wc: dataset_config(wc.dataset).get("replay", {}),
+    log:
+        "logs/convert/{dataset}/group-{group}.log",
+    benchmark:
+        "benchmarks/convert/{dataset}/group-{group}.tsv"
+    script:
+        "../../scripts/convert_part.py"
+
+
+rule gather_shard:
+    input:
+        unpack(gather_shard_input),
+    output:
+        jobs=directory("resources/converted/{dataset}/jobs/shard-{shard}"),
+        manifest="resources/convert/{dataset}/shards/shard-{shard}.parquet",
+        report="resources/convert/{dataset}/shards/shard-{shard}.json",
+    params:
+        kind=lambda wc: dataset_config(wc.dataset)["kind"],
+        min_tasks=lambda wc: dataset_config(wc.dataset).get("min_tasks", 100),
         latency_definition=lambda wc: dataset_config(wc.dataset).get(
             "latency_definition", "schedule_to_finish"
         ),
     log:
-        "logs/convert/{dataset}.log",
+        "logs/convert/{dataset}/shard-{shard}.log",
     benchmark:
-        "benchmarks/convert/{dataset}.tsv"
+        "benchmarks/convert/{dataset}/shard-{shard}.tsv"
     script:
-        "../../scripts/convert_trace.py"
+        "../../scripts/gather_shard.py"
+
+
+rule convert_manifest:
+    input:
+        unpack(convert_manifest_input),
+    output:
+        manifest="resources/converted/{dataset}/manifest.parquet",
+        report="resources/converted/{dataset}/report.json",
+    params:
+        kind=lambda wc: dataset_config(wc.dataset)["kind"],
+    log:
+        "logs/convert/{dataset}/manifest.log",
+    script:
+        "../../scripts/convert_manifest.py"

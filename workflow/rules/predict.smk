@@ -3,7 +3,8 @@
 
 rule predict:
     input:
-        converted="resources/converted/{dataset}",
+        manifest=converted_manifest,
+        jobs=converted_shard,
         tuned=tuned_params_input,
     output:
         tasks="results/{dataset}/predictions/{method}/shard-{shard}.tasks.parquet",
@@ -27,7 +28,8 @@ rule predict:
 # The paper's tuning protocol (optional): each method's grid on the tuning jobs only.
 rule tune_method:
     input:
-        "resources/converted/{dataset}",
+        manifest=converted_manifest,
+        jobs=converted_all_shards,
     output:
         "results/{dataset}/tuning/{method}.json",
     params:

@@ -1,0 +1,9 @@
+"""Rule download_checksums: the Google bucket's SHA256SUM, which every part is verified against."""
+from stragglers.pipeline import run_rule
+from stragglers.scatter import download_checksums
+
+run_rule(snakemake.log[0], lambda: download_checksums(
+    download=dict(snakemake.params.download),
+    folder=snakemake.params.folder,
+    out=snakemake.output[0],
+))

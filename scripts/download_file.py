@@ -1,0 +1,11 @@
+"""Rule download_file: one raw file, verified, resuming an interrupted transfer."""
+from stragglers.pipeline import run_rule
+from stragglers.scatter import download_file
+
+run_rule(snakemake.log[0], lambda: download_file(
+    kind=snakemake.params.kind,
+    download=dict(snakemake.params.download),
+    folder=snakemake.params.folder,
+    file=snakemake.wildcards.file,
+    out=snakemake.output[0],
+))

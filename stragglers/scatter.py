@@ -1,0 +1,247 @@
+"""How a dataset's download and conversion are scattered over Snakemake jobs.
+
+The DAG must know, when it is built, which raw files a dataset has: the parts a generated trace
+will have (its generator's `n_parts`), the parts a download selects, or the parts already in a
+local folder. From them:
+
+- download: one job per file (`download_file`), after the Google bucket's SHA256SUM
+  (`download_checksums`); the Alibaba tarball is one file;
+- conversion: `convert_prepare` (google-2011: the task_events of every part, since a task's
+  outcome needs all its events), then one `convert_part` job per group of `parts_per_job`
+  task_usage parts, one `gather_shard` job per shard and one `convert_manifest` job.
+  The events-only kind (google-2011-events) is one group holding every task_events part (a
+  window's machine load counts the attempts of every job on the machine); an Alibaba
+  batch_instance table (one CSV, or the tarball read as a stream) is one part and one group.
+
+The library functions here are what the rules' scripts call; the decisions about rows are all
+in `stragglers.convert`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from stragglers import convert
+from stragglers.schema import google_part_name
+
+log = logging.getLogger(__name__)
+
+ALIBABA_KINDS = ("alibaba-2018", "alibaba-2017")
+ALIBABA_ARCHIVES = {"alibaba-2018": "batch_instance.tar.gz", "alibaba-2017": "alibaba-trace-2017.tar.gz"}
+GOOGLE_TABLES_NEEDED = {"google-2011": ["task_events", "task_usage"], "google-2011-events": ["task_events"]}
+
+
+@dataclass(frozen=True)
+class RawLayout:
+    """The raw files of one dataset, relative to its raw folder, known before anything runs."""
+
+    kind: str
+    tables: dict[str, list[str]]  # table -> part paths (Google); {"batch_instance": [archive]}
+    parts_per_job: int = 1
+
+    @property
+    def groups(self) -> list[list[str]]:
+        """The files of each `convert_part` job, in part order."""
+        if self.kind == "google-2011":
+            usage = self.tables["task_usage"]
+            return [usage[i : i + self.parts_per_job] for i in range(0, len(usage), self.parts_per_job)]
+        if self.kind == "google-2011-events":
+            return [self.tables["task_events"]]
+        return [self.tables["batch_instance"]]
+
+    @property
+    def files(self) -> list[str]:
+        return [path for paths in self.tables.values() for path in paths]
+
+
+def raw_layout(kind: str, dataset_config: dict[str, Any], raw_dir: str | None) -> RawLayout:
+    """The raw files a dataset will have, from its config (and, for `local`, its folder)."""
+    source = dataset_config["source"]
+    parts_per_job = int((dataset_config.get("convert") or {}).get("parts_per_job", 1))
+    if kind in ALIBABA_KINDS:
+        # one part: the table inside the tarball (or an extracted CSV found at run time)
+        return RawLayout(kind, {"batch_instance": [ALIBABA_ARCHIVES[kind]]}, parts_per_job)
+    if kind not in GOOGLE_TABLES_NEEDED:
+        raise ValueError(f"no conversion for dataset kind {kind!r}")
+    tables: dict[str, list[str]] = {}
+    for table in GOOGLE_TABLES_NEEDED[kind]:
+        if source == "generate":
+            from stragglers.generate import GoogleGeneratorConfig
+
+            n_parts = GoogleGeneratorConfig.from_dict(dataset_config.get("generator", {})).n_parts
+            tables[table] = [f"{table}/{google_part_name(p, n_parts)}" for p in range(n_parts)]
+        elif source == "download":
+            from stragglers import download as fetch
+
+            spec = dataset_config["download"]
+            total = int(spec.get("parts_per_table", fetch.GOOGLE_PARTS_PER_TABLE))
+            tables[table] = [
+                fetch.google_part_relpath(table, index, total)
+                for index in fetch.select_parts(spec["parts"], total, setting="download.parts")
+            ]
+        else:
+            tables[table] = [
+                str(path.relative_to(raw_dir)) for path in convert.list_parts(Path(raw_dir), table)
+            ]
+    return RawLayout(kind, tables, parts_per_job)
+
+
+def check_parts_present(raw_dir: str | Path, parts: list[str]) -> list[Path]:
+    """The absolute paths of `parts`; a missing one is an error (the DAG was built for it).
+    For a Google table the folder must not hold other parts either (they would be ignored)."""
+    paths = [Path(raw_dir) / part for part in parts]
+    missing = [str(path) for path in paths if not path.exists()]
+    if missing:
+        raise FileNotFoundError(f"raw parts missing (the workflow expected them): {missing[:5]}")
+    return paths
+
+
+def _google_parts(raw_dir: str | Path, parts: list[str], table: str) -> list[Path]:
+    """Parts of `table` as the DAG listed them; parts in the folder that the DAG did not list
+    (e.g. left by an earlier, larger download selection) are not used, and said so."""
+    listed = check_parts_present(raw_dir, parts)
+    present = convert.list_parts(Path(raw_dir), table)
+    extra = sorted(set(map(str, present)) - set(map(str, listed)))
+    if extra:
+        log.warning("%d %s part(s) in %s are not in this configuration and are not converted: %s",
+                    len(extra), table, raw_dir, extra[:3])
+    return listed
+
+
+def dump_json_atomic(data: Any, path: Path | str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(path.name + ".tmp")
+    staging.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    os.replace(staging, path)
+
+
+# ---------------------------------------------------------------------------------------------
+# conversion stages (one Snakemake job each)
+def prepare(
+    *, raw_dir: str, event_parts: list[str], out_dir: str, dataset: str, n_shards: int,
+    min_tasks: int, priorities: list[int],
+) -> dict[str, Any]:
+    return convert.prepare_google(
+        _google_parts(raw_dir, event_parts, "task_events"), out_dir, dataset=dataset,
+        n_shards=n_shards, min_tasks=min_tasks, priorities=tuple(priorities),
+    )
+
+
+def convert_part(
+    *, kind: str, raw_dir: str, parts: list[str], out_dir: str, out_report: str, dataset: str,
+    n_shards: int, min_tasks: int, priorities: list[int], grid: dict[str, float],
+    prepared_dir: str | None = None,
+) -> dict[str, Any]:
+    """One group of raw parts -> its spill folder (and a copy of its report)."""
+    if kind == "google-2011":
+        report = convert.spill_google_usage(
+            _google_parts(raw_dir, parts, "task_usage"), prepared_dir, out_dir, dataset=dataset
+        )
+    elif kind == "google-2011-events":
+        report = convert.spill_google_events(
+            _google_parts(raw_dir, parts, "task_events"), out_dir, dataset=dataset, n_shards=n_shards,
+            min_tasks=min_tasks, priorities=tuple(priorities),
+            grid_origin=float(grid.get("grid_origin", 600.0)),
+            window_seconds=float(grid.get("checkpoint_interval", 300.0)),
+        )
+    elif kind in ALIBABA_KINDS:
+        report = convert.spill_alibaba(raw_dir, out_dir, dataset=dataset, n_shards=n_shards, kind=kind)
+    else:
+        raise ValueError(f"no conversion for dataset kind {kind!r}")
+    dump_json_atomic(report, out_report)
+    return report
+
+
+def gather(
+    *, kind: str, spill_dirs: list[str], shard: int, jobs_dir: str, out_manifest: str,
+    out_report: str, dataset: str, min_tasks: int, latency_definition: str,
+    prepared_dir: str | None = None,
+) -> dict[str, Any]:
+    """One shard: every group's spilled rows -> its job files, manifest piece and report."""
+    convert.check_latency_definition(latency_definition)
+    tasks_path = None
+    if kind == "google-2011":
+        tasks_path = Path(prepared_dir) / convert.TASKS_FILE
+    elif kind == "google-2011-events":
+        tasks_path = Path(spill_dirs[0]) / convert.TASKS_FILE
+    manifest, report = convert.gather_shard(
+        [Path(p) for p in spill_dirs], shard, jobs_dir, kind=kind, dataset=dataset,
+        min_tasks=min_tasks, tasks_path=tasks_path, latency_definition=latency_definition,
+    )
+    staging = Path(out_manifest).with_name(Path(out_manifest).name + ".tmp")
+    manifest.to_parquet(staging, index=False)
+    os.replace(staging, out_manifest)
+    dump_json_atomic(report, out_report)
+    return report
+
+
+def manifest(
+    *, kind: str, dataset: str, shard_manifests: list[str], shard_reports: list[str],
+    stage_reports: list[str], out_dir: str,
+) -> dict[str, Any]:
+    """Stage reports (prepare, then part groups, in order) and the shards' pieces (in shard
+    order) -> manifest.parquet and report.json."""
+    # the prepare stage's report is inside its folder
+    stage_reports = [Path(p) / convert.REPORT_FILE if Path(p).is_dir() else Path(p) for p in stage_reports]
+    reports = [convert.read_report(p) for p in [*stage_reports, *shard_reports]]
+    manifests = [pd.read_parquet(p) for p in shard_manifests]
+    return convert.write_manifest(out_dir, manifests, reports, kind=kind, dataset=dataset)
+
+
+# ---------------------------------------------------------------------------------------------
+# downloads (one Snakemake job per file)
+def download_checksums(*, download: dict[str, Any], folder: str, out: str) -> dict[str, Any]:
+    """The Google bucket's SHA256SUM (and schema.csv, verified, when it is listed)."""
+    from stragglers import download as fetch
+
+    base_url = download.get("base_url", fetch.GOOGLE_BASE_URL).rstrip("/")
+    sums_path = fetch.download(f"{base_url}/{fetch.GOOGLE_SHA256SUM_NAME}", Path(folder) / fetch.GOOGLE_SHA256SUM_NAME)
+    sums = fetch.parse_sha256sum(sums_path.read_text(), source=str(sums_path))
+    files = [str(sums_path)]
+    if fetch.GOOGLE_SCHEMA_NAME in sums:
+        files.append(str(fetch.download(
+            f"{base_url}/{fetch.GOOGLE_SCHEMA_NAME}", Path(folder) / fetch.GOOGLE_SCHEMA_NAME,
+            sha256=sums[fetch.GOOGLE_SCHEMA_NAME],
+        )))
+    result = {"files": files, "entries": len(sums)}
+    dump_json_atomic(result, out)
+    return result
+
+
+def download_file(*, kind: str, download: dict[str, Any], folder: str, file: str, out: str) -> dict[str, Any]:
+    """One raw file, resumable, moved into place only once its SHA-256 matches (Google: the
+    bucket's SHA256SUM, fetched by `download_checksums`; Alibaba: the config's `sha256`)."""
+    from stragglers import download as fetch
+
+    folder_path = Path(folder)
+    if kind in ALIBABA_KINDS:
+        missing = [key for key in ("url", "sha256") if key not in download]
+        if missing:
+            raise ValueError(f"download: {kind} needs {missing} (the archive's URL and SHA-256)")
+        path = fetch.download(download["url"], folder_path / file, sha256=download["sha256"])
+    else:
+        sums_path = folder_path / fetch.GOOGLE_SHA256SUM_NAME
+        sums = fetch.parse_sha256sum(sums_path.read_text(), source=str(sums_path))
+        if file not in sums:
+            raise fetch.DownloadError(f"{file}: no entry in {sums_path}, refusing an unverifiable download")
+        base_url = download.get("base_url", fetch.GOOGLE_BASE_URL).rstrip("/")
+        path = fetch.download(f"{base_url}/{file}", folder_path / file, sha256=sums[file])
+    result = {"file": str(path), "bytes": path.stat().st_size}
+    dump_json_atomic(result, out)
+    return result
+
+
+def download_done(*, kind: str, folder: str, markers: list[str], out: str) -> dict[str, Any]:
+    """Every file of a dataset fetched and verified: the marker the conversion waits for."""
+    files = [json.loads(Path(m).read_text())["file"] for m in markers]
+    result = {"kind": kind, "folder": folder, "files": files}
+    dump_json_atomic(result, out)
+    return result
