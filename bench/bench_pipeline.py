@@ -2,7 +2,7 @@
 
     python bench/bench_pipeline.py pipeline      # wall time of `snakemake --cores 2` (default config)
     python bench/bench_pipeline.py nurd-vs-gbr   # NURD vs a GradientBoostingRegressor refit at every checkpoint
-    python bench/bench_pipeline.py dag           # `snakemake -n` on an 8,400-job Google configuration
+    python bench/bench_pipeline.py dag           # `snakemake -n`: 8,400 Google jobs, 500 + 500 parts downloaded
 
 Each prints a JSON line and writes it to bench/out/<name>.json.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -100,18 +101,20 @@ def bench_nurd_vs_gbr(n_jobs: int, seed: int) -> None:
     emit("nurd_vs_gbr", result)
 
 
-def bench_dag(n_jobs: int, jobs_per_shard: int) -> None:
-    """`snakemake -n` on a configuration the size of the paper's Google run: 8,400 jobs in
-    shards of `jobs_per_shard`, every registered method. The DAG depends on shard counts, not
-    on the manifest's contents, so this is the dry-run cost of the full reproduction."""
+def bench_dag(n_jobs: int, jobs_per_shard: int, parts_per_job: int = 1) -> None:
+    """`snakemake -n` on a configuration the size of the paper's Google run: the whole trace
+    downloaded (500 task_events + 500 task_usage parts: one download job per file, one
+    convert_part job per usage part), 8,400 jobs in shards of `jobs_per_shard`, every
+    registered method. The DAG depends on part and shard counts, not on the manifest's
+    contents, so this is the dry-run cost of the full reproduction (no network is used)."""
     from stragglers.methods import available_methods
 
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     n_shards = int(np.ceil(n_jobs / jobs_per_shard))
     config["datasets"] = {
         "google-2011": {
-            "kind": "google-2011", "source": "generate", "generator": {"n_jobs": n_jobs},
-            "n_shards": n_shards, "min_tasks": 100,
+            "kind": "google-2011", "source": "download", "download": {"parts": "all"},
+            "convert": {"parts_per_job": parts_per_job}, "n_shards": n_shards, "min_tasks": 100,
             "replay": {"grid_origin": 600, "checkpoint_interval": 300},
         }
     }
@@ -119,6 +122,9 @@ def bench_dag(n_jobs: int, jobs_per_shard: int) -> None:
     config["methods"] = {m: {} for m in methods}
     work = Path(tempfile.mkdtemp(prefix="bench-dag-"))
     (work / "config.yaml").write_text(yaml.safe_dump(config))
+    import resource
+
+    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
     completed = subprocess.run(
         ["snakemake", "-n", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(work),
@@ -126,10 +132,20 @@ def bench_dag(n_jobs: int, jobs_per_shard: int) -> None:
         check=True, capture_output=True, text=True,
     )
     seconds = time.perf_counter() - began
-    lines = [line for line in completed.stdout.splitlines() if line.strip().startswith("total")]
-    emit("dag", {"benchmark": "snakemake -n, full Google size", "jobs": n_jobs, "shards": n_shards,
-                 "methods": len(methods), "snakemake_jobs": lines[-1].split()[-1] if lines else None,
-                 "seconds": round(seconds, 1)})
+    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
+    counts = {
+        fields[0]: int(fields[1])
+        for fields in (line.split() for line in completed.stdout.splitlines())
+        if len(fields) == 2 and fields[1].isdigit()
+    }
+    emit("dag", {"benchmark": "snakemake -n, full Google size (500 + 500 parts downloaded)",
+                 "jobs": n_jobs, "shards": n_shards, "methods": len(methods),
+                 "parts_per_convert_job": parts_per_job,
+                 "snakemake_jobs": counts.get("total"),
+                 "jobs_per_rule": {k: v for k, v in counts.items() if k != "total"},
+                 "seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1),
+                 "load_average_1min": round(os.getloadavg()[0], 1)})
     shutil.rmtree(work)
 
 
@@ -144,13 +160,14 @@ def main() -> None:
     p = sub.add_parser("dag")
     p.add_argument("--jobs", type=int, default=8400)
     p.add_argument("--jobs-per-shard", type=int, default=100)
+    p.add_argument("--parts-per-job", type=int, default=1, help="task_usage parts per convert_part job")
     args = parser.parse_args()
     if args.what == "pipeline":
         bench_pipeline(args.cores)
     elif args.what == "nurd-vs-gbr":
         bench_nurd_vs_gbr(args.jobs, args.seed)
     else:
-        bench_dag(args.jobs, args.jobs_per_shard)
+        bench_dag(args.jobs, args.jobs_per_shard, args.parts_per_job)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ in `stragglers.convert`.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -38,7 +39,7 @@ ALIBABA_ARCHIVES = {"alibaba-2018": "batch_instance.tar.gz", "alibaba-2017": "al
 GOOGLE_TABLES_NEEDED = {"google-2011": ["task_events", "task_usage"], "google-2011-events": ["task_events"]}
 
 
-@dataclass(frozen=True)
+@dataclass
 class RawLayout:
     """The raw files of one dataset, relative to its raw folder, known before anything runs."""
 
@@ -46,7 +47,7 @@ class RawLayout:
     tables: dict[str, list[str]]  # table -> part paths (Google); {"batch_instance": [archive]}
     parts_per_job: int = 1
 
-    @property
+    @functools.cached_property
     def groups(self) -> list[list[str]]:
         """The files of each `convert_part` job, in part order."""
         if self.kind == "google-2011":
@@ -56,7 +57,7 @@ class RawLayout:
             return [self.tables["task_events"]]
         return [self.tables["batch_instance"]]
 
-    @property
+    @functools.cached_property
     def files(self) -> list[str]:
         return [path for paths in self.tables.values() for path in paths]
 
