@@ -4,9 +4,16 @@ the same file, in the same run (a benchmark, not a test). From the repository ro
     python bench/bench_convert.py [--jobs 900] [--keep DIR]
 
 A real clusterdata-2011-2 task_usage part is ~90 MB of gzip and ~2.5 million rows; the part
-generated here has the same schema and about as many rows (--jobs sets the size). Conversion runs
-in a fresh process so its peak memory (max RSS) is its own. Prints JSON and writes
-bench/out/convert.json.
+generated here has the same schema and about as many rows (--jobs sets the size). Each
+measurement runs in a fresh process so its peak memory (max RSS) and CPU time are its own:
+
+- `convert_part_*`: the workflow's per-part job (rule convert_part: read the prepared tasks,
+  stream the part, spill its windows per shard), the number the ratio to `gzip -dc` is about;
+- `prepare_*` (once per dataset: every task_events part) and `gather_*` (every shard, i.e.
+  what all gather_shard jobs do together for this part's windows);
+- `single_process_*`: the whole conversion in one process, as `convert_google` runs it.
+
+Prints JSON and writes bench/out/convert.json.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -25,8 +33,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def child_max_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+def _cpu(usage) -> float:
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_measured(code: str) -> dict:
+    """Run `code` in a fresh Python process: wall seconds, CPU seconds (all its threads) and
+    peak RSS (through /usr/bin/time-like wait4 accounting of that one child)."""
+    began = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - began
+    stdout = process.stdout.read()
+    process.stdout.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"benchmark step failed: {code}")
+    return {"seconds": round(seconds, 2), "cpu_seconds": round(_cpu(usage), 2),
+            "peak_rss_mb": round(usage.ru_maxrss / 1024.0), "stdout": stdout}
 
 
 def main() -> None:
@@ -50,9 +73,11 @@ def main() -> None:
     with gzip.open(usage_part, "rb") as handle:
         rows = sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 24), b""))
 
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
     subprocess.run(f"gzip -dc {usage_part} > /dev/null", shell=True, check=True)
     gzip_seconds = time.perf_counter() - began
+    gzip_cpu = _cpu(resource.getrusage(resource.RUSAGE_CHILDREN)) - _cpu(before)
 
     out = work / "converted"
     code = (
@@ -60,25 +85,57 @@ def main() -> None:
         f"s = convert_google({str(raw)!r}, {str(out)!r}, dataset='bench', n_shards=8); "
         "print(json.dumps({**s['counts'], 'phases': s['seconds']}))"
     )
-    rss_before = child_max_rss_mb()
-    began = time.perf_counter()
-    completed = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
-    convert_seconds = time.perf_counter() - began
-    peak = child_max_rss_mb()
-    counts = json.loads(completed.stdout.strip().splitlines()[-1])
+    single = run_measured(code)
+    counts = json.loads(single.pop("stdout").strip().splitlines()[-1])
+
+    # the scattered stages, each as its Snakemake job runs it
+    stages = work / "stages"
+    shutil.rmtree(stages, ignore_errors=True)
+    events = sorted(str(p.relative_to(raw)) for p in (raw / "task_events").glob("part-*.csv.gz"))
+    common = f"dataset='bench', min_tasks=100"
+    prepare = run_measured(
+        "from stragglers import scatter; "
+        f"scatter.prepare(raw_dir={str(raw)!r}, event_parts={events!r}, out_dir={str(stages / 'prepared')!r}, "
+        f"n_shards=8, priorities=[9, 10, 11], {common})"
+    )
+    part = run_measured(
+        "from stragglers import scatter; "
+        f"scatter.convert_part(kind='google-2011', raw_dir={str(raw)!r}, "
+        f"parts=[{str(usage_part.relative_to(raw))!r}], out_dir={str(stages / 'spill' / 'group-0')!r}, "
+        f"out_report={str(stages / 'group-0.json')!r}, n_shards=8, priorities=[9, 10, 11], grid={{}}, "
+        f"prepared_dir={str(stages / 'prepared')!r}, {common})"
+    )
+    gather = run_measured(
+        "from stragglers import scatter\n"
+        "for shard in range(8):\n"
+        f"    scatter.gather(kind='google-2011', spill_dirs=[{str(stages / 'spill' / 'group-0')!r}], shard=shard, "
+        f"jobs_dir={str(stages / 'jobs')!r} + f'/shard-{{shard}}', out_manifest={str(stages)!r} + f'/shard-{{shard}}.parquet', "
+        f"out_report={str(stages)!r} + f'/shard-{{shard}}.json', latency_definition='schedule_to_finish', "
+        f"prepared_dir={str(stages / 'prepared')!r}, {common})"
+    )
     result = {
         "benchmark": "convert one real-size task_usage part vs gzip -dc",
         "usage_part_mb": round(usage_part.stat().st_size / 1e6, 1),
         "usage_rows": rows,
         "task_events_mb": round(sum(p.stat().st_size for p in (raw / "task_events").glob("*.gz")) / 1e6, 1),
         "gzip_dc_seconds": round(gzip_seconds, 2),
-        "convert_seconds": round(convert_seconds, 2),
-        "ratio": round(convert_seconds / gzip_seconds, 2),
-        "convert_peak_rss_mb": round(peak, 0) if peak > rss_before else None,
+        "gzip_dc_cpu_seconds": round(gzip_cpu, 2),
+        "convert_part_seconds": part["seconds"],
+        "convert_part_cpu_seconds": part["cpu_seconds"],
+        "convert_part_ratio": round(part["seconds"] / gzip_seconds, 2),
+        "convert_part_cpu_ratio": round(part["cpu_seconds"] / gzip_cpu, 2),
+        "convert_part_peak_rss_mb": part["peak_rss_mb"],
+        "prepare_seconds": prepare["seconds"],
+        "prepare_peak_rss_mb": prepare["peak_rss_mb"],
+        "gather_all_shards_seconds": gather["seconds"],
+        "gather_peak_rss_mb": gather["peak_rss_mb"],
+        "single_process_seconds": single["seconds"],
+        "single_process_ratio": round(single["seconds"] / gzip_seconds, 2),
+        "single_process_peak_rss_mb": single["peak_rss_mb"],
         "jobs_kept": counts.get("jobs_kept"),
         "windows_kept": counts.get("windows_kept"),
-        "phase_seconds": counts.get("phases"),
-        "usage_pass_ratio": round(counts["phases"]["task_usage"] / gzip_seconds, 2),
+        "single_process_phase_seconds": counts.get("phases"),
+        "load_average_1min": round(os.getloadavg()[0], 1),
     }
     (ROOT / "bench" / "out").mkdir(parents=True, exist_ok=True)
     (ROOT / "bench" / "out" / "convert.json").write_text(json.dumps(result, indent=2) + "\n")

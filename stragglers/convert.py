@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.ipc  # noqa: F401  (pa.ipc)
 import pyarrow.parquet as pq
 
 from stragglers import schema
@@ -82,27 +83,43 @@ class ConversionReport:
 
 
 class ShardSpill:
-    """Intermediate rows grouped by shard: one Parquet file per shard, appended chunk by
-    chunk, read back once per shard (so memory is bounded by a shard, not the trace)."""
+    """Intermediate rows grouped by shard: one Arrow IPC file per shard, appended chunk by
+    chunk, read back once per shard (so memory is bounded by a shard, not the trace).
+    IPC with LZ4 rather than Parquet: written ~10x faster (no dictionary or statistics pass)
+    and read back memory-mapped, and these files live only until their shard is gathered."""
+
+    SUFFIX = ".arrow"
 
     def __init__(self, folder: Path):
         self.folder = folder
         folder.mkdir()
-        self.writers: dict[int, pq.ParquetWriter] = {}
+        self.writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
+        self.sinks: dict[int, Any] = {}
 
     def path(self, shard: int) -> Path:
-        return self.folder / f"shard-{shard}.parquet"
+        return self.folder / f"shard-{shard}{self.SUFFIX}"
 
     def write(self, shard: int, table: pa.Table) -> None:
         if shard not in self.writers:
-            # read back once, soon: fast LZ4 rather than the default codec
-            self.writers[shard] = pq.ParquetWriter(self.path(shard), table.schema, compression="lz4")
+            self.sinks[shard] = pa.OSFile(str(self.path(shard)), "wb")
+            self.writers[shard] = pa.ipc.new_file(
+                self.sinks[shard], table.schema, options=pa.ipc.IpcWriteOptions(compression="lz4")
+            )
         self.writers[shard].write_table(table)
 
     def close(self) -> None:
-        for writer in self.writers.values():
+        for shard, writer in self.writers.items():
             writer.close()
-        self.writers = {}
+            self.sinks[shard].close()
+        self.writers, self.sinks = {}, {}
+
+    @classmethod
+    def read(cls, folder: Path, shard: int) -> pa.Table | None:
+        path = folder / f"shard-{shard}{cls.SUFFIX}"
+        if not path.exists():
+            return None
+        with pa.memory_map(str(path)) as source:
+            return pa.ipc.open_file(source).read_all()
 
 
 def list_parts(raw_dir: Path, table: str) -> list[Path]:
@@ -472,10 +489,10 @@ def read_spilled_shard(spill_dirs: list[Path | str], shard: int) -> pa.Table | N
     """A shard's window rows from every spill folder, in the folders' order (= part order),
     so a job whose rows straddle parts is stitched back together; None if there are none."""
     tables = [
-        pq.read_table(path)
+        table
         for folder in spill_dirs
-        for path in [Path(folder) / "shards" / f"shard-{shard}.parquet"]
-        if path.exists()
+        for table in [ShardSpill.read(Path(folder) / "shards", shard)]
+        if table is not None
     ]
     if not tables:
         return None
@@ -503,7 +520,9 @@ def gather_shard(
         if kind in ALIBABA_LAYOUTS:
             rows = _write_alibaba_shard(windows, shard, staging, relative, min_tasks, dataset, report)
         else:
-            task_table = google_task_table(pd.read_parquet(tasks_path))
+            tasks = pd.read_parquet(tasks_path)
+            # only this shard's tasks: the per-task text columns cost time per task
+            task_table = google_task_table(tasks[tasks["shard"].to_numpy() == shard])
             rows = _write_shard_jobs(
                 windows, shard, staging, relative, task_table, min_tasks, dataset, report,
                 latency_definition,
@@ -670,15 +689,21 @@ def _write_shard_jobs(
 ) -> list[dict[str, Any]]:
     """One shard: attach task facts to windows, sort once by (job, task start, task, window),
     number tasks densely per job, and write one Parquet file per job from slices of one Arrow
-    table. `task_table.task_key` must be its row position."""
+    table. `task_table` holds (at least) the shard's tasks, sorted by task_key."""
     if windows is None:
         return []
+    task_table = task_table.reset_index(drop=True)
     job_rank = pd.factorize(task_table["job_id"], sort=True)[0]
     job_names = np.sort(task_table["job_id"].unique())
     facts = {c: task_table[c].to_numpy() for c in TASK_COLUMNS if c != "latency"}
     facts["latency"] = task_table["latency"].to_numpy()
     rows = []
-    key = windows.column("task_key").to_numpy()
+    # task_key -> row of task_table
+    sorted_keys = task_table["task_key"].to_numpy()
+    spilled_keys = windows.column("task_key").to_numpy()
+    key = np.minimum(np.searchsorted(sorted_keys, spilled_keys), max(len(sorted_keys) - 1, 0))
+    if len(key) and (len(sorted_keys) == 0 or np.any(sorted_keys[key] != spilled_keys)):
+        raise ValueError(f"shard {shard}: spilled windows of tasks missing from the task table")
     start = windows.column("window_start").to_numpy()
     order = np.lexsort((start, key, facts["task_start"][key], job_rank[key]))
     key = key[order]

@@ -136,7 +136,8 @@ def _is_corrupt_stream(message: str) -> bool:
 
 def _to_frame(batches: list[pa.RecordBatch], usecols: list[str], types: dict[str, str]) -> pd.DataFrame:
     frame = pa.Table.from_batches(batches).to_pandas()
-    return frame[usecols]
+    # the reader already yields `usecols` in order: selecting them again would copy every column
+    return frame if list(frame.columns) == usecols else frame[usecols]
 
 
 def _slow_path(
