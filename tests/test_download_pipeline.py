@@ -66,3 +66,43 @@ def test_download_settings_are_checked(tmp_path):
     with pytest.raises(ValueError, match="sha256"):
         download_trace(kind="alibaba-2018", download={"url": "http://127.0.0.1:1/x"},
                        folder=str(tmp_path), out=str(tmp_path / "x"))
+
+
+def test_per_file_download_jobs_then_scattered_conversion(served_trace, tmp_path):
+    """The workflow's download jobs (SHA256SUM, then one job per file) and the scattered
+    conversion of what they fetched equal the single-process conversion of the source."""
+    from stragglers import scatter
+
+    source, url = served_trace
+    n_parts = len(list((source / "task_events").glob("part-*")))
+    folder = tmp_path / "download"
+    download = {"parts": f"0-{n_parts - 1}", "base_url": url, "parts_per_table": n_parts}
+    layout = scatter.raw_layout("google-2011", {"source": "download", "download": download}, None)
+    scatter.download_checksums(download=download, folder=str(folder), out=str(tmp_path / "sums.json"))
+    markers = []
+    for name in layout.files:
+        markers.append(str(tmp_path / "markers" / f"{name}.json"))
+        scatter.download_file(kind="google-2011", download=download, folder=str(folder), file=name, out=markers[-1])
+    done = scatter.download_done(kind="google-2011", folder=str(folder), markers=markers, out=str(tmp_path / "done.json"))
+    assert len(done["files"]) == 2 * n_parts
+    for name in layout.files:
+        assert (source / name).read_bytes() == (folder / name).read_bytes()
+    # a part missing from SHA256SUM is refused
+    (folder / "SHA256SUM").write_text("".join(
+        line + "\n" for line in (folder / "SHA256SUM").read_text().splitlines() if layout.files[-1] not in line
+    ))
+    with pytest.raises(Exception, match="no entry"):
+        scatter.download_file(kind="google-2011", download=download, folder=str(folder), file=layout.files[-1],
+                              out=str(tmp_path / "x.json"))
+    from test_scatter import run_scattered
+
+    config = {"n_shards": 2, "min_tasks": 100}
+    (folder / "SHA256SUM").unlink()
+    scattered, _, _ = run_scattered("google-2011", folder, tmp_path / "work", config, parts_per_job=1)
+    single = tmp_path / "single"
+    convert_google(source, single, dataset="d", n_shards=2)
+    manifest = pd.read_parquet(single / "manifest.parquet")
+    assert len(manifest) > 0
+    pd.testing.assert_frame_equal(manifest, pd.read_parquet(scattered / "manifest.parquet"))
+    for path in manifest["path"]:
+        pd.testing.assert_frame_equal(pd.read_parquet(single / path), pd.read_parquet(scattered / path))
