@@ -238,11 +238,7 @@ def generate_trace(*, kind: str, out_dir: Path | str, generator: dict[str, Any],
     return summary
 
 
-GOOGLE_TABLES_NEEDED = {
-    "google-2011": ["task_events", "task_usage"],
-    "google-2011-events": ["task_events"],
-}
-ALIBABA_ARCHIVES = {"alibaba-2018": "batch_instance.tar.gz", "alibaba-2017": "alibaba-trace-2017.tar.gz"}
+from stragglers.scatter import ALIBABA_ARCHIVES, GOOGLE_TABLES_NEEDED  # noqa: E402
 
 
 def download_trace(*, kind: str, download: dict[str, Any], folder: str, out: str) -> dict:
