@@ -454,9 +454,15 @@ def simulate_method(
     repeats: int,
     seed: int,
     out: str,
+    aligned_timeline: bool = False,
 ) -> pd.DataFrame:
-    from stragglers import evaluate, simulate
+    """With `aligned_timeline` (replay.protocol paper) every task runs [0, latency) and a flag
+    time is (k + 1) * interval: the grid starts at 0 and a task already over by its flag's time
+    is not relaunched (stragglers.aligned.simulation_flags)."""
+    from stragglers import aligned, evaluate, simulate
 
+    if aligned_timeline:
+        grid_origin = 0.0
     tasks, jobs = evaluate.load_predictions(task_files, job_files)
     frames = []
     ok_jobs = set(jobs.loc[jobs["status"] == "ok", "job_id"])
@@ -465,11 +471,14 @@ def simulate_method(
             continue
         job_tasks = job_tasks.sort_values("task")
         latency = job_tasks["latency"].to_numpy(float)
+        flag_time = job_tasks["flag_time"].to_numpy(float)
+        if aligned_timeline:
+            flag_time = aligned.simulation_flags(flag_time, job_tasks["task_end"].to_numpy(float))
         uniforms = simulate.replacement_uniforms(str(job_id), len(latency), repeats, seed)
         frame = simulate.simulate_job(
             job_tasks["task_start"].to_numpy(float),
             job_tasks["task_end"].to_numpy(float),
-            job_tasks["flag_time"].to_numpy(float),
+            flag_time,
             simulate.replacement_durations(latency, uniforms),
             grid_origin=grid_origin,
             machines=machines,
