@@ -133,7 +133,11 @@ def final_scale(final_features: np.ndarray, latency: np.ndarray) -> FinalScale:
         low = np.nanmin(np.where(np.isnan(final_features), np.inf, final_features), axis=0)
         high = np.nanmax(np.where(np.isnan(final_features), -np.inf, final_features), axis=0)
     span = high - low
-    keep = np.isfinite(span) & (span > 0)
+    # constant up to rounding counts as constant: a request value averaged with weights
+    # duration / latency differs between tasks only in the last bits, and scaling by that
+    # span would blow running rows up to ~1e15
+    magnitude = np.maximum(np.abs(low), np.abs(high))
+    keep = np.isfinite(span) & (span > 1e-9 * np.where(np.isfinite(magnitude), magnitude, 0.0))
     latency = np.asarray(latency, dtype=float)
     latency_span = float(latency.max() - latency.min())
     return FinalScale(

@@ -318,3 +318,112 @@ def audit_table(
     write_text_atomic(markdown(table, list(datasets), method_order, minutes), out_md)
     plot(table, list(datasets), method_order, out_png)
     return table
+
+
+# ---------------------------------------------------------------------------------------------
+# why NURD does (not) lead at step 0: per-job diagnostics (README, "What the numbers say")
+
+
+def _cross_validated_auc(features: np.ndarray, latency: np.ndarray, stragglers: np.ndarray,
+                         seed: int) -> tuple[float, float]:
+    """How much final features say about final latency: 5-fold out-of-fold predictions of a
+    boosted regressor (NURD's) -> Spearman correlation with latency and straggler AUC."""
+    from scipy.stats import spearmanr
+    from sklearn.metrics import roc_auc_score
+
+    from stragglers.methods.nurd import BoostedLatencyModel
+
+    rng = np.random.default_rng(seed)
+    folds = rng.permutation(len(latency)) % 5
+    predicted = np.empty(len(latency))
+    for fold in range(5):
+        test = folds == fold
+        model = BoostedLatencyModel(100, 3, 0.1, 64, seed).fit(features[~test], latency[~test])
+        predicted[test] = model.predict(features[test])
+    rho = float(spearmanr(predicted, latency).statistic)
+    auc = float(roc_auc_score(stragglers, predicted)) if 0 < stragglers.sum() < len(latency) else np.nan
+    return rho, auc
+
+
+def step0_diagnostics(job, last_columns: np.ndarray, settings, seed: int) -> dict[str, float]:
+    """Numbers that decide what NURD can do under `paper` (step 0) on one job.
+
+    - headroom: the largest prediction a regressor trained on the initial finished set can
+      make, max scaled latency among them, over tau (scaled). Trees do not extrapolate: a
+      running task can be flagged at k = 2 only if y_hat / w >= tau, so w <= headroom.
+    - z / w of running stragglers and non-stragglers at the first checkpoint (alpha 0 and 0.5).
+    - spearman / auc: out-of-fold prediction of final latency from final features.
+    """
+    from stragglers import aligned as rules_mod
+    from stragglers.methods.nurd import NURD
+    from stragglers.paper import replay_aligned_job
+    from stragglers.replay import straggler_threshold
+
+    rules = settings.rules
+    view = rules_mod.build_view(job, last_columns, rules.features, settings.checkpoint_interval)
+    latency = view.latency
+    tau = straggler_threshold(latency, settings.straggler_quantile, rules.threshold)
+    stragglers = latency >= tau
+    initial = rules_mod.initial_split(latency, settings.start_fraction)
+    scale = rules_mod.final_scale(view.final(), latency)
+    headroom = float(scale.latency(latency[initial].max()) / scale.latency(tau)) if initial.any() else np.nan
+
+    seen: dict[str, Any] = {}
+
+    class Probe(NURD):
+        def predict(self, checkpoint):
+            flags = super().predict(checkpoint)
+            if "z" not in seen:
+                f, r = self._scaled(checkpoint, checkpoint.finished_features, checkpoint.running_features)
+                seen["z"] = self._propensity(f, r)
+                seen["delta0"] = 1.0 / (1.0 + self.rho)
+                seen["y_hat"] = self.regressor.predict(checkpoint.running_features)
+                seen["running"] = checkpoint.running_tasks
+                seen["tau"] = self.job.straggler_threshold
+            return flags
+
+    replay_aligned_job(job, Probe({"alpha": 0.0}), settings, last_columns, seed)
+    out = {
+        "job_id": job.job_id, "n_tasks": job.n_tasks,
+        "p90_over_median": float(tau / np.median(latency)),
+        "max_over_p90": float(latency.max() / tau),
+        "headroom": headroom,
+    }
+    if "z" in seen:
+        running_straggler = stragglers[seen["running"]]
+        z, y_hat, tau_s = seen["z"], seen["y_hat"], seen["tau"]
+        for alpha in (0.0, 0.5):
+            w = np.maximum(0.05, np.minimum(z + seen["delta0"] - alpha, 1.0))
+            out[f"flag_share_stragglers_a{alpha}"] = float(np.mean((y_hat / w >= tau_s)[running_straggler])) if running_straggler.any() else np.nan
+            out[f"flag_share_others_a{alpha}"] = float(np.mean((y_hat / w >= tau_s)[~running_straggler])) if (~running_straggler).any() else np.nan
+        out["delta_alpha0"] = seen["delta0"]
+        out["z_stragglers"] = float(z[running_straggler].mean()) if running_straggler.any() else np.nan
+        out["z_others"] = float(z[~running_straggler].mean()) if (~running_straggler).any() else np.nan
+        out["y_hat_max_over_tau"] = float(y_hat.max() / tau_s)
+    final = scale.features(view.final())
+    from stragglers.replay import fill_missing
+
+    out["spearman_final_features"], out["auc_final_features"] = _cross_validated_auc(
+        fill_missing(final)[0], latency, stragglers, seed)
+    return out
+
+
+def diagnose(converted_dir: str, kind: str, replay: dict[str, Any], n_jobs: int, seed: int) -> pd.DataFrame:
+    from stragglers.pipeline import iter_shard_jobs, last_columns, read_manifest
+    from stragglers.replay import ReplaySettings
+
+    settings = ReplaySettings(**{**replay, "protocol": "paper"})
+    job_ids = audit_jobs(read_manifest(converted_dir), n_jobs)
+    rows = [step0_diagnostics(job, last_columns(kind), settings, seed)
+            for job in iter_shard_jobs(converted_dir, kind, None, only_jobs=job_ids)]
+    return pd.DataFrame(rows)
+
+
+if __name__ == "__main__":  # python -m stragglers.audit CONVERTED_DIR KIND INTERVAL N_JOBS
+    import sys
+
+    frame = diagnose(sys.argv[1], sys.argv[2], {"checkpoint_interval": float(sys.argv[3])},
+                     int(sys.argv[4]), seed=20220301)
+    pd.set_option("display.width", 250)
+    pd.set_option("display.max_columns", 30)
+    print(frame.drop(columns=["job_id"]).describe().loc[["mean", "50%", "min", "max"]].T.round(3))

@@ -589,6 +589,8 @@ Seed: {seed}.
 | `<dataset>/figures/reduction_unlimited.png` | Figure 4/5 analogue |
 | `<dataset>/figures/reduction_by_machines.png` | Figure 6/7 analogue |
 | `<dataset>/figures/reduction_limited_mean.png` | Figure 8/9 analogue |
+| `tables/reproduction_audit.md`, `.csv`, `figures/reproduction_audit.png` | (with `snakemake audit`) F1, TPR, FPR and JCT reductions of the audit methods from the paper's experiment (`replay.protocol: paper`) one rule at a time to `causal` (docs/protocols.md) |
+| `<dataset>/audit/<variant>.csv` | (with `snakemake audit`) one protocol variant's rows of that table |
 | `<dataset>/tuning/<method>.json` | (with a `tuning` config) mean F1 of each grid point on the tuning jobs, which are left out of everything above, and the best point |
 
 Outside results/: `resources/raw/<dataset>/` (raw trace parts, generated or downloaded),

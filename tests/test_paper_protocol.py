@@ -251,3 +251,9 @@ def test_schema_rejects_an_unknown_override_naming_it():
     config["replay"] = {**config["replay"], "protocol": "paper", "overrides": {"pruning": False}}
     with pytest.raises(WorkflowError, match="pruning"):
         validate(config, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
+
+
+def test_a_column_constant_up_to_rounding_is_dropped():
+    values = np.array([[0.3, 1.0], [0.3 * (1 + 1e-15), 2.0], [0.3, 3.0]])
+    scale = aligned.final_scale(values, np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_array_equal(scale.keep, [False, True])
