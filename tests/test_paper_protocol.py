@@ -257,3 +257,50 @@ def test_a_column_constant_up_to_rounding_is_dropped():
     values = np.array([[0.3, 1.0], [0.3 * (1 + 1e-15), 2.0], [0.3, 3.0]])
     scale = aligned.final_scale(values, np.array([1.0, 2.0, 3.0]))
     np.testing.assert_array_equal(scale.keep, [False, True])
+
+
+# ----------------------------------------------------------------------------- audit table
+
+
+def test_audit_variants_walk_from_paper_to_causal():
+    assert VARIANTS["step0"]["overrides"] == {}
+    assert resolve_rules("paper", VARIANTS["step5"]["overrides"]).timeline == "aligned"
+    assert resolve_rules("paper", VARIANTS["alone3"]["overrides"]) == resolve_rules(
+        "paper", {"scaling": "visible"})
+    for spec in VARIANTS.values():  # every variant is a valid configuration
+        ReplaySettings(protocol="paper", overrides=spec["overrides"])
+
+
+def test_audit_table_one_markdown_table_per_dataset_with_paper_numbers(tmp_path):
+    from stragglers.audit import audit_table
+
+    methods = {"NURD a=0": {"method": "NURD", "params": {"alpha": 0}},
+               "NURD a=0.5": {"method": "NURD"}, "Oracle": {"method": "Oracle"}}
+    files = []
+    for dataset in ("g", "a"):
+        for variant, spec in VARIANTS.items():
+            rows = [{"dataset": dataset, "variant": variant, "path": spec["path"],
+                     "step": spec["step"], "change": spec["change"],
+                     "overrides": repr(spec["overrides"]), "method": label, "jobs": 2,
+                     "jobs_scored": 2, "jobs_failed": 0, "TPR": 0.5, "FPR": 0.1,
+                     "F1": 0.1 * spec["step"] + (0.01 if label == "NURD a=0" else 0.0),
+                     "reduction_alg2": -0.1, "reduction_alg3": -0.2, "seconds": 1.0}
+                    for label in methods]
+            path = tmp_path / f"{dataset}-{variant}.csv"
+            pd.DataFrame(rows).to_csv(path, index=False)
+            files.append(str(path))
+    out = tmp_path / "audit"
+    table = audit_table(
+        variant_files=files, datasets={"g": "google-2011", "a": "alibaba-2018"},
+        methods=methods, headline=("NURD a=0", "NURD a=0.5"),
+        paper_table=str(ROOT / "stragglers" / "data" / "paper_table3.csv"), benchmark_files=[],
+        out_csv=str(out) + ".csv", out_md=str(out) + ".md", out_png=str(out) + ".png",
+    )
+    text = (tmp_path / "audit.md").read_text()
+    assert text.count("## g") == 1 and text.count("## a") == 1
+    assert "| paper |" in text and "0.81 / +26%" in text and "0.59 / +19%" in text
+    ladder = table[(table["method"] == "NURD (ladder)") & (table["path"] == "cumulative")]
+    # alpha 0 at step 0, alpha 0.5 from step 1 on
+    assert ladder[(ladder["dataset"] == "g") & (ladder["step"] == 0)]["F1"].item() == pytest.approx(0.01)
+    assert ladder[(ladder["dataset"] == "g") & (ladder["step"] == 1)]["F1"].item() == pytest.approx(0.0)
+    assert (tmp_path / "audit.png").stat().st_size > 0
