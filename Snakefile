@@ -17,6 +17,7 @@ include: "workflow/rules/predict.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/simulate.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/audit.smk"
 
 
 rule all:

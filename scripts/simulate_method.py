@@ -1,5 +1,9 @@
 """Rule simulate_method: completion-time simulation (Algorithms 2-3) for one method."""
 from stragglers.pipeline import simulate_method, run_rule
+from stragglers.protocol import resolve_rules
+
+replay = snakemake.params.replay
+rules = resolve_rules(replay.get("protocol", "causal"), replay.get("overrides"))
 
 run_rule(snakemake.log[0], lambda: simulate_method(
     task_files=list(snakemake.input.tasks),
@@ -10,4 +14,5 @@ run_rule(snakemake.log[0], lambda: simulate_method(
     repeats=snakemake.params.repeats,
     seed=snakemake.params.seed,
     out=snakemake.output[0],
+    aligned_timeline=rules.timeline == "aligned",
 ))

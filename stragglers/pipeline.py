@@ -450,9 +450,15 @@ def simulate_method(
     repeats: int,
     seed: int,
     out: str,
+    aligned_timeline: bool = False,
 ) -> pd.DataFrame:
-    from stragglers import evaluate, simulate
+    """With `aligned_timeline` (replay.protocol paper) every task runs [0, latency) and a flag
+    time is (k + 1) * interval: the grid starts at 0 and a task already over by its flag's time
+    is not relaunched (stragglers.aligned.simulation_flags)."""
+    from stragglers import aligned, evaluate, simulate
 
+    if aligned_timeline:
+        grid_origin = 0.0
     tasks, jobs = evaluate.load_predictions(task_files, job_files)
     frames = []
     ok_jobs = set(jobs.loc[jobs["status"] == "ok", "job_id"])
@@ -461,11 +467,14 @@ def simulate_method(
             continue
         job_tasks = job_tasks.sort_values("task")
         latency = job_tasks["latency"].to_numpy(float)
+        flag_time = job_tasks["flag_time"].to_numpy(float)
+        if aligned_timeline:
+            flag_time = aligned.simulation_flags(flag_time, job_tasks["task_end"].to_numpy(float))
         uniforms = simulate.replacement_uniforms(str(job_id), len(latency), repeats, seed)
         frame = simulate.simulate_job(
             job_tasks["task_start"].to_numpy(float),
             job_tasks["task_end"].to_numpy(float),
-            job_tasks["flag_time"].to_numpy(float),
+            flag_time,
             simulate.replacement_durations(latency, uniforms),
             grid_origin=grid_origin,
             machines=machines,
@@ -576,6 +585,8 @@ Seed: {seed}.
 | `<dataset>/figures/reduction_unlimited.png` | Figure 4/5 analogue |
 | `<dataset>/figures/reduction_by_machines.png` | Figure 6/7 analogue |
 | `<dataset>/figures/reduction_limited_mean.png` | Figure 8/9 analogue |
+| `tables/reproduction_audit.md`, `.csv`, `figures/reproduction_audit.png` | (with `snakemake audit`) F1, TPR, FPR and JCT reductions of the audit methods from the paper's experiment (`replay.protocol: paper`) one rule at a time to `causal` (docs/protocols.md) |
+| `<dataset>/audit/<variant>.csv` | (with `snakemake audit`) one protocol variant's rows of that table |
 | `<dataset>/tuning/<method>.json` | (with a `tuning` config) mean F1 of each grid point on the tuning jobs, which are left out of everything above, and the best point |
 
 Outside results/: `resources/raw/<dataset>/` (raw trace parts, generated or downloaded),

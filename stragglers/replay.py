@@ -11,6 +11,9 @@ Prediction starts at the first checkpoint where at least `start_fraction` of the
 have finished. A flagged task is not evaluated again. Nothing after `t` reaches the method: the
 feature accumulator only ever adds windows whose `available_from <= t`.
 
+The protocol's rules (stragglers/protocol.py: `replay.protocol` plus `replay.overrides`) pick
+the timeline and how features, scaling, the threshold and the scored set are built; the
+aligned timeline of the reference script is in stragglers/aligned.py.
 `protocol="reference"` reproduces three choices of the paper's reference code that use
 information from the future, so their effect can be measured (README, deviations):
 running-task features weighted by window duration / the task's *final* latency; features
@@ -33,12 +36,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from stragglers.aligned import FinalScale, final_scale
 from stragglers.jobdata import Job
 from stragglers.methods.base import Checkpoint, JobInfo, Method
+from stragglers.protocol import PROTOCOLS, ProtocolRules, resolve_rules  # noqa: F401
 
 log = logging.getLogger(__name__)
-
-PROTOCOLS = ("causal", "reference")
 
 
 @dataclass(frozen=True)
@@ -48,10 +51,10 @@ class ReplaySettings:
     start_fraction: float = 0.04
     straggler_quantile: float = 0.90
     protocol: str = "causal"
+    overrides: dict[str, Any] | None = None  # rules flipped from the protocol's preset
 
     def __post_init__(self) -> None:
-        if self.protocol not in PROTOCOLS:
-            raise ValueError(f"replay.protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
+        resolve_rules(self.protocol, self.overrides)  # raises naming the setting
         if not 0.5 <= self.straggler_quantile < 1.0:
             raise ValueError(
                 f"replay.straggler_quantile must be in [0.5, 1), got {self.straggler_quantile}"
@@ -61,11 +64,15 @@ class ReplaySettings:
         if self.checkpoint_interval <= 0:
             raise ValueError("replay.checkpoint_interval must be positive")
 
+    @property
+    def rules(self) -> ProtocolRules:
+        return resolve_rules(self.protocol, self.overrides)
+
 
 def straggler_threshold(latency: np.ndarray, quantile: float, protocol: str = "causal") -> float:
     """The job's latency quantile (p90 by default); tasks at or above it are stragglers."""
     latency = np.asarray(latency, dtype=float)
-    if protocol == "reference":
+    if protocol in ("reference", "sorted_index"):
         # the reference code indexes the sorted latencies at int(q * n)
         return float(np.sort(latency)[int(quantile * len(latency))])
     return float(np.quantile(latency, quantile))
@@ -153,12 +160,21 @@ def fill_missing(*blocks: np.ndarray) -> list[np.ndarray]:
 
 def reference_dropped_tasks(job: Job, threshold: float, start_fraction: float) -> np.ndarray:
     """Tasks the reference code removes by their final length (window count): a leak."""
-    latency = job.latency
     n_windows = np.bincount(job.window_task, minlength=job.n_tasks)
+    return pruned_tasks(job.latency, n_windows, threshold, start_fraction)
+
+
+def pruned_tasks(
+    latency: np.ndarray, n_windows: np.ndarray, threshold: float, start_fraction: float
+) -> np.ndarray:
+    """Rule 5 (pruning of the scored set): stragglers with fewer windows than their mean - 1
+    and non-stragglers between the int(start_fraction * n) cut and tau with more windows than
+    their mean + 1."""
+    latency = np.asarray(latency, dtype=float)
     stragglers = latency >= threshold
     training_cut = np.sort(latency)[int(start_fraction * len(latency))]
     gap = (~stragglers) & (latency >= training_cut)
-    dropped = np.zeros(job.n_tasks, dtype=bool)
+    dropped = np.zeros(len(latency), dtype=bool)
     if stragglers.any():
         dropped |= stragglers & (n_windows < n_windows[stragglers].mean() - 1)
     if gap.any():
@@ -175,6 +191,10 @@ class JobRun:
     threshold: float
     n_checkpoints: int  # checkpoints at which the method was asked to predict
     prediction_start: float  # NaN if prediction never started
+    # the task timeline the run used when it is not the trace's (aligned timeline)
+    latency: np.ndarray | None = None
+    task_start: np.ndarray | None = None
+    task_end: np.ndarray | None = None
 
 
 def iterate_checkpoints(
@@ -183,12 +203,15 @@ def iterate_checkpoints(
     last_columns: np.ndarray,
     flagged: np.ndarray,
     excluded: np.ndarray,
-    reference_scale: tuple[np.ndarray, np.ndarray] | None = None,
+    scale: FinalScale | None = None,
 ) -> Iterator[Checkpoint]:
     """Yield the checkpoints at which prediction runs. `flagged` is read live (the caller
-    updates it between yields), so flagged tasks drop out of later checkpoints."""
+    updates it between yields), so flagged tasks drop out of later checkpoints. With `scale`
+    (rule `scaling: final`) features and latencies are min-max scaled by all tasks' final
+    values."""
     accumulator = FeatureAccumulator(
-        job, last_columns, divide_by_final_latency=settings.protocol == "reference"
+        job, last_columns,
+        divide_by_final_latency=settings.rules.features == "divided_by_final",
     )
     times = checkpoint_times(job.task_start, job.task_end, settings)
     needed = prediction_start_count(int((~excluded).sum()), settings.start_fraction)
@@ -211,10 +234,13 @@ def iterate_checkpoints(
             continue
         finished_features = accumulator.features(finished)
         running_features = accumulator.features(running)
-        if reference_scale is not None:
-            low, span = reference_scale
-            finished_features = (finished_features - low) / span
-            running_features = (running_features - low) / span
+        finished_latency = job.latency[finished]
+        running_elapsed = t - job.task_start[running]
+        if scale is not None:
+            finished_features = scale.features(finished_features)
+            running_features = scale.features(running_features)
+            finished_latency = scale.latency(finished_latency)
+            running_elapsed = scale.latency(running_elapsed)
         finished_features, running_features = fill_missing(finished_features, running_features)
         yield Checkpoint(
             time=float(t),
@@ -222,10 +248,11 @@ def iterate_checkpoints(
             first_prediction=not started,
             finished_tasks=finished,
             finished_features=finished_features,
-            finished_latency=job.latency[finished],
+            finished_latency=finished_latency,
             running_tasks=running,
             running_features=running_features,
-            running_elapsed=t - job.task_start[running],
+            running_elapsed=running_elapsed,
+            prescaled=scale is not None,
         )
         started = True
 
@@ -238,24 +265,35 @@ def replay_job(
     seed: int,
 ) -> JobRun:
     """Run one method over one job's checkpoints; exceptions propagate to the caller."""
-    threshold = straggler_threshold(job.latency, settings.straggler_quantile, settings.protocol)
+    rules = settings.rules
+    if rules.timeline == "aligned":
+        from stragglers.paper import replay_aligned_job
+
+        return replay_aligned_job(job, method, settings, last_columns, seed)
+    threshold = straggler_threshold(job.latency, settings.straggler_quantile, rules.threshold)
     excluded = np.zeros(job.n_tasks, dtype=bool)
-    reference_scale = None
-    if settings.protocol == "reference":
+    scale = None
+    if rules.prune_scored:
         excluded |= reference_dropped_tasks(job, threshold, settings.start_fraction)
-        final = FeatureAccumulator(job, last_columns, divide_by_final_latency=True)
+    if rules.scaling == "final":
+        final = FeatureAccumulator(
+            job, last_columns, divide_by_final_latency=rules.features == "divided_by_final"
+        )
         final.advance(np.inf)
-        all_final = final.features(np.arange(job.n_tasks))
-        low = np.nanmin(all_final, axis=0)
-        span = np.nanmax(all_final, axis=0) - low
-        reference_scale = (low, np.where(span > 0, span, 1.0))
+        scale = final_scale(final.features(np.arange(job.n_tasks)), job.latency)
+    feature_names = tuple(job.feature_names)
+    model_threshold, model_latency = threshold, job.latency
+    if scale is not None:
+        feature_names = tuple(np.asarray(job.feature_names)[scale.keep])
+        model_threshold = float(scale.latency(threshold))
+        model_latency = scale.latency(job.latency)
     info = JobInfo(
         job_id=job.job_id,
         n_tasks=job.n_tasks,
-        feature_names=tuple(job.feature_names),
-        straggler_threshold=threshold,
+        feature_names=feature_names,
+        straggler_threshold=model_threshold,
         seed=seed,
-        true_latency=job.latency.copy() if method.privileged else None,
+        true_latency=np.array(model_latency, dtype=float) if method.privileged else None,
     )
     method.start_job(info)
     # tasks a privileged method trains on with their labels stay in the replay (it needs
@@ -268,9 +306,7 @@ def replay_job(
     flag_time = np.full(job.n_tasks, np.nan)
     n_checkpoints = 0
     prediction_start = np.nan
-    for checkpoint in iterate_checkpoints(
-        job, settings, last_columns, flagged, excluded, reference_scale
-    ):
+    for checkpoint in iterate_checkpoints(job, settings, last_columns, flagged, excluded, scale):
         if checkpoint.first_prediction:
             prediction_start = checkpoint.time
         decision = np.asarray(method.predict(checkpoint))
@@ -327,8 +363,12 @@ def run_method_on_jobs(
                 reason=f"{type(error).__name__}: {error}",
                 seconds=time.perf_counter() - began,
                 n_checkpoints=0,
-                straggler_threshold=straggler_threshold(
-                    job.latency, settings.straggler_quantile, settings.protocol
+                straggler_threshold=(
+                    straggler_threshold(
+                        job.latency, settings.straggler_quantile, settings.rules.threshold
+                    )
+                    if settings.rules.timeline == "wallclock"
+                    else np.nan
                 ),
                 prediction_start=np.nan,
             )
@@ -349,6 +389,10 @@ def run_method_on_jobs(
             straggler_threshold=run.threshold,
             prediction_start=run.prediction_start,
         )
+        latency, task_start, task_end = job.latency, job.task_start, job.task_end
+        if run.latency is not None:  # the aligned timeline: every task starts at 0
+            latency, task_start, task_end = run.latency, run.task_start, run.task_end
+            row.update(job_start=float(task_start.min()), job_end=float(task_end.max()))
         job_rows.append(row)
         task_frames.append(
             pd.DataFrame(
@@ -357,10 +401,10 @@ def run_method_on_jobs(
                     "method": method_class.name,
                     "job_id": job.job_id,
                     "task": np.arange(job.n_tasks, dtype=np.int32),
-                    "latency": job.latency,
-                    "task_start": job.task_start,
-                    "task_end": job.task_end,
-                    "is_straggler": job.latency >= run.threshold,
+                    "latency": latency,
+                    "task_start": task_start,
+                    "task_end": task_end,
+                    "is_straggler": latency >= run.threshold,
                     "evaluated": run.evaluated,
                     "flagged": ~np.isnan(run.flag_time),
                     "flag_time": run.flag_time,

@@ -44,6 +44,9 @@ class Checkpoint:
     running_tasks: np.ndarray  # int positions of running, not yet flagged tasks, (n_run,)
     running_features: np.ndarray  # (n_run, d)
     running_elapsed: np.ndarray  # seconds since each running task started, (n_run,)
+    # True when the protocol already min-max scaled features and latencies with all tasks'
+    # final values (replay rule `scaling: final`); methods then use them as given
+    prescaled: bool = False
 
 
 class Method(abc.ABC):

@@ -150,9 +150,11 @@ class NURD(Method):
 
     def start_job(self, job: JobInfo) -> None:
         super().start_job(job)
-        for key in ("alpha", "epsilon"):
-            if key in self.params and not self.params[key] > 0:
-                raise ValueError(f"method {self.name}: {key} must be > 0")
+        # alpha = 0 is the reference script's default (gamma = 0); epsilon bounds the weight
+        if "alpha" in self.params and not self.params["alpha"] >= 0:
+            raise ValueError(f"method {self.name}: alpha must be >= 0")
+        if "epsilon" in self.params and not self.params["epsilon"] > 0:
+            raise ValueError(f"method {self.name}: epsilon must be > 0")
         if self.params["regressor"] not in ("xgboost", "sklearn-gbr"):
             raise ValueError(
                 f"method {self.name}: regressor must be 'xgboost' or 'sklearn-gbr', "
@@ -196,13 +198,18 @@ class NURD(Method):
             self.regressor.fit(checkpoint.finished_features, checkpoint.finished_latency)
             self.fitted_on = n_finished
 
-    def _propensity(self, finished: np.ndarray, running: np.ndarray) -> np.ndarray:
+    def _scaled(self, checkpoint: Checkpoint, finished: np.ndarray, running: np.ndarray):
+        """Features on [0, 1]: as given when the protocol scaled them already (the reference
+        script fits its logistic regression and centroids on those rows), else min-max scaled
+        with the data visible now."""
+        if checkpoint.prescaled:
+            return finished, running
+        return minmax_scale(np.vstack([finished, running]), finished, running)
+
+    def _propensity(self, finished_scaled: np.ndarray, running_scaled: np.ndarray) -> np.ndarray:
         """z = P(finished | x) for the running tasks, refit at every checkpoint."""
-        finished_scaled, running_scaled = minmax_scale(
-            np.vstack([finished, running]), finished, running
-        )
         features = np.vstack([finished_scaled, running_scaled])
-        labels = np.r_[np.ones(len(finished)), np.zeros(len(running))]
+        labels = np.r_[np.ones(len(finished_scaled)), np.zeros(len(running_scaled))]
         self.propensity_beta = fit_logistic(
             features, labels, l2=self.params["propensity_l2"], initial=self.propensity_beta
         )
@@ -213,7 +220,7 @@ class NURD(Method):
         finished, running = checkpoint.finished_features, checkpoint.running_features
         if self.delta is None and self.weighting == "calibrated":
             # centroids on the [0, 1] scale of the data available when prediction starts
-            f_scaled, r_scaled = minmax_scale(np.vstack([finished, running]), finished, running)
+            f_scaled, r_scaled = self._scaled(checkpoint, finished, running)
             self.rho = centroid_ratio(f_scaled, r_scaled)
             self.delta = calibration_term(self.rho, self.params["alpha"])
         self._refit_regressor(checkpoint)
@@ -221,7 +228,7 @@ class NURD(Method):
         if self.weighting == "none":
             adjusted = predicted
         else:
-            z = self._propensity(finished, running)
+            z = self._propensity(*self._scaled(checkpoint, finished, running))
             if self.weighting == "propensity":
                 weight = np.maximum(z, 1e-12)
             else:

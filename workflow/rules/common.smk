@@ -198,3 +198,21 @@ def converted_shard(wildcards):
 
 def converted_all_shards(wildcards):
     return [f"resources/converted/{wildcards.dataset}/jobs/shard-{shard}" for shard in shards(wildcards.dataset)]
+
+
+# The reproduction audit (workflow/rules/audit.smk).
+from stragglers.audit import VARIANTS as AUDIT_VARIANTS
+
+
+def audit_replay(dataset):
+    """The dataset's replay settings without protocol/overrides: each variant sets its own."""
+    merged = {**config["replay"], **dataset_config(dataset).get("replay", {})}
+    return {k: v for k, v in merged.items() if k not in ("protocol", "overrides")}
+
+
+def audit_variant_files():
+    return [f"results/{d}/audit/{v}.csv" for d in DATASETS for v in AUDIT_VARIANTS]
+
+
+def audit_benchmark_files():
+    return [f"benchmarks/audit/{d}/{v}.tsv" for d in DATASETS for v in AUDIT_VARIANTS]

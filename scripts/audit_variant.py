@@ -1,0 +1,17 @@
+"""Rule audit_variant: every audit method under one protocol variant on one dataset."""
+from stragglers.audit import run_variant
+from stragglers.pipeline import run_rule
+
+run_rule(snakemake.log[0], lambda: run_variant(
+    converted_dir=snakemake.input[0],
+    dataset=snakemake.wildcards.dataset,
+    kind=snakemake.params.kind,
+    variant=snakemake.wildcards.variant,
+    replay=dict(snakemake.params.replay),
+    methods={k: dict(v) for k, v in snakemake.params.methods.items()},
+    n_jobs=int(snakemake.params.n_jobs),
+    seed=snakemake.params.seed,
+    machines=list(snakemake.params.machines),
+    repeats=snakemake.params.repeats,
+    out=snakemake.output[0],
+))

@@ -1,0 +1,306 @@
+"""`replay.protocol: paper` (the reference script's experiment) rule by rule on hand-made
+jobs, the step-6 == causal identity of the audit, the aligned-timeline simulation and the
+validation of `replay.overrides`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from jobfactory import LAST, make_job
+from stragglers import aligned, simulate
+from stragglers.audit import VARIANTS
+from stragglers.jobdata import job_from_frame
+from stragglers.methods.base import Method
+from stragglers.methods.gbtr import GBTR
+from stragglers.methods.nurd import NURD
+from stragglers.methods.oracle import Oracle
+from stragglers.protocol import PRESETS, resolve_rules
+from stragglers.replay import ReplaySettings, pruned_tasks, replay_job, run_method_on_jobs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def hand_job(windows: list[list[tuple[float, float]]], name: str = "hand"):
+    """Task i has windows (duration, value of the single feature `x`), from t = 1000 + 7 i."""
+    rows = []
+    for task, task_windows in enumerate(windows):
+        t = 1000.0 + 7 * task
+        start = t
+        for duration, value in task_windows:
+            rows.append({"task": task, "window_start": t, "window_end": t + duration,
+                         "available_from": t + duration, "x": value})
+            t += duration
+        for row in rows:
+            if row["task"] == task:
+                row.update(task_id=str(task), task_start=start, task_end=t, latency=t - start,
+                           machine_id="m", evictions=0, failures=0)
+    return job_from_frame(name, pd.DataFrame(rows), ["x"])
+
+
+# ----------------------------------------------------------------------------- rule 1-2
+
+
+def test_windows_and_cumulative_features_by_hand():
+    job = hand_job([[(100, 2.0), (300, 4.0)], [(300, 1.0)]])
+    view = aligned.build_view(job, np.array([False]), "divided_by_final", piece=300)
+    np.testing.assert_array_equal(view.n_windows, [2, 1])
+    np.testing.assert_allclose(view.latency, [400, 300])
+    np.testing.assert_allclose(view.elapsed, [100, 400, 300])
+    # 100/400 * 2 = 0.5, then + 300/400 * 4 = 3.5; a one-window task shows its value
+    np.testing.assert_allclose(view.cumulative[:, 0], [0.5, 3.5, 1.0])
+    mean = aligned.build_view(job, np.array([False]), "mean_so_far", piece=300)
+    np.testing.assert_allclose(mean.cumulative[:, 0], [2.0, (200 + 1200) / 400, 1.0])
+    last = aligned.build_view(job, np.array([True]), "mean_so_far", piece=300)
+    np.testing.assert_allclose(last.cumulative[:, 0], [2.0, 4.0, 1.0])
+
+
+def test_long_windows_are_cut_into_pieces_of_the_interval():
+    task, duration, values = aligned.split_windows(
+        np.array([0, 1]), np.array([150.0, 60.0]), np.array([[1.0], [2.0]]), 60.0
+    )
+    np.testing.assert_array_equal(task, [0, 0, 0, 1])
+    np.testing.assert_allclose(duration, [60, 60, 30, 60])
+    np.testing.assert_allclose(values[:, 0], [1, 1, 1, 2])
+
+
+# ----------------------------------------------------------------------------- rule 3-5
+
+
+def test_scaling_with_final_values_drops_constant_columns():
+    scale = aligned.final_scale(np.array([[1.0, 5.0], [3.0, 5.0], [2.0, 5.0]]),
+                                np.array([10.0, 20.0, 30.0]))
+    np.testing.assert_array_equal(scale.keep, [True, False])
+    np.testing.assert_allclose(scale.features(np.array([[1.0, 5.0], [3.0, 5.0], [2.0, 9.0]])),
+                               [[0.0], [1.0], [0.5]])
+    np.testing.assert_allclose(scale.latency(np.array([10.0, 25.0])), [0.0, 0.75])
+
+
+def test_tau_and_initial_split_at_int_q_n():
+    latency = np.arange(25.0)[::-1]  # 24 .. 0
+    # int(0.9 * 25) = 22 -> tau = 22; int(0.04 * 25) = 1 -> cut = 1, so only latency 0
+    assert aligned.sorted_index_value(latency, 0.9) == 22.0
+    np.testing.assert_array_equal(np.flatnonzero(aligned.initial_split(latency, 0.04)), [24])
+
+
+def test_pruning_of_the_scored_set():
+    latency = np.array([0.5, 10, 11, 12, 20, 21, 22])
+    n_windows = np.array([1, 1, 2, 6, 5, 5, 2])
+    # cut = sorted[int(0.2 * 7) = 1] = 10; gap = 10, 11, 12 with windows 1, 2, 6 (mean 3):
+    # more than 4 -> task 3; stragglers (>= 20) windows 5, 5, 2 (mean 4): fewer than 3 -> task 6
+    dropped = pruned_tasks(latency, n_windows, threshold=20.0, start_fraction=0.2)
+    np.testing.assert_array_equal(np.flatnonzero(dropped), [3, 6])
+
+
+def test_finished_set_update_and_checkpoint_range():
+    n_windows = np.array([1, 3, 2, 5])
+    initial = np.array([True, False, False, False])
+    in_play = ~initial
+    # k = 2: only the initial set; task 1 (last window 2) joins after checkpoint 2; task 2
+    # ended (last window 1) before the first checkpoint and never joins, as in the script
+    assert aligned.finished_at(2, n_windows, initial, in_play, 2).tolist() == [True, False, False, False]
+    assert aligned.finished_at(3, n_windows, initial, in_play, 2).tolist() == [True, True, False, False]
+    assert aligned.finished_at(5, n_windows, initial, in_play, 2).tolist() == [True, True, False, True]
+    assert list(aligned.checkpoint_range(np.array([3, 6, 4]), np.array([False, True, True]))) == [2, 3, 4]
+
+
+# ----------------------------------------------------------------------------- end to end
+
+
+class Recorder(Method):
+    name = "Recorder"
+    family = "test"
+    defaults = {"flag_task": -1, "flag_at": -1}
+
+    def start_job(self, job):
+        super().start_job(job)
+        self.seen = []
+
+    def predict(self, checkpoint):
+        self.seen.append(checkpoint)
+        flags = np.zeros(len(checkpoint.running_tasks), dtype=bool)
+        if checkpoint.index == self.params["flag_at"]:
+            flags = checkpoint.running_tasks == self.params["flag_task"]
+        return flags
+
+
+# windows per task (300 s each, feature x = task index): latencies 300 * windows
+WINDOW_COUNTS = [1, 2, 3, 3, 4, 4, 5, 5, 6, 8]
+PAPER = ReplaySettings(protocol="paper", start_fraction=0.2, checkpoint_interval=300)
+
+
+def ten_task_job():
+    return hand_job([[(300.0, float(i))] * w for i, w in enumerate(WINDOW_COUNTS)])
+
+
+def test_paper_replay_by_hand():
+    job = ten_task_job()
+    method = Recorder({"flag_task": 9, "flag_at": 6})
+    run = replay_job(job, method, PAPER, np.array([False]), seed=0)
+    # tau = sorted[int(0.9 * 10)] = 2400 -> straggler: task 9 (8 windows), K = 8, checkpoints
+    # 2..6; cut = sorted[int(0.2 * 10)] = 900 -> initial finished: tasks 0, 1; gap: tasks
+    # 2..8, windows 3,3,4,4,5,5,6 (mean 4.29) -> task 8 (6 > 5.29) pruned
+    assert run.threshold == 2400.0
+    assert [c.index for c in method.seen] == [2, 3, 4, 5, 6]
+    assert [c.time for c in method.seen] == [900.0, 1200.0, 1500.0, 1800.0, 2100.0]
+    assert [c.finished_tasks.tolist() for c in method.seen] == [
+        [0, 1], [0, 1, 2, 3], [0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5, 6, 7], [0, 1, 2, 3, 4, 5, 6, 7],
+    ]
+    assert method.seen[0].running_tasks.tolist() == [2, 3, 4, 5, 6, 7, 9]
+    assert method.seen[-1].running_tasks.tolist() == [9]
+    # scaled: x final = task index over 0..9, latency (300 w - 300) / 2100
+    first = method.seen[0]
+    assert first.prescaled
+    np.testing.assert_allclose(first.finished_features[:, 0], [0.0, 1 / 9])
+    np.testing.assert_allclose(first.finished_latency, [0.0, 300 / 2100])
+    # running task 2 at k = 2 (its last window): 3 windows x 1/3 x value 2 -> 2, scaled 2/9;
+    # task 9 at k = 2: 3/8 of its value 9 -> 27/8, scaled 27/72
+    np.testing.assert_allclose(first.running_features[[0, -1], 0], [2 / 9, 27 / 72])
+    assert method.job.straggler_threshold == pytest.approx((2400 - 300) / 2100)
+    # scoring: the pruned task and the initial set are not scored; the flag at k = 6 = K - 2
+    # (the second-to-last checkpoint) counts, at aligned time (6 + 1) * 300
+    assert run.evaluated.tolist() == [False, False, True, True, True, True, True, True, False, True]
+    assert run.flag_time[9] == 2100.0 and np.isnan(run.flag_time[:9]).all()
+    np.testing.assert_allclose(run.latency, 300.0 * np.array(WINDOW_COUNTS))
+    np.testing.assert_allclose(run.task_start, 0.0)
+
+
+def test_flagged_tasks_stay_among_the_running_rows_on_the_aligned_timeline():
+    method = Recorder({"flag_task": 9, "flag_at": 2})
+    run = replay_job(ten_task_job(), method, PAPER, np.array([False]), seed=0)
+    assert all(9 in c.running_tasks for c in method.seen)
+    assert run.flag_time[9] == 900.0  # the first flag is kept
+
+
+def test_initial_finished_first_to_finish_scores_every_task():
+    settings = ReplaySettings(protocol="paper", start_fraction=0.2, checkpoint_interval=300,
+                              overrides={"initial_finished": "first_to_finish", "prune_scored": False})
+    method = Recorder()
+    run = replay_job(ten_task_job(), method, settings, np.array([False]), seed=0)
+    # 2 tasks (20%) must have finished: task 0 (last window 0) and 1 (last 1) before k = 2
+    assert method.seen[0].index == 2 and method.seen[0].finished_tasks.tolist() == [0, 1]
+    assert run.evaluated.all()
+
+
+def test_nurd_alpha_zero_runs_on_the_paper_protocol():
+    job = make_job(n_tasks=120, seed=3)
+    run = replay_job(job, NURD({"alpha": 0.0}), ReplaySettings(protocol="paper"), LAST, seed=1)
+    assert run.n_checkpoints > 0
+    with pytest.raises(ValueError, match="alpha must be >= 0"):
+        NURD({"alpha": -0.1}).start_job(type("I", (), {"seed": 0})())
+
+
+# ----------------------------------------------------------------------------- audit step 6
+
+
+def test_audit_step_six_is_the_causal_protocol_exactly():
+    assert resolve_rules("paper", VARIANTS["step6"]["overrides"]) == PRESETS["causal"]
+    jobs = [make_job(n_tasks=150, seed=s) for s in (1, 2)]
+    for method_class, params in ((NURD, {"alpha": 0.5}), (GBTR, {}), (Oracle, {})):
+        frames = []
+        for settings in (ReplaySettings(),
+                         ReplaySettings(protocol="paper", overrides=VARIANTS["step6"]["overrides"])):
+            tasks, jobs_frame = run_method_on_jobs(iter(jobs), method_class, params, settings,
+                                                   LAST, 7, "d")
+            frames.append((tasks, jobs_frame.drop(columns="seconds")))
+        pd.testing.assert_frame_equal(frames[0][0], frames[1][0])
+        pd.testing.assert_frame_equal(frames[0][1], frames[1][1])
+
+
+# ----------------------------------------------------------------------------- simulation
+
+
+def test_aligned_timeline_simulation_by_hand():
+    latency = np.array([600.0, 900.0, 3000.0])
+    # task 2 flagged at k = 2 -> aligned time 900; task 1 too, but its life [0, 900) is over
+    flags = aligned.simulation_flags(np.array([np.nan, 900.0, 900.0]), latency)
+    assert np.isnan(flags[:2]).all() and flags[2] == 900.0
+    start = np.zeros(3)
+    replacement = np.array([[600.0, 600.0, 600.0]])
+    base, mitigated = simulate.mitigated_jct_unlimited(start, latency, flags, replacement)
+    assert base == 3000.0 and mitigated.tolist() == [1500.0]  # 900 + 600
+    # 3 machines: at 900 only task 2 runs, a machine is free -> relaunched, ends at 1500;
+    # 1 machine: task 2 holds it, waits, never relaunched -> 3000
+    _, limited = simulate.mitigated_jct_limited(start, latency, flags, replacement, [3, 1],
+                                                grid_origin=0.0, checkpoint_interval=300.0)
+    assert limited[:, 0].tolist() == [1500.0, 3000.0]
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def test_unknown_override_is_rejected_naming_the_setting():
+    with pytest.raises(ValueError, match=r"replay\.overrides\.pruning: unknown override"):
+        ReplaySettings(protocol="paper", overrides={"pruning": False})
+    with pytest.raises(ValueError, match=r"replay\.overrides\.scaling must be one of"):
+        ReplaySettings(protocol="paper", overrides={"scaling": "global"})
+    with pytest.raises(ValueError, match=r"replay\.overrides\.initial_finished"):
+        ReplaySettings(protocol="causal", overrides={"initial_finished": "shortest"})
+
+
+def test_schema_rejects_an_unknown_override_naming_it():
+    import yaml
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    validate(dict(config), str(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
+    config["replay"] = {**config["replay"], "protocol": "paper", "overrides": {"pruning": False}}
+    with pytest.raises(WorkflowError, match="pruning"):
+        validate(config, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
+
+
+def test_a_column_constant_up_to_rounding_is_dropped():
+    values = np.array([[0.3, 1.0], [0.3 * (1 + 1e-15), 2.0], [0.3, 3.0]])
+    scale = aligned.final_scale(values, np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_array_equal(scale.keep, [False, True])
+
+
+# ----------------------------------------------------------------------------- audit table
+
+
+def test_audit_variants_walk_from_paper_to_causal():
+    assert VARIANTS["step0"]["overrides"] == {}
+    assert resolve_rules("paper", VARIANTS["step5"]["overrides"]).timeline == "aligned"
+    assert resolve_rules("paper", VARIANTS["alone3"]["overrides"]) == resolve_rules(
+        "paper", {"scaling": "visible"})
+    for spec in VARIANTS.values():  # every variant is a valid configuration
+        ReplaySettings(protocol="paper", overrides=spec["overrides"])
+
+
+def test_audit_table_one_markdown_table_per_dataset_with_paper_numbers(tmp_path):
+    from stragglers.audit import audit_table
+
+    methods = {"NURD a=0": {"method": "NURD", "params": {"alpha": 0}},
+               "NURD a=0.5": {"method": "NURD"}, "Oracle": {"method": "Oracle"}}
+    files = []
+    for dataset in ("g", "a"):
+        for variant, spec in VARIANTS.items():
+            rows = [{"dataset": dataset, "variant": variant, "path": spec["path"],
+                     "step": spec["step"], "change": spec["change"],
+                     "overrides": repr(spec["overrides"]), "method": label, "jobs": 2,
+                     "jobs_scored": 2, "jobs_failed": 0, "TPR": 0.5, "FPR": 0.1,
+                     "F1": 0.1 * spec["step"] + (0.01 if label == "NURD a=0" else 0.0),
+                     "reduction_alg2": -0.1, "reduction_alg3": -0.2, "seconds": 1.0}
+                    for label in methods]
+            path = tmp_path / f"{dataset}-{variant}.csv"
+            pd.DataFrame(rows).to_csv(path, index=False)
+            files.append(str(path))
+    out = tmp_path / "audit"
+    table = audit_table(
+        variant_files=files, datasets={"g": "google-2011", "a": "alibaba-2018"},
+        methods=methods, headline=("NURD a=0", "NURD a=0.5"),
+        paper_table=str(ROOT / "stragglers" / "data" / "paper_table3.csv"), benchmark_files=[],
+        out_csv=str(out) + ".csv", out_md=str(out) + ".md", out_png=str(out) + ".png",
+    )
+    text = (tmp_path / "audit.md").read_text()
+    assert text.count("## g") == 1 and text.count("## a") == 1
+    assert "| paper |" in text and "0.81 / +26%" in text and "0.59 / +19%" in text
+    ladder = table[(table["method"] == "NURD (ladder)") & (table["path"] == "cumulative")]
+    # alpha 0 at step 0, alpha 0.5 from step 1 on
+    assert ladder[(ladder["dataset"] == "g") & (ladder["step"] == 0)]["F1"].item() == pytest.approx(0.01)
+    assert ladder[(ladder["dataset"] == "g") & (ladder["step"] == 1)]["F1"].item() == pytest.approx(0.0)
+    assert (tmp_path / "audit.png").stat().st_size > 0
