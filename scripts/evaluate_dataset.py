@@ -10,4 +10,6 @@ run_rule(snakemake.log[0], lambda: evaluate_dataset(
     out_f1_per_job=snakemake.output.f1_per_job,
     out_f1_mean=snakemake.output.f1_mean,
     out_figure=snakemake.output.figure,
+    out_leads=snakemake.output.leads,
+    out_lead_figure=snakemake.output.lead_figure,
 ))

@@ -9,4 +9,5 @@ run_rule(snakemake.log[0], lambda: table3(
     out_csv=snakemake.output.csv,
     out_md=snakemake.output.md,
     out_summary=snakemake.output.summary,
+    lead_files=list(snakemake.input.leads),
 ))

@@ -71,6 +71,7 @@ FAMILY_ORDER = (
     "Positive-unlabeled",
     "Censored and survival regression",
     "Systems",
+    "Schedulers",  # rules clusters run today (Elapsed, LATE): no model
     "Ours",
 )
 REFERENCE_FAMILY = "Reference"

@@ -341,8 +341,11 @@ def evaluate_dataset(
     out_f1_per_job: str,
     out_f1_mean: str,
     out_figure: str,
+    out_leads: str | None = None,
+    out_lead_figure: str | None = None,
 ) -> pd.DataFrame:
     from stragglers import evaluate, report
+    from stragglers.scoring import timing
 
     # one method at a time: memory is bounded by one method's predictions, not all of them
     by_method: dict[str, tuple[list[str], list[str]]] = {}
@@ -350,21 +353,30 @@ def evaluate_dataset(
         by_method.setdefault(Path(path).parent.name, ([], []))[0].append(path)
     for path in job_files:
         by_method.setdefault(Path(path).parent.name, ([], []))[1].append(path)
-    metric_frames, per_job_frames, mean_frames = [], [], []
+    metric_frames, per_job_frames, mean_frames, lead_frames = [], [], [], []
     for method, (method_tasks, method_jobs) in by_method.items():
         tasks, jobs = evaluate.load_predictions(method_tasks, method_jobs)
-        metric_frames.append(evaluate.job_metrics(tasks, jobs))
+        # how early the flags came (lead, early-F1) beside the confusion-matrix metrics
+        metric_frames.append(evaluate.job_metrics(tasks, jobs).merge(
+            timing.timing_job_metrics(tasks, jobs), on=evaluate.KEYS, how="left"))
         per_job, mean = evaluate.f1_over_time(tasks, jobs, n_points=n_points)
-        per_job_frames.append(per_job)
-        mean_frames.append(mean)
+        lead_per_job, lead_mean = timing.lead_over_time(tasks, jobs, n_points=n_points)
+        per_job_frames.append(per_job.merge(lead_per_job, on=[*evaluate.KEYS, "k"], how="left"))
+        mean_frames.append(mean.merge(lead_mean, on=["dataset", "method", "k"], how="left"))
+        lead_frames.append(timing.flag_leads(tasks, jobs))
         del tasks, jobs
     metrics = pd.concat(metric_frames, ignore_index=True)
     per_job = pd.concat(per_job_frames, ignore_index=True)
     mean = pd.concat(mean_frames, ignore_index=True)
+    leads = pd.concat(lead_frames, ignore_index=True)
     write_csv_atomic(metrics, out_job_metrics)
     write_csv_atomic(per_job, out_f1_per_job)
     write_csv_atomic(mean, out_f1_mean)
+    if out_leads is not None:
+        write_csv_atomic(leads, out_leads)
     report.plot_f1_over_time(mean, out_figure, dataset)
+    if out_lead_figure is not None:
+        report.plot_lead_distribution(leads, metrics, out_lead_figure, dataset)
     return metrics
 
 
@@ -391,11 +403,18 @@ def table3(
     out_csv: str,
     out_md: str,
     out_summary: str,
+    lead_files: list[str] | None = None,
 ) -> pd.DataFrame:
     from stragglers import evaluate, report
+    from stragglers.scoring import timing
 
     metrics = pd.concat([pd.read_csv(p, dtype={"job_id": str}) for p in job_metric_files], ignore_index=True)
     summary = evaluate.summary_table(metrics, dataset_order=datasets)
+    if lead_files:
+        leads = pd.concat([pd.read_csv(p, dtype={"job_id": str}) for p in lead_files],
+                          ignore_index=True)
+        summary = summary.merge(timing.timing_summary(metrics, leads),
+                                on=["dataset", "method"], how="left")
     write_csv_atomic(summary, out_summary)
     paper_path = Path(out_csv).with_name("paper_table3_relabelled.csv")
     write_csv_atomic(paper_rows_for(paper_table, kinds), paper_path)
@@ -568,17 +587,19 @@ Seed: {seed}.
 
 | path | what it is |
 |---|---|
-| `tables/table3.md`, `.csv` | Paper Table 3: mean TPR, FPR, FNR, F1 over jobs per method and dataset, grouped by family, with the paper's published numbers beside ours; jobs evaluated / failed / unscorable per method |
+| `tables/table3.md`, `.csv` | Paper Table 3: mean TPR, FPR, FNR, F1 over jobs per method, one Markdown table per dataset, grouped by family, with the paper's published numbers beside ours, early-TPR, early-F1 and median lead (how early the flags came); jobs evaluated / failed / unscorable per method. The CSV is long: one row per dataset and method |
 | `tables/summary_by_dataset.csv` | Table 3 in long form (one row per dataset and method, with F1 std over jobs) |
 | `tables/paper_table3_relabelled.csv` | The paper's numbers (stragglers/data/paper_table3.csv) keyed by our dataset names |
 | `tables/cost.md`, `.csv` | Seconds per job and per checkpoint for every method; Snakemake benchmark totals |
 | `tables/completion_time.md`, `.csv` | Mean reduction in job completion time per method: Algorithm 2 and Algorithm 3 (mean over machine counts) |
 | `<dataset>/predictions/<method>/shard-<k>.tasks.parquet` | One row per task of each job the method ran on: latency, start, end, is_straggler, evaluated, flagged, flag_time (NaN = never flagged) |
 | `<dataset>/predictions/<method>/shard-<k>.jobs.parquet` | One row per job: status (ok / failed), reason of a failure, seconds, checkpoints, straggler threshold, prediction start |
-| `<dataset>/evaluation/job_metrics.csv` | Per job and method: confusion matrix, TPR, FPR, FNR, precision, F1, status |
-| `<dataset>/evaluation/f1_over_time.csv` | Mean F1 over jobs at normalised times k/N of each job's span (Figures 2-3) |
+| `<dataset>/evaluation/job_metrics.csv` | Per job and method: confusion matrix, TPR, FPR, FNR, precision, F1, status; early confusion matrix (only flags raised while elapsed < tau count), early-TPR, early-F1, early share, median lead |
+| `<dataset>/evaluation/leads.csv` | One row per flagged true straggler: flag time, elapsed time at the flag, lead = (end - flag) / (end - start), early (elapsed < tau) |
+| `<dataset>/evaluation/f1_over_time.csv` | Mean F1 over jobs at normalised times k/N of each job's span (Figures 2-3), with early-F1 and the median lead of the stragglers flagged by then |
 | `<dataset>/evaluation/f1_over_time_per_job.csv` | The same per job |
 | `<dataset>/figures/f1_over_time.png` | Figure 2/3 analogue |
+| `<dataset>/figures/lead.png` | Lead of the flagged stragglers per method, early and late flags apart |
 | `<dataset>/simulation/<method>.parquet` | Per job, repeat and algorithm (unlimited, or limited with m machines): baseline and mitigated job completion time and the reduction |
 | `<dataset>/simulation/reduction_unlimited.csv` | Mean reduction per method, Algorithm 2 (Figures 4-5) |
 | `<dataset>/simulation/reduction_by_machines.csv` | Mean reduction per method and machine count, Algorithm 3 (Figures 6-7) |

@@ -1,7 +1,8 @@
 """Result tables (CSV + self-explaining Markdown) and figures (Figures 2-9 of the paper).
 
 Tables: `write_table` for any frame, `write_table3` for the paper's Table 3 layout (methods
-grouped by family, datasets side by side, optional join with the paper's published numbers).
+grouped by family, one Markdown table per dataset, a long-format CSV, optional join with the
+paper's published numbers).
 Figures: F1 over normalised time (Figures 2-3), mean reduction in job completion time per
 method (Figures 4, 5, 8, 9) and per number of machines (Figures 6-7).
 
@@ -107,73 +108,82 @@ def read_paper_table3(path) -> pd.DataFrame:
     return table
 
 
-def table3_frame(
+TIMING_DISPLAY = (("early_TPR", "early-TPR"), ("early_F1", "early-F1"),
+                  ("median_lead", "median lead"))
+
+
+def table3_long(
     summary: pd.DataFrame,
     paper: pd.DataFrame | None = None,
     dataset_order: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """Wide Table 3: one row per method; per dataset TPR, FPR, FNR, F1 and job counts.
+    """Table 3 in long form: one row per (dataset, method), ordered as in the paper.
 
-    With `paper` (see `read_paper_table3`), adds "<dataset> paper <metric>" columns, matched
-    on method and dataset names ignoring case and punctuation.
+    Keeps every column of `summary` (TPR, FPR, FNR, F1, job counts and, if present, the
+    timing columns of `stragglers.scoring.timing`). With `paper` (see `read_paper_table3`),
+    adds "paper_<metric>" columns, matched on method and dataset names ignoring case and
+    punctuation (NaN where the paper has no number).
     """
     required = ["dataset", "method", "family", "privileged", *JOB_COUNTS, *TABLE3_METRICS]
     missing = [c for c in required if c not in summary.columns]
     if missing:
         raise ValueError(f"summary table lacks columns {missing}")
-    datasets = list(dataset_order) if dataset_order is not None else list(
-        dict.fromkeys(summary["dataset"])
-    )
-    methods = sort_rows(
-        summary[["method", "family", "privileged"]].drop_duplicates("method")
-    )
-    wide = methods[["family", "method", "privileged"]].copy()
-    for dataset in datasets:
-        part = summary[summary["dataset"] == dataset].set_index("method")
+    long = sort_rows(summary.copy(), dataset_order=dataset_order)
+    if paper is not None:
+        published = paper.assign(
+            _m=paper["method"].map(normalise_method_name),
+            _d=paper["dataset"].astype(str).str.lower(),
+        ).set_index(["_d", "_m"])
+        keys = pd.MultiIndex.from_arrays([
+            long["dataset"].astype(str).str.lower(), long["method"].map(normalise_method_name)
+        ])
         for metric in TABLE3_METRICS:
-            wide[f"{dataset} {metric}"] = wide["method"].map(part[metric])
-        for count in JOB_COUNTS:
-            wide[f"{dataset} {count}"] = wide["method"].map(part[count]).astype("Int64")
-        if paper is not None:
-            published = paper[paper["dataset"].astype(str).str.lower() == str(dataset).lower()]
-            published = published.set_index(published["method"].map(normalise_method_name))
-            own = wide["method"].map(normalise_method_name)
-            for metric in TABLE3_METRICS:
-                wide[f"{dataset} paper {metric}"] = own.map(published[metric]).astype(float)
-    return wide
+            long[f"paper_{metric}"] = published[metric].reindex(keys).to_numpy(dtype=float)
+    return long
 
 
-def _table3_display(wide: pd.DataFrame, datasets: Sequence[str], with_paper: bool,
-                    digits: int) -> pd.DataFrame:
-    """The Markdown view: family shown once per group, privileged marker, bold best F1."""
+def _bold_best(values: pd.Series, privileged: pd.Series, digits: int) -> list[str]:
+    """Format `values`; the best non-privileged one (ties at the shown precision) in bold."""
+    fair = values.where(~privileged.astype(bool))
+    best = fair.max() if fair.notna().any() else np.nan
+    cells = []
+    for v, p in zip(values, privileged, strict=True):
+        if pd.isna(v):
+            cells.append(MISSING)
+        elif not p and not pd.isna(best) and round(v, digits) == round(best, digits):
+            cells.append(f"**{v:.{digits}f}**")
+        else:
+            cells.append(f"{v:.{digits}f}")
+    return cells
+
+
+def _table3_display(part: pd.DataFrame, with_paper: bool, digits: int) -> pd.DataFrame:
+    """One dataset's Markdown view: family shown once per group, privileged marker, bold best
+    F1 and early-F1, ours beside the paper's numbers, then the timing columns and job counts."""
     display = pd.DataFrame()
-    family = wide["family"].astype(str)
+    family = part["family"].astype(str).reset_index(drop=True)
     display["family"] = family.where(family != family.shift(), "")
     display["method"] = [
         f"{m} {PRIVILEGED_MARK}" if p else str(m)
-        for m, p in zip(wide["method"], wide["privileged"], strict=True)
+        for m, p in zip(part["method"], part["privileged"], strict=True)
     ]
-    for dataset in datasets:
+    privileged = part["privileged"].reset_index(drop=True)
+    for metric in TABLE3_METRICS:
+        values = part[metric].reset_index(drop=True)
+        display[metric] = _bold_best(values, privileged, digits) if metric == "F1" else values
+    if with_paper:
         for metric in TABLE3_METRICS:
-            display[f"{dataset} {metric}"] = wide[f"{dataset} {metric}"]
-        f1 = wide[f"{dataset} F1"]
-        fair = f1.where(~wide["privileged"].astype(bool))
-        if fair.notna().any():
-            best = fair.max()  # ties at the shown precision are all bold
-            display[f"{dataset} F1"] = [
-                MISSING if pd.isna(v) else (f"**{v:.{digits}f}**"
-                                            if round(v, digits) == round(best, digits)
-                                            and not p else f"{v:.{digits}f}")
-                for v, p in zip(f1, wide["privileged"], strict=True)
-            ]
-        counts = zip(*(wide[f"{dataset} {c}"] for c in JOB_COUNTS), strict=True)
-        display[f"{dataset} jobs ok/failed/unscorable"] = [
-            MISSING if pd.isna(ok) else "/".join(str(int(n)) for n in (ok, *rest))
-            for ok, *rest in counts
-        ]
-        if with_paper:
-            for metric in TABLE3_METRICS:
-                display[f"{dataset} paper {metric}"] = wide[f"{dataset} paper {metric}"]
+            display[f"paper {metric}"] = part[f"paper_{metric}"].to_numpy()
+    for column, label in TIMING_DISPLAY:
+        if column in part:
+            values = part[column].reset_index(drop=True)
+            display[label] = (_bold_best(values, privileged, digits) if column == "early_F1"
+                              else values)
+    counts = zip(*(part[c] for c in JOB_COUNTS), strict=True)
+    display["jobs ok/failed/unscorable"] = [
+        MISSING if pd.isna(ok) else "/".join(str(int(n)) for n in (ok, *rest))
+        for ok, *rest in counts
+    ]
     return display
 
 
@@ -186,7 +196,8 @@ def write_table3(
     title: str = "Table 3: straggler prediction accuracy, averaged over jobs",
     digits: int = 2,
 ) -> pd.DataFrame:
-    """Write Table 3 (wide CSV + Markdown); returns the wide frame.
+    """Write Table 3: long CSV (one row per dataset and method) and Markdown with one table
+    per dataset; returns the long frame.
 
     `paper_table3_path` None skips the join with the paper's published numbers.
     """
@@ -194,15 +205,15 @@ def write_table3(
     datasets = list(dataset_order) if dataset_order is not None else list(
         dict.fromkeys(summary["dataset"])
     )
-    wide = table3_frame(summary, paper, datasets)
+    long = table3_long(summary, paper, datasets)
     csv_path = Path(csv_path)
     csv_path.parent.mkdir(parents=True, exist_ok=True)
-    wide.to_csv(csv_path, index=False)
+    long.to_csv(csv_path, index=False)
 
     caption = (
-        "One row per method, grouped by family as in the paper's Table 3; for each dataset: "
-        "TPR (true positive rate, higher is better), FPR (false positive rate, lower is "
-        "better), FNR (false negative rate = 1 - TPR, lower is better) and F1 (higher is "
+        "One table per dataset; one row per method, grouped by family as in the paper's "
+        "Table 3: TPR (true positive rate, higher is better), FPR (false positive rate, lower "
+        "is better), FNR (false negative rate = 1 - TPR, lower is better) and F1 (higher is "
         "better), each computed per job over the tasks it scores and then averaged over jobs. "
         "A task counts as predicted straggler if the method flagged it at any checkpoint. "
         "'jobs ok/failed/unscorable': jobs averaged / jobs on which the method failed "
@@ -213,19 +224,38 @@ def write_table3(
         "are not comparable with the online methods. The best F1 of the non-privileged "
         "methods in each dataset is in bold."
     )
+    if any(column in long for column, _ in TIMING_DISPLAY):
+        caption += (
+            " How early (stragglers/scoring/timing.py): a flag is early when raised while "
+            "the task's elapsed time is below the straggler threshold tau, i.e. before the "
+            "clock alone gives the label away; early-TPR and early-F1 count only early flags "
+            "as predicted positives (a late flag on a straggler is a miss; the best "
+            "non-privileged early-F1 is in bold); median lead is the median, over all "
+            "flagged true stragglers, of (task end - flag time) / (task end - task start), "
+            "the share of the task's life still ahead when it was flagged."
+        )
     if paper is not None:
         caption += (
             " 'paper' columns are the numbers published in the paper (sources: "
             + "; ".join(sorted(set(paper["source"].astype(str))))
             + "); the paper's FNR is not always 1 - TPR."
         )
-        ours = set(wide["method"].map(normalise_method_name))
+        ours = set(long["method"].map(normalise_method_name))
         paper_only = sorted({m for m in paper["method"] if normalise_method_name(m) not in ours})
         if paper_only:
             caption += f" Methods in the paper not run here: {', '.join(paper_only)}."
-    display = _table3_display(wide, datasets, paper is not None, digits)
-    _write_markdown(display, md_path, title, caption, digits)
-    return wide
+    sections = []
+    for dataset in datasets:
+        part = long[long["dataset"] == dataset]
+        if part.empty:
+            continue
+        display = _table3_display(part, paper is not None, digits)
+        sections.append(f"## {dataset}\n\n{markdown_table(display, digits)}")
+    md_path = Path(md_path)
+    md_path.parent.mkdir(parents=True, exist_ok=True)
+    md_path.write_text(f"# {title}\n\n{caption.strip()}\n\n" + "\n".join(sections),
+                       encoding="utf-8")
+    return long
 
 
 # ---------------------------------------------------------------------------------------
@@ -281,6 +311,51 @@ def plot_f1_over_time(mean_f1_over_time: pd.DataFrame, path, dataset: str,
     ax.grid(alpha=0.3)
     ax.set_title(title or f"F1 at normalised time checkpoints, {dataset}")
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
+    _save(fig, path, extra_formats)
+
+
+def plot_lead_distribution(leads: pd.DataFrame, job_metrics: pd.DataFrame, path,
+                           dataset: str, extra_formats: Sequence[str] = ()) -> None:
+    """How early each method flags: the distribution of the lead of its flagged true
+    stragglers (one box per method, Table 3's order), early flags and late flags apart.
+
+    Input: `stragglers.scoring.timing.flag_leads` rows and the job metrics (for the list of
+    methods, so a method that found no straggler still gets a labelled, empty row).
+    """
+    required = ["dataset", "method", "lead", "early"]
+    missing = [c for c in required if c not in leads.columns]
+    if missing:
+        raise ValueError(f"lead frame lacks columns {missing}")
+    methods = sort_rows(
+        job_metrics.loc[job_metrics["dataset"] == dataset, ["method", "family", "privileged"]]
+        .drop_duplicates("method")
+    )
+    if methods.empty:
+        raise ValueError(f"no job metrics for dataset {dataset!r}")
+    frame = leads[leads["dataset"] == dataset]
+    fig, ax = plt.subplots(figsize=(8, 0.32 * len(methods) + 1.2))
+    labels = []
+    for position, (_, row) in enumerate(methods.iterrows()):
+        mine = frame[frame["method"] == row["method"]]
+        values = mine["lead"].to_numpy(float)
+        early = mine["early"].to_numpy(bool)
+        name = f"{row['method']} {PRIVILEGED_MARK}" if row["privileged"] else str(row["method"])
+        labels.append(f"{name}  (n={len(values)}, early {early.mean():.0%})" if len(values)
+                      else f"{name}  (none found)")
+        if len(values):
+            ax.boxplot(values, positions=[position], vert=False, widths=0.6,
+                       showfliers=False, medianprops={"color": "black"})
+            jitter = np.random.default_rng(position).uniform(-0.2, 0.2, len(values))
+            ax.scatter(values[early], position + jitter[early], s=4, alpha=0.4,
+                       color="tab:blue", label="early flag" if position == 0 else None)
+            ax.scatter(values[~early], position + jitter[~early], s=4, alpha=0.4,
+                       color="tab:red", label="late flag" if position == 0 else None)
+    ax.set_yticks(range(len(methods)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("lead = (task end - flag time) / (task end - task start)")
+    ax.grid(alpha=0.3, axis="x")
+    ax.set_title(f"Lead of flagged stragglers, {dataset} (blue: early, red: late flags)")
     _save(fig, path, extra_formats)
 
 

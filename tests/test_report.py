@@ -54,27 +54,38 @@ def test_write_table_csv_full_precision_markdown_rounded(tmp_path):
 
 
 def test_table3_layout_and_markdown(tmp_path):
-    wide = rp.write_table3(summary_frame(), tmp_path / "t3.csv", tmp_path / "t3.md",
+    long = rp.write_table3(summary_frame(), tmp_path / "t3.csv", tmp_path / "t3.md",
                            dataset_order=["google", "alibaba"])
-    assert wide["method"].tolist() == ["GBTR", "KNN", "NURD", "Oracle"]
-    assert wide.columns[:7].tolist() == [
-        "family", "method", "privileged", "google TPR", "google FPR", "google FNR", "google F1",
-    ]
-    assert wide.loc[wide["method"] == "NURD", "alibaba F1"].item() == pytest.approx(0.71)
-    assert pd.read_csv(tmp_path / "t3.csv").shape == wide.shape
+    # long format: one row per (dataset, method), datasets in the given order
+    assert set(zip(long["dataset"], long["method"])) == {
+        (d, m) for d in ("google", "alibaba") for m in ("GBTR", "KNN", "NURD", "Oracle")}
+    nurd = long[(long["method"] == "NURD") & (long["dataset"] == "alibaba")]
+    assert nurd["F1"].item() == pytest.approx(0.71)
+    assert pd.read_csv(tmp_path / "t3.csv").shape == long.shape
 
     text = (tmp_path / "t3.md").read_text()
-    header = next(line for line in text.splitlines() if line.startswith("| family"))
-    assert header.startswith(
-        "| family | method | google TPR | google FPR | google FNR | google F1 | "
-        "google jobs ok/failed/unscorable | alibaba TPR"
-    )
+    # one table per dataset, in the given order
+    assert text.index("## google") < text.index("## alibaba")
+    headers = [line for line in text.splitlines() if line.startswith("| family")]
+    assert len(headers) == 2
+    assert headers[0] == ("| family | method | TPR | FPR | FNR | F1 | "
+                          "jobs ok/failed/unscorable |")
     assert f"| Reference | Oracle {rp.PRIVILEGED_MARK} |" in text
     # the best non-privileged F1 is bold; the Oracle's higher F1 is not
     assert "| **0.81** |" in text and "**1.00**" not in text
     assert "| 10/2/1 |" in text  # KNN's job counts
     assert "privileged" in text.split("|")[0]  # the caption explains the marker
-    assert "paper" not in header
+    assert "paper" not in headers[0]
+
+
+def test_table3_shows_timing_columns_when_present(tmp_path):
+    summary = summary_frame().assign(early_TPR=0.2, early_F1=0.3, median_lead=0.4)
+    summary.loc[summary["method"] == "KNN", "early_F1"] = 0.35
+    rp.write_table3(summary, tmp_path / "t3.csv", tmp_path / "t3.md")
+    text = (tmp_path / "t3.md").read_text()
+    header = next(line for line in text.splitlines() if line.startswith("| family"))
+    assert header.endswith("| early-TPR | early-F1 | median lead | jobs ok/failed/unscorable |")
+    assert "| **0.35** |" in text and "early" in text.split("|")[0]
 
 
 def test_table3_joins_paper_numbers(tmp_path):
@@ -86,14 +97,15 @@ def test_table3_joins_paper_numbers(tmp_path):
         "source": ["Table 3"] * 3,
     })
     paper.to_csv(tmp_path / "paper_table3.csv", index=False)
-    wide = rp.write_table3(summary_frame(), tmp_path / "t3.csv", tmp_path / "t3.md",
+    long = rp.write_table3(summary_frame(), tmp_path / "t3.csv", tmp_path / "t3.md",
                            paper_table3_path=tmp_path / "paper_table3.csv")
-    nurd = wide.set_index("method").loc["NURD"]
-    assert nurd["google paper F1"] == pytest.approx(0.81)
-    assert np.isnan(nurd["alibaba paper F1"])
-    assert np.isnan(wide.set_index("method").loc["KNN", "google paper TPR"])
+    rows = long.set_index(["dataset", "method"])
+    assert rows.loc[("google", "NURD"), "paper_F1"] == pytest.approx(0.81)
+    assert np.isnan(rows.loc[("alibaba", "NURD"), "paper_F1"])
+    assert np.isnan(rows.loc[("google", "KNN"), "paper_TPR"])
     text = (tmp_path / "t3.md").read_text()
-    assert "google paper F1" in text
+    header = next(line for line in text.splitlines() if line.startswith("| family"))
+    assert "| F1 | paper TPR | paper FPR | paper FNR | paper F1 |" in header
     assert "not run here: SOS" in text and "Table 3" in text
 
 

@@ -37,7 +37,7 @@ def tiny_config(tmp_path: Path) -> Path:
         },
         "replay": {"start_fraction": 0.04, "straggler_quantile": 0.9, "protocol": "causal"},
         "methods": {"NURD": {"n_estimators": 20}, "GBTR": {"n_estimators": 20}, "Oracle": {},
-                    "AlwaysFails": {}},
+                    "AlwaysFails": {}, "Elapsed": {}, "LATE": {}},
         "evaluation": {"f1_time_points": 10},
         "simulation": {"repeats": 2, "machines": [100, 300]},
     }
@@ -63,7 +63,7 @@ def test_pipeline_end_to_end(tmp_path):
         assert (results / "tables" / name).stat().st_size > 0
     assert "NURD" in (results / "README.md").read_text()
     for dataset in ("google-tiny", "alibaba-tiny"):
-        for figure in ("f1_over_time", "reduction_unlimited", "reduction_by_machines", "reduction_limited_mean"):
+        for figure in ("f1_over_time", "lead", "reduction_unlimited", "reduction_by_machines", "reduction_limited_mean"):
             assert (results / dataset / "figures" / f"{figure}.png").stat().st_size > 1000
 
     summary = pd.read_csv(results / "tables" / "summary_by_dataset.csv")
@@ -71,6 +71,11 @@ def test_pipeline_end_to_end(tmp_path):
     assert (failing["jobs_evaluated"] == 0).all() and (failing["jobs_failed"] > 0).all()
     oracle = summary[summary["method"] == "Oracle"]
     assert (oracle["F1"] == 1.0).all()
+    # the clock rule's flags are all late by definition; the Oracle's are early (issue 8)
+    assert (summary.loc[summary["method"] == "Elapsed", "early_F1"] == 0.0).all()
+    assert (oracle["early_share"] > 0.5).all()
+    table3 = (results / "tables" / "table3.md").read_text()
+    assert "## google-tiny" in table3 and "## alibaba-tiny" in table3 and "early-F1" in table3
     jobs = pd.read_parquet(results / "google-tiny" / "predictions" / "AlwaysFails" / "shard-0.jobs.parquet")
     assert (jobs["status"] == "failed").all()
     assert jobs["reason"].str.contains("fails on purpose").all()

@@ -107,6 +107,7 @@ def final_targets():
     for dataset in DATASETS:
         targets += [
             f"results/{dataset}/figures/f1_over_time.png",
+            f"results/{dataset}/figures/lead.png",
             f"results/{dataset}/figures/reduction_unlimited.png",
             f"results/{dataset}/figures/reduction_by_machines.png",
             f"results/{dataset}/figures/reduction_limited_mean.png",

@@ -15,6 +15,13 @@ rule evaluate_dataset:
             category="Prediction",
             subcategory="{dataset}",
         ),
+        leads="results/{dataset}/evaluation/leads.csv",
+        lead_figure=report(
+            "results/{dataset}/figures/lead.png",
+            caption="../report/lead.rst",
+            category="Prediction",
+            subcategory="{dataset}",
+        ),
     params:
         n_points=config["evaluation"]["f1_time_points"],
     log:
@@ -26,6 +33,7 @@ rule evaluate_dataset:
 rule table3:
     input:
         job_metrics=expand("results/{dataset}/evaluation/job_metrics.csv", dataset=DATASETS),
+        leads=expand("results/{dataset}/evaluation/leads.csv", dataset=DATASETS),
         paper=workflow.source_path("../../stragglers/data/paper_table3.csv"),
     output:
         csv="results/tables/table3.csv",
