@@ -328,7 +328,7 @@ def plot_lead_distribution(leads: pd.DataFrame, job_metrics: pd.DataFrame, path,
         raise ValueError(f"lead frame lacks columns {missing}")
     methods = sort_rows(
         job_metrics.loc[job_metrics["dataset"] == dataset, ["method", "family", "privileged"]]
-        .drop_duplicates("method")
+        .drop_duplicates("method").reset_index(drop=True)  # sort_rows needs unique labels
     )
     if methods.empty:
         raise ValueError(f"no job metrics for dataset {dataset!r}")
