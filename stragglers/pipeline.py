@@ -358,12 +358,13 @@ def evaluate_dataset(
         tasks, jobs = evaluate.load_predictions(method_tasks, method_jobs)
         # how early the flags came (lead, early-F1) beside the confusion-matrix metrics
         metric_frames.append(evaluate.job_metrics(tasks, jobs).merge(
-            timing.timing_job_metrics(tasks, jobs), on=evaluate.KEYS, how="left"))
+            timing.timing_job_metrics(tasks, jobs, validated=True), on=evaluate.KEYS, how="left"))
         per_job, mean = evaluate.f1_over_time(tasks, jobs, n_points=n_points)
-        lead_per_job, lead_mean = timing.lead_over_time(tasks, jobs, n_points=n_points)
+        lead_per_job, lead_mean = timing.lead_over_time(tasks, jobs, n_points=n_points,
+                                                            validated=True)
         per_job_frames.append(per_job.merge(lead_per_job, on=[*evaluate.KEYS, "k"], how="left"))
         mean_frames.append(mean.merge(lead_mean, on=["dataset", "method", "k"], how="left"))
-        lead_frames.append(timing.flag_leads(tasks, jobs))
+        lead_frames.append(timing.flag_leads(tasks, jobs, validated=True))
         del tasks, jobs
     metrics = pd.concat(metric_frames, ignore_index=True)
     per_job = pd.concat(per_job_frames, ignore_index=True)

@@ -314,6 +314,14 @@ def plot_f1_over_time(mean_f1_over_time: pd.DataFrame, path, dataset: str,
     _save(fig, path, extra_formats)
 
 
+# boxplot's `vert` is deprecated from Matplotlib 3.10, where `orientation` replaces it
+_HORIZONTAL_BOX = (
+    {"orientation": "horizontal"}
+    if tuple(int(x) for x in matplotlib.__version__.split(".")[:2]) >= (3, 10)
+    else {"vert": False}
+)
+
+
 def plot_lead_distribution(leads: pd.DataFrame, job_metrics: pd.DataFrame, path,
                            dataset: str, extra_formats: Sequence[str] = ()) -> None:
     """How early each method flags: the distribution of the lead of its flagged true
@@ -328,7 +336,7 @@ def plot_lead_distribution(leads: pd.DataFrame, job_metrics: pd.DataFrame, path,
         raise ValueError(f"lead frame lacks columns {missing}")
     methods = sort_rows(
         job_metrics.loc[job_metrics["dataset"] == dataset, ["method", "family", "privileged"]]
-        .drop_duplicates("method")
+        .drop_duplicates("method").reset_index(drop=True)  # sort_rows needs unique labels
     )
     if methods.empty:
         raise ValueError(f"no job metrics for dataset {dataset!r}")
@@ -343,7 +351,7 @@ def plot_lead_distribution(leads: pd.DataFrame, job_metrics: pd.DataFrame, path,
         labels.append(f"{name}  (n={len(values)}, early {early.mean():.0%})" if len(values)
                       else f"{name}  (none found)")
         if len(values):
-            ax.boxplot(values, positions=[position], vert=False, widths=0.6,
+            ax.boxplot(values, positions=[position], widths=0.6, **_HORIZONTAL_BOX,
                        showfliers=False, medianprops={"color": "black"})
             jitter = np.random.default_rng(position).uniform(-0.2, 0.2, len(values))
             ax.scatter(values[early], position + jitter[early], s=4, alpha=0.4,

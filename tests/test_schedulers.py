@@ -92,11 +92,19 @@ def test_late_through_checkpoints_respects_the_cap():
     assert method.active_speculations(cp) == 2
 
 
-def test_late_without_progress_signal_flags_nothing():
-    """Equal rates (the events-only dataset's CPU request): no task is below the percentile."""
+def test_late_without_progress_signal_is_a_clock_rule():
+    """Equal rates (the events-only dataset's CPU request): progress = elapsed / median
+    finished latency (100 s). Tasks below it all have the same rate: none is slow. Tasks past
+    it are capped at progress 1 (time left 0) with rate 1 / elapsed: they are the slow ones,
+    the longest-running first."""
     method = get_method("LATE")()
     method.start_job(info(20, names=("cpu_request",)))
-    assert not method.predict(checkpoint(np.arange(8), np.full(8, 0.5), np.full(8, 100.0))).any()
+    assert not method.predict(checkpoint(np.arange(8), np.full(8, 0.5), np.full(8, 90.0))).any()
+    method = get_method("LATE")()
+    method.start_job(info(10, names=("cpu_request",)))  # cap: 1 speculation
+    elapsed = [50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 150.0, 300.0]
+    flags = method.predict(checkpoint(np.arange(8), np.full(8, 0.5), elapsed))
+    np.testing.assert_array_equal(flags, [False] * 7 + [True])
 
 
 @pytest.mark.parametrize("params", [{"speculative_cap": 0}, {"slow_task_percentile": 0},

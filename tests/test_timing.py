@@ -105,3 +105,20 @@ def test_a_late_flag_is_always_on_a_straggler():
     tasks, jobs = hand_made_job()
     late = tasks["flagged"] & ~early_flags(tasks["task_start"], tasks["flag_time"], TAU)
     assert tasks.loc[late, "is_straggler"].all()
+
+
+def test_lead_figure_is_written_even_for_a_method_that_found_nothing(tmp_path):
+    from stragglers import report
+    from stragglers.evaluate import job_metrics
+
+    tasks, jobs = hand_made_job()
+    t2, j2 = hand_made_job(method="Silent")
+    t2["flagged"], t2["flag_time"] = False, np.nan
+    # frames concatenated without a new index (duplicate labels) must still give one row each
+    leads = pd.concat([flag_leads(tasks, jobs), flag_leads(t2, j2)])
+    metrics = pd.concat([job_metrics(tasks, jobs), job_metrics(t2, j2)])
+    path = tmp_path / "lead.png"
+    report.plot_lead_distribution(leads, metrics, path, "d")
+    assert path.read_bytes().startswith(b"\x89PNG")
+    with pytest.raises(ValueError, match="lacks columns"):
+        report.plot_lead_distribution(leads.drop(columns="lead"), metrics, path, "d")

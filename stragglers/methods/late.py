@@ -26,6 +26,11 @@ Adaptations (docs/methods.md):
   on the trace's checkpoint grid a running task has at least one ended window, so this
   rarely binds.
 - A task with progress 0 has rate 0 and infinite time left: it is the first candidate.
+- A task whose proxy progress is capped at 1 (it has done the median task's work and still
+  runs) has time left 0, and its rate 1 / elapsed falls as it runs: it becomes a candidate
+  once that rate is below the percentile, chosen after every task with time left, slowest
+  first. Without a progress signal (equal rates: the events-only dataset) this is all LATE
+  does: it speculates tasks that have run longer than the median finished latency.
 - LATE's SlowNodeThreshold (do not launch copies on slow nodes) is about where a copy runs,
   not which task is speculated; it belongs to the simulator, and is not modelled.
 - LATE does not know the straggler threshold tau and does not use it.
@@ -54,8 +59,9 @@ def late_selection(
 
     Candidates: elapsed >= min_elapsed and progress rate strictly below the
     `slow_task_percentile` of all running tasks' rates (numpy's linear percentile). Among them
-    the `free_slots` with the longest estimated time left are chosen (ties: lower position
-    first, so the choice is deterministic).
+    the `free_slots` with the longest estimated time left are chosen; ties (e.g. tasks whose
+    progress is capped at 1, time left 0) go to the lower rate first, then the lower position,
+    so the choice is deterministic.
     """
     progress = np.asarray(progress, dtype=np.float64)
     elapsed = np.asarray(elapsed, dtype=np.float64)
@@ -71,8 +77,8 @@ def late_selection(
     candidates = np.flatnonzero((rate < threshold) & (elapsed >= min_elapsed))
     if len(candidates) == 0:
         return chosen
-    # longest time left first; stable sort keeps the lower position first among ties
-    order = candidates[np.argsort(-time_left[candidates], kind="stable")]
+    # longest time left first, then the slowest; lexsort is stable, so then by position
+    order = candidates[np.lexsort((rate[candidates], -time_left[candidates]))]
     chosen[order[:free_slots]] = True
     return chosen
 

@@ -65,20 +65,25 @@ def _scored_rows(tasks: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
     return rows
 
 
-def flag_leads(tasks: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
-    """One row per flagged, evaluated true straggler: its lead and whether the flag was early."""
-    validate_predictions(tasks, jobs)
+def flag_leads(tasks: pd.DataFrame, jobs: pd.DataFrame, validated: bool = False) -> pd.DataFrame:
+    """One row per flagged, evaluated true straggler: its lead and whether the flag was early.
+
+    `validated=True` skips `validate_predictions` (the tables came from `load_predictions`)."""
+    if not validated:
+        validate_predictions(tasks, jobs)
     rows = _scored_rows(tasks, jobs)
     hits = rows[rows["flagged"].to_numpy(bool) & rows["is_straggler"].to_numpy(bool)].copy()
     hits["elapsed_at_flag"] = hits["flag_time"] - hits["task_start"]
     return sort_rows(hits[LEAD_COLUMNS].reset_index(drop=True), extra=["job_id", "task"])
 
 
-def timing_job_metrics(tasks: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
+def timing_job_metrics(tasks: pd.DataFrame, jobs: pd.DataFrame,
+                       validated: bool = False) -> pd.DataFrame:
     """Per (dataset, method, job_id) of every job in `jobs`: the early confusion matrix,
     early-TPR/precision/F1, early share and the job's median lead (NaN: failed, unscorable
-    or, for the lead, no straggler found)."""
-    validate_predictions(tasks, jobs)
+    or, for the lead, no straggler found). `validated` as in `flag_leads`."""
+    if not validated:
+        validate_predictions(tasks, jobs)
     rows = _scored_rows(tasks, jobs)
     truth = rows["is_straggler"].to_numpy(bool)
     flagged = rows["flagged"].to_numpy(bool)
@@ -141,7 +146,7 @@ def timing_summary(job_metrics: pd.DataFrame, leads: pd.DataFrame) -> pd.DataFra
 
 
 def lead_over_time(
-    tasks: pd.DataFrame, jobs: pd.DataFrame, n_points: int = 10
+    tasks: pd.DataFrame, jobs: pd.DataFrame, n_points: int = 10, validated: bool = False
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Early-F1 and lead at the normalised times of `evaluate.f1_over_time`.
 
@@ -150,11 +155,13 @@ def lead_over_time(
     flagged by t_k (NaN if none yet). Returns (per_job, mean) keyed like f1_over_time's
     frames (dataset, method, job_id, k) / (dataset, method, k); mean has the mean early_F1
     over jobs and the median lead over the pooled flagged stragglers of all jobs.
+    `validated` as in `flag_leads`.
     """
     if int(n_points) != n_points or n_points < 1:
         raise ValueError(f"n_points must be a positive integer, got {n_points!r}")
     n_points = int(n_points)
-    validate_predictions(tasks, jobs)
+    if not validated:
+        validate_predictions(tasks, jobs)
     rows = _scored_rows(tasks, jobs).merge(
         jobs[KEYS + ["job_start", "job_end"]], on=KEYS, how="left"
     )
@@ -178,15 +185,16 @@ def lead_over_time(
     stragglers = per_group(np.broadcast_to(truth, early.shape))
     computed = rates(early_tp, early_fp, stragglers - early_tp,
                      per_group(np.broadcast_to(~truth, early.shape)) - early_fp)
-    lead = rows["lead"].to_numpy(float)
+    # leads of the true stragglers flagged by each t_k, in long form: (job group, k, lead)
+    hit_row, hit_k = np.nonzero(truth & flagged_by)
+    hits = pd.DataFrame({"g": group_ids[hit_row], "k": hit_k + 1,
+                         "lead": rows["lead"].to_numpy(float)[hit_row]})
     per_job_lead = np.full((n_groups, n_points), np.nan)
-    pooled_lead = []
-    for j in range(n_points):
-        hit = truth[:, 0] & flagged_by[:, j]
-        frame = pd.DataFrame({"g": group_ids[hit], "lead": lead[hit]})
-        medians = frame.groupby("g")["lead"].median()
-        per_job_lead[medians.index.to_numpy(), j] = medians.to_numpy()
-        pooled_lead.append(frame)
+    if len(hits):
+        medians = hits.groupby(["g", "k"], sort=False)["lead"].median()
+        g_index = medians.index.get_level_values("g").to_numpy()
+        k_index = medians.index.get_level_values("k").to_numpy()
+        per_job_lead[g_index, k_index - 1] = medians.to_numpy()
     per_job = pd.DataFrame({
         **{k: np.repeat(job_keys[k].to_numpy(), n_points) for k in KEYS},
         "k": np.tile(np.arange(1, n_points + 1), n_groups),
@@ -194,25 +202,20 @@ def lead_over_time(
         "early_TPR": computed["TPR"].ravel(),
         "median_lead": per_job_lead.ravel(),
     })
-    scorable = np.repeat(stragglers[:, 0] > 0, n_points)
-    per_job = per_job[scorable].reset_index(drop=True)
-    # pooled median lead per (dataset, method, k) over the scorable jobs
     scorable_job = stragglers[:, 0] > 0
-    pooled_rows = []
-    for j, frame in enumerate(pooled_lead):
-        frame = frame[scorable_job[frame["g"].to_numpy()]]
-        keyed = job_keys.iloc[frame["g"].to_numpy()][["dataset", "method"]].assign(
-            lead=frame["lead"].to_numpy())
-        med = keyed.groupby(["dataset", "method"], sort=False)["lead"].median()
-        pooled_rows.append(med.rename("median_lead").reset_index().assign(k=j + 1))
+    per_job = per_job[np.repeat(scorable_job, n_points)].reset_index(drop=True)
+    # pooled median lead per (dataset, method, k) over the scorable jobs' flagged stragglers
+    hits = hits[scorable_job[hits["g"].to_numpy()]]
+    pooled = (
+        hits.assign(dataset=job_keys["dataset"].to_numpy()[hits["g"].to_numpy()],
+                    method=job_keys["method"].to_numpy()[hits["g"].to_numpy()])
+        .groupby(["dataset", "method", "k"], sort=False)["lead"].median()
+        .rename("median_lead").reset_index()
+    )
     mean = (
         per_job.groupby(["dataset", "method", "k"], sort=False, observed=True)
         .agg(early_F1=("early_F1", "mean"), early_TPR=("early_TPR", "mean"))
         .reset_index()
     )
-    if pooled_rows:
-        pooled = pd.concat(pooled_rows, ignore_index=True)
-        mean = mean.merge(pooled, on=["dataset", "method", "k"], how="left")
-    else:
-        mean["median_lead"] = np.nan
+    mean = mean.merge(pooled, on=["dataset", "method", "k"], how="left")
     return per_job, mean
