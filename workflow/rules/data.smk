@@ -9,6 +9,10 @@ rule generate_trace:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
         generator=lambda wc: dataset_config(wc.dataset).get("generator", {}),
         seed=config["seed"],
+    # measured: bench/suggest_resources.py (README, "Running on a cluster")
+    resources:
+        mem_mb=1024,
+        runtime=15,
     log:
         "logs/generate/{dataset}.log",
     benchmark:
@@ -40,6 +44,9 @@ rule download_trace:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
         download=lambda wc: dataset_config(wc.dataset)["download"],
         folder=lambda wc: f"resources/download/{wc.dataset}",
+    resources:
+        mem_mb=512,
+        runtime=720,  # 41 GB of Google parts at >= 1 MB/s per job
     log:
         "logs/download/{dataset}.log",
     benchmark:
@@ -63,6 +70,11 @@ rule convert_trace:
         latency_definition=lambda wc: dataset_config(wc.dataset).get(
             "latency_definition", "schedule_to_finish"
         ),
+    # measured: bench/suggest_resources.py (README, "Running on a cluster")
+    # (per real-size part: 1.15 GB peak RSS, 12 s; one job streams all 500 Google parts)
+    resources:
+        mem_mb=1792,
+        runtime=300,
     log:
         "logs/convert/{dataset}.log",
     benchmark:
