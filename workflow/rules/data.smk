@@ -10,9 +10,10 @@ rule generate_trace:
         generator=lambda wc: dataset_config(wc.dataset).get("generator", {}),
         seed=config["seed"],
     # measured: bench/suggest_resources.py (README, "Running on a cluster")
+    # (5,000 generated jobs, 1.08 M tasks: 1.15 GB peak RSS, 58 CPU s)
     resources:
-        mem_mb=1024,
-        runtime=15,
+        mem_mb=1792,
+        runtime=5,
     log:
         "logs/generate/{dataset}.log",
     benchmark:
@@ -71,9 +72,10 @@ rule convert_trace:
             "latency_definition", "schedule_to_finish"
         ),
     # measured: bench/suggest_resources.py (README, "Running on a cluster")
-    # (per real-size part: 1.15 GB peak RSS, 12 s; one job streams all 500 Google parts)
+    # (5,000 generated jobs: 1.67 GB peak RSS; a real-size part: 12 s, so 500 Google parts in
+    # one job: 100 min)
     resources:
-        mem_mb=1792,
+        mem_mb=2560,
         runtime=300,
     log:
         "logs/convert/{dataset}.log",
