@@ -9,6 +9,11 @@ rule generate_trace:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
         generator=lambda wc: dataset_config(wc.dataset).get("generator", {}),
         seed=config["seed"],
+    # measured: bench/suggest_resources.py (README, "Running on a cluster")
+    # (5,000 generated jobs, 1.08 M tasks: 1.15 GB peak RSS, 58 CPU s)
+    resources:
+        mem_mb=1792,
+        runtime=5,
     log:
         "logs/generate/{dataset}.log",
     benchmark:
@@ -57,6 +62,9 @@ rule download_file:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
         download=lambda wc: dataset_config(wc.dataset)["download"],
         folder=lambda wc: f"resources/download/{wc.dataset}",
+    resources:
+        mem_mb=512,
+        runtime=720,  # 41 GB of Google parts at >= 1 MB/s per job
     log:
         "logs/download/{dataset}/{file}.log",
     benchmark:
@@ -138,6 +146,12 @@ rule gather_shard:
         latency_definition=lambda wc: dataset_config(wc.dataset).get(
             "latency_definition", "schedule_to_finish"
         ),
+    # measured: bench/suggest_resources.py (README, "Running on a cluster")
+    # (5,000 generated jobs: 1.67 GB peak RSS; a real-size part: 12 s, so 500 Google parts in
+    # one job: 100 min)
+    resources:
+        mem_mb=2560,
+        runtime=300,
     log:
         "logs/convert/{dataset}/shard-{shard}.log",
     benchmark:

@@ -16,11 +16,19 @@ rule predict:
         seed=config["seed"],
         method_dirs=config.get("method_dirs", []),
         tuning_jobs=tuning_jobs(),
+    # measured: bench/suggest_resources.py (README, "Running on a cluster")
+    resources:
+        mem_mb=768,
+        runtime=10,
     log:
         "logs/predict/{dataset}/{method}/shard-{shard}.log",
     benchmark:
         "benchmarks/predict/{dataset}/{method}/shard-{shard}.tsv"
     threads: 1
+    # Many short jobs: on a cluster, --group-components predict=N submits N of them per job
+    # (profiles in workflow/profiles/), each paying the start-up cost once.
+    group:
+        "predict"
     script:
         "../../scripts/predict.py"
 
@@ -40,6 +48,9 @@ rule tune_method:
         seed=config["seed"],
         n_jobs=tuning_jobs(),
         method_dirs=config.get("method_dirs", []),
+    resources:
+        mem_mb=768,
+        runtime=30,
     log:
         "logs/tune/{dataset}/{method}.log",
     benchmark:

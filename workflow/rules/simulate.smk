@@ -12,6 +12,10 @@ rule simulate_method:
         repeats=config["simulation"]["repeats"],
         machines=config["simulation"]["machines"],
         seed=config["seed"],
+    # measured: bench/suggest_resources.py (README, "Running on a cluster")
+    resources:
+        mem_mb=1024,
+        runtime=10,
     log:
         "logs/simulate/{dataset}/{method}.log",
     benchmark:
