@@ -1,9 +1,11 @@
 """Rule audit_variant: every audit method under one protocol variant on one dataset."""
+from pathlib import Path
+
 from stragglers.audit import run_variant
 from stragglers.pipeline import run_rule
 
 run_rule(snakemake.log[0], lambda: run_variant(
-    converted_dir=snakemake.input[0],
+    converted_dir=Path(snakemake.input.manifest).parent,
     dataset=snakemake.wildcards.dataset,
     kind=snakemake.params.kind,
     variant=snakemake.wildcards.variant,

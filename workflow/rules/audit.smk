@@ -4,7 +4,8 @@
 
 rule audit_variant:
     input:
-        "resources/converted/{dataset}",
+        manifest=converted_manifest,
+        jobs=converted_all_shards,
     output:
         "results/{dataset}/audit/{variant}.csv",
     params:
