@@ -77,3 +77,11 @@ def test_method_flags_estimates_past_the_deadline_without_latencies():
     job = JobInfo("j", 6, ("x",), straggler_threshold=95.0, seed=0)
     method.start_job(job)
     assert method.predict(cp).all() and 1 <= method.chosen_attempts <= 6
+
+
+def test_tight_latencies_do_not_overflow():
+    # finished latencies within 0.1% of each other: beta in the thousands
+    t_min, beta = fit_pareto(np.array([1000.0, 1000.5, 1001.0, 1000.2]))
+    assert beta > 1000
+    r, utility = choose_attempts(200, t_min, beta, 1500.0, 600.0, 0.4, 300.0, 5, 0.0, 1e-4)
+    assert 0 <= r <= 5 and np.isfinite(utility).any()

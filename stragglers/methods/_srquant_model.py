@@ -38,9 +38,9 @@ def fit_pareto(latency: np.ndarray) -> tuple[float, float]:
 
 
 def _survival(t: float, scale: float, beta: float) -> float:
-    if t <= 0:
+    if t <= 0 or scale >= t:
         return 1.0
-    return min(1.0, (scale / t) ** beta)
+    return (scale / t) ** beta  # base < 1: underflows to 0, never overflows
 
 
 def pocd(r: int, n_tasks: int, t_min: float, beta: float, deadline: float,
@@ -58,7 +58,8 @@ def _mean_truncated_below(t_min: float, beta: float, deadline: float) -> float:
     if abs(beta - 1.0) < 1e-12:
         integral = t_min * math.log(deadline / t_min)
     else:
-        integral = beta * t_min ** beta * (deadline ** (1 - beta) - t_min ** (1 - beta)) / (1 - beta)
+        # beta t_min^beta (D^(1-beta) - t_min^(1-beta)) / (1 - beta), written without overflow
+        integral = beta * t_min * ((t_min / deadline) ** (beta - 1) - 1) / (1 - beta)
     return integral / (1.0 - (t_min / deadline) ** beta)
 
 
@@ -68,7 +69,7 @@ def _mean_min_with_cap(scale: float, shape: float, cap: float) -> float:
         return cap
     if abs(shape - 1.0) < 1e-12:
         return scale + scale * math.log(cap / scale)
-    return scale + scale ** shape * (cap ** (1 - shape) - scale ** (1 - shape)) / (1 - shape)
+    return scale + scale * ((scale / cap) ** (shape - 1) - 1) / (1 - shape)
 
 
 def expected_machine_time(r: int, n_tasks: int, t_min: float, beta: float, deadline: float,

@@ -111,6 +111,7 @@ def final_targets():
         "results/tables/table3.md",
         "results/tables/cost.md",
         "results/tables/completion_time.md",
+        "results/tables/policies.md",
         "results/README.md",
     ]
     for dataset in DATASETS:
@@ -120,5 +121,7 @@ def final_targets():
             f"results/{dataset}/figures/reduction_unlimited.png",
             f"results/{dataset}/figures/reduction_by_machines.png",
             f"results/{dataset}/figures/reduction_limited_mean.png",
+            f"results/{dataset}/figures/pocd_vs_machine_time.png",
+            f"results/{dataset}/figures/reduction_by_policy.png",
         ]
     return targets
