@@ -40,12 +40,16 @@ def simulate_policies_method(
         job_tasks = job_tasks.sort_values("task")
         start = job_tasks["task_start"].to_numpy(float)
         end = job_tasks["task_end"].to_numpy(float)
+        # r + 1 chosen by the method for its flags (SRQuant), else the configured default
+        chosen = (job_tasks["resume_attempts"].to_numpy(float)
+                  if "resume_attempts" in job_tasks else np.full(len(start), np.nan))
+        attempts = np.where(np.isnan(chosen), resume_attempts, chosen).astype(np.int64)
         durations = policies.attempt_durations(str(job_id), end - start, repeats,
-                                               resume_attempts, seed)
+                                               int(attempts.max()), seed)
         frame = policies.simulate_job_policies(
             start, end, job_tasks["flag_time"].to_numpy(float), durations,
             straggler_threshold=float(ok.loc[job_id]), grid_origin=grid_origin,
-            machines=machines, resume_attempts=resume_attempts,
+            machines=machines, resume_attempts=attempts,
             checkpoint_interval=checkpoint_interval, kill_delay=kill_delay, job_id=str(job_id),
         )
         frame.insert(0, "job_id", str(job_id))

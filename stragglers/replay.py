@@ -175,6 +175,8 @@ class JobRun:
     threshold: float
     n_checkpoints: int  # checkpoints at which the method was asked to predict
     prediction_start: float  # NaN if prediction never started
+    # r + 1 the method chose for each flagged task's speculative resume; NaN = policy default
+    resume_attempts: np.ndarray | None = None
 
 
 def iterate_checkpoints(
@@ -266,6 +268,7 @@ def replay_job(
         not_scored[np.asarray(trained_on, dtype=int)] = True
     flagged = np.zeros(job.n_tasks, dtype=bool)
     flag_time = np.full(job.n_tasks, np.nan)
+    resume_attempts = np.full(job.n_tasks, np.nan)
     n_checkpoints = 0
     prediction_start = np.nan
     for checkpoint in iterate_checkpoints(
@@ -284,6 +287,9 @@ def replay_job(
         newly = checkpoint.running_tasks[decision]
         flagged[newly] = True
         flag_time[newly] = checkpoint.time
+        attempts = method.resume_attempts() if newly.size else None
+        if attempts is not None:
+            resume_attempts[newly] = int(attempts)
         n_checkpoints += 1
     return JobRun(
         flag_time=flag_time,
@@ -291,6 +297,7 @@ def replay_job(
         threshold=threshold,
         n_checkpoints=n_checkpoints,
         prediction_start=prediction_start,
+        resume_attempts=resume_attempts,
     )
 
 
@@ -364,6 +371,8 @@ def run_method_on_jobs(
                     "evaluated": run.evaluated,
                     "flagged": ~np.isnan(run.flag_time),
                     "flag_time": run.flag_time,
+                    "resume_attempts": (run.resume_attempts if run.resume_attempts is not None
+                                        else np.full(job.n_tasks, np.nan)),
                 }
             )
         )
@@ -392,6 +401,7 @@ TASK_RESULT_COLUMNS = [
     "evaluated",
     "flagged",
     "flag_time",
+    "resume_attempts",
 ]
 JOB_RESULT_COLUMNS = [
     "dataset",
@@ -425,5 +435,6 @@ def empty_tasks_frame() -> pd.DataFrame:
             "evaluated": pd.Series(dtype=bool),
             "flagged": pd.Series(dtype=bool),
             "flag_time": pd.Series(dtype=float),
+            "resume_attempts": pd.Series(dtype=float),
         }
     )

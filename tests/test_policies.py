@@ -113,3 +113,29 @@ def test_bad_policy_and_attempts():
         run("clone")
     with pytest.raises(ValueError, match="resume_attempts"):
         run("resume", attempts=3)
+
+
+def test_per_task_attempts_and_their_validation():
+    per_task = np.array([1, 1, 2])
+    np.testing.assert_allclose(run("resume", attempts=per_task)[0], run("resume")[0])
+    np.testing.assert_allclose(run("resume", attempts=np.array([5, 5, 1]))[0], [[960.0]])
+
+
+def test_replay_writes_the_chosen_attempts_and_evaluation_checks_them():
+    from stragglers import evaluate
+    from stragglers.replay import empty_tasks_frame
+
+    assert "resume_attempts" in empty_tasks_frame()
+    tasks = pd.DataFrame({
+        "dataset": "d", "method": "M", "job_id": "j", "task": [0, 1], "latency": [1.0, 9.0],
+        "task_start": 0.0, "task_end": [1.0, 9.0], "is_straggler": [False, True],
+        "evaluated": True, "flagged": [True, False], "flag_time": [0.0, np.nan],
+        "resume_attempts": [2.0, 3.0]})
+    jobs = pd.DataFrame({
+        "dataset": ["d"], "method": "M", "family": "F", "privileged": False, "job_id": "j",
+        "status": "ok", "reason": "", "seconds": 0.0, "n_checkpoints": 1,
+        "straggler_threshold": 5.0, "job_start": 0.0, "job_end": 9.0, "prediction_start": 0.0})
+    with pytest.raises(ValueError, match="resume_attempts"):
+        evaluate.validate_predictions(tasks, jobs)
+    tasks["resume_attempts"] = [2.0, np.nan]
+    evaluate.validate_predictions(tasks, jobs)

@@ -85,3 +85,18 @@ def test_tight_latencies_do_not_overflow():
     assert beta > 1000
     r, utility = choose_attempts(200, t_min, beta, 1500.0, 600.0, 0.4, 300.0, 5, 0.0, 1e-4)
     assert 0 <= r <= 5 and np.isfinite(utility).any()
+
+
+def test_chosen_attempts_reach_the_replay():
+    from stragglers.replay import JobRun  # noqa: F401 - the field the replay fills
+    job = JobInfo("j", 6, ("x",), straggler_threshold=95.0, seed=0)
+    method = SRQuant()
+    method.start_job(job)
+    assert method.resume_attempts() is None
+    cp = Checkpoint(time=90.0, index=1, first_prediction=True,
+                    finished_tasks=np.array([0, 1, 2]), finished_features=np.zeros((3, 1)),
+                    finished_latency=np.array([80.0, 100.0, 120.0]),
+                    running_tasks=np.array([3, 4, 5]), running_features=np.zeros((3, 1)),
+                    running_elapsed=np.array([90.0, 90.0, 90.0]))
+    method.predict(cp)
+    assert method.resume_attempts() == method.chosen_attempts

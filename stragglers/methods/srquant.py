@@ -13,9 +13,9 @@ past it is a straggler). A task with progress 0 has no estimate and is not flagg
 The number of speculative attempts is chosen per job by Algorithm 1 (``_srquant_model``):
 Pareto(t_min, beta) fitted by maximum likelihood to the finished latencies, tau_est = the median
 elapsed time and phi_est = the mean progress of the running tasks, r = argmax over 0..r_max of
-U(r) = log(R(r) - R_min) - theta_C * E_r(T). The last chosen r is kept in ``chosen_attempts``
-(r + 1); the simulator's resume policy runs a configured number of attempts (see
-docs/methods.md: the per-task r does not reach the simulator yet).
+U(r) = log(R(r) - R_min) - theta_C * E_r(T). The chosen r + 1 (``chosen_attempts``) is written
+with each flag (``resume_attempts`` column of the predictions) and used by the simulator's
+speculative-resume policy for this method's flags.
 """
 
 from __future__ import annotations
@@ -51,6 +51,9 @@ class SRQuant(Method):
     def start_job(self, job: JobInfo) -> None:
         super().start_job(job)
         self.chosen_attempts: int | None = None
+
+    def resume_attempts(self) -> int | None:
+        return self.chosen_attempts
 
     def predict(self, checkpoint: Checkpoint) -> np.ndarray:
         validate_checkpoint(self.job, checkpoint)
