@@ -267,6 +267,16 @@ def validate_predictions(tasks: pd.DataFrame, jobs: pd.DataFrame) -> None:
         raise ValueError("tasks table: flag_time must be NaN exactly when flagged is False: "
                          + _describe_rows(tasks, inconsistent, KEYS + ["task", "flagged",
                                                                        "flag_time"]))
+    if "resume_attempts" in tasks:  # optional: r + 1 chosen by the method, NaN = default
+        attempts = tasks["resume_attempts"].to_numpy(float)
+        chosen = ~np.isnan(attempts)
+        bad = chosen & (~tasks["flagged"].to_numpy(bool) | (attempts < 1)
+                        | (attempts != np.floor(attempts)))
+        if bad.any():
+            raise ValueError("tasks table: resume_attempts must be NaN or an integer >= 1, and "
+                             "set only on flagged tasks: "
+                             + _describe_rows(tasks, bad, KEYS + ["task", "flagged",
+                                                                  "resume_attempts"]))
     families = jobs.groupby(["dataset", "method"], observed=True)[["family", "privileged"]]
     n_variants = families.nunique()
     if (n_variants > 1).any(axis=None):

@@ -609,6 +609,11 @@ Seed: {seed}.
 | `<dataset>/figures/reduction_limited_mean.png` | Figure 8/9 analogue |
 | `tables/reproduction_audit.md`, `.csv`, `figures/reproduction_audit.png` | (with `snakemake audit`) F1, TPR, FPR and JCT reductions of the audit methods from the paper's experiment (`replay.protocol: paper`) one rule at a time to `causal` (docs/protocols.md) |
 | `<dataset>/audit/<variant>.csv` | (with `snakemake audit`) one protocol variant's rows of that table |
+| `tables/policies.md`, `.csv` | Per method and mitigation policy (relaunch, speculative copy, speculative resume): JCT reduction, machine time relative to no mitigation, PoCD per deadline factor; Markdown one table per dataset (unlimited machines), CSV long with every machine count |
+| `<dataset>/policies/<method>.parquet` | Per job, repeat, policy and machine count: baseline, mitigated and reference JCT, machine time with and without mitigation |
+| `<dataset>/policies/summary.csv` | The dataset's rows of `tables/policies.csv` |
+| `<dataset>/figures/pocd_vs_machine_time.png` | PoCD against machine time per method and policy (one panel per deadline factor) |
+| `<dataset>/figures/reduction_by_policy.png` | JCT reduction per method and policy |
 | `<dataset>/tuning/<method>.json` | (with a `tuning` config) mean F1 of each grid point on the tuning jobs, which are left out of everything above, and the best point |
 
 Outside results/: `resources/raw/<dataset>/` (raw trace parts, generated or downloaded),

@@ -195,6 +195,8 @@ class JobRun:
     latency: np.ndarray | None = None
     task_start: np.ndarray | None = None
     task_end: np.ndarray | None = None
+    # r + 1 the method chose for each flagged task's speculative resume; NaN = policy default
+    resume_attempts: np.ndarray | None = None
 
 
 def iterate_checkpoints(
@@ -304,6 +306,7 @@ def replay_job(
         not_scored[np.asarray(trained_on, dtype=int)] = True
     flagged = np.zeros(job.n_tasks, dtype=bool)
     flag_time = np.full(job.n_tasks, np.nan)
+    resume_attempts = np.full(job.n_tasks, np.nan)
     n_checkpoints = 0
     prediction_start = np.nan
     for checkpoint in iterate_checkpoints(job, settings, last_columns, flagged, excluded, scale):
@@ -320,6 +323,9 @@ def replay_job(
         newly = checkpoint.running_tasks[decision]
         flagged[newly] = True
         flag_time[newly] = checkpoint.time
+        attempts = method.resume_attempts() if newly.size else None
+        if attempts is not None:
+            resume_attempts[newly] = int(attempts)
         n_checkpoints += 1
     return JobRun(
         flag_time=flag_time,
@@ -327,6 +333,7 @@ def replay_job(
         threshold=threshold,
         n_checkpoints=n_checkpoints,
         prediction_start=prediction_start,
+        resume_attempts=resume_attempts,
     )
 
 
@@ -408,6 +415,8 @@ def run_method_on_jobs(
                     "evaluated": run.evaluated,
                     "flagged": ~np.isnan(run.flag_time),
                     "flag_time": run.flag_time,
+                    "resume_attempts": (run.resume_attempts if run.resume_attempts is not None
+                                        else np.full(job.n_tasks, np.nan)),
                 }
             )
         )
@@ -436,6 +445,7 @@ TASK_RESULT_COLUMNS = [
     "evaluated",
     "flagged",
     "flag_time",
+    "resume_attempts",
 ]
 JOB_RESULT_COLUMNS = [
     "dataset",
@@ -469,5 +479,6 @@ def empty_tasks_frame() -> pd.DataFrame:
             "evaluated": pd.Series(dtype=bool),
             "flagged": pd.Series(dtype=bool),
             "flag_time": pd.Series(dtype=float),
+            "resume_attempts": pd.Series(dtype=float),
         }
     )

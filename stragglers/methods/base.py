@@ -76,6 +76,11 @@ class Method(abc.ABC):
     def predict(self, checkpoint: Checkpoint) -> np.ndarray:
         """Return a bool array, True for each running task predicted to straggle."""
 
+    def resume_attempts(self) -> int | None:
+        """r + 1 attempts the speculative-resume policy should launch for the tasks flagged at
+        the last checkpoint (SRQuant, LASER choose r per job); None: the configured default."""
+        return None
+
     def excluded_from_evaluation(self) -> np.ndarray | None:
         """Task positions this method used with their labels (not scored), or None."""
         return None

@@ -102,6 +102,7 @@ def final_targets():
         "results/tables/table3.md",
         "results/tables/cost.md",
         "results/tables/completion_time.md",
+        "results/tables/policies.md",
         "results/README.md",
     ]
     for dataset in DATASETS:
@@ -111,6 +112,8 @@ def final_targets():
             f"results/{dataset}/figures/reduction_unlimited.png",
             f"results/{dataset}/figures/reduction_by_machines.png",
             f"results/{dataset}/figures/reduction_limited_mean.png",
+            f"results/{dataset}/figures/pocd_vs_machine_time.png",
+            f"results/{dataset}/figures/reduction_by_policy.png",
         ]
     return targets
 

@@ -71,3 +71,70 @@ rule completion_time_table:
         "logs/tables/completion_time.log",
     script:
         "../../scripts/completion_time_table.py"
+
+
+# Mitigation policies with deadlines: relaunch, speculative copy, speculative resume.
+def policy_setting(name, default):
+    return config["simulation"].get("policies", {}).get(name, default)
+
+
+rule simulate_policies:
+    input:
+        tasks=lambda wc: prediction_files(wc.dataset, wc.method, "tasks"),
+        jobs=lambda wc: prediction_files(wc.dataset, wc.method, "jobs"),
+    output:
+        "results/{dataset}/policies/{method}.parquet",
+    params:
+        replay=lambda wc: {**config["replay"], **dataset_config(wc.dataset).get("replay", {})},
+        repeats=config["simulation"]["repeats"],
+        machines=config["simulation"]["machines"],
+        resume_attempts=policy_setting("resume_attempts", 2),
+        kill_delay=policy_setting("kill_delay", None),
+        seed=config["seed"],
+    log:
+        "logs/policies/{dataset}/{method}.log",
+    benchmark:
+        "benchmarks/policies/{dataset}/{method}.tsv"
+    script:
+        "../../scripts/simulate_policies.py"
+
+
+rule policies_report:
+    input:
+        expand("results/{{dataset}}/policies/{method}.parquet", method=METHODS),
+    output:
+        csv="results/{dataset}/policies/summary.csv",
+        pocd=report(
+            "results/{dataset}/figures/pocd_vs_machine_time.png",
+            caption="../report/pocd_vs_machine_time.rst",
+            category="Mitigation policies",
+            subcategory="{dataset}",
+        ),
+        reduction=report(
+            "results/{dataset}/figures/reduction_by_policy.png",
+            caption="../report/reduction_by_policy.rst",
+            category="Mitigation policies",
+            subcategory="{dataset}",
+        ),
+    params:
+        deadline_factors=policy_setting("deadline_factors", [1.0, 1.1, 1.25]),
+    log:
+        "logs/policies/{dataset}/report.log",
+    script:
+        "../../scripts/policies_report.py"
+
+
+rule policies_table:
+    input:
+        expand("results/{dataset}/policies/summary.csv", dataset=DATASETS),
+    output:
+        csv="results/tables/policies.csv",
+        md=report(
+            "results/tables/policies.md",
+            caption="../report/policies.rst",
+            category="Mitigation policies",
+        ),
+    log:
+        "logs/tables/policies.log",
+    script:
+        "../../scripts/policies_table.py"

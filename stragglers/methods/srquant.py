@@ -1,0 +1,82 @@
+"""SRQuant (laser.txt §IV-A, Algorithm 1): Hadoop's linear estimate against a deadline.
+
+At each checkpoint (tau_est), every running task's execution time is estimated the way Hadoop
+does, from its progress score (``stragglers.methods._progress``, the same proxy as LATE):
+
+    estimate = startup_offset + (elapsed - startup_offset) / progress
+
+(``startup_offset``: seconds of a task's start-up that do not scale with progress; 0 by
+default, as the traces give no start-up phase). A task whose estimate exceeds the deadline D
+is flagged. D is the job's straggler threshold tau (the replay's task deadline: a task that runs
+past it is a straggler). A task with progress 0 has no estimate and is not flagged.
+
+The number of speculative attempts is chosen per job by Algorithm 1 (``_srquant_model``):
+Pareto(t_min, beta) fitted by maximum likelihood to the finished latencies, tau_est = the median
+elapsed time and phi_est = the mean progress of the running tasks, r = argmax over 0..r_max of
+U(r) = log(R(r) - R_min) - theta_C * E_r(T). The chosen r + 1 (``chosen_attempts``) is written
+with each flag (``resume_attempts`` column of the predictions) and used by the simulator's
+speculative-resume policy for this method's flags.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stragglers.methods._online import validate_checkpoint
+from stragglers.methods._progress import estimate_progress
+from stragglers.methods._srquant_model import choose_attempts, fit_pareto
+from stragglers.methods.base import Checkpoint, JobInfo, Method
+
+
+def hadoop_estimate(elapsed: np.ndarray, progress: np.ndarray, startup_offset: float) -> np.ndarray:
+    """Estimated execution time; inf where progress is 0 (no estimate)."""
+    elapsed = np.asarray(elapsed, dtype=np.float64)
+    progress = np.asarray(progress, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        work_time = np.maximum(elapsed - startup_offset, 0.0) / progress
+    return np.where(progress > 0, startup_offset + work_time, np.inf)
+
+
+class SRQuant(Method):
+    name = "SRQuant"
+    family = "Schedulers"
+    defaults = {
+        "r_max": 5,  # most extra attempts per straggler
+        "pocd_min": 0.0,  # R_min of Eq. 9 (the paper gives no value)
+        "theta_cost": 1e-4,  # theta * C per machine-second (the paper's experiments)
+        "kill_delay": 300.0,  # tau_kill - tau_est: one checkpoint
+        "startup_offset": 0.0,
+    }
+
+    def start_job(self, job: JobInfo) -> None:
+        super().start_job(job)
+        self.chosen_attempts: int | None = None
+
+    def resume_attempts(self) -> int | None:
+        return self.chosen_attempts
+
+    def predict(self, checkpoint: Checkpoint) -> np.ndarray:
+        validate_checkpoint(self.job, checkpoint)
+        n_run = len(checkpoint.running_tasks)
+        if n_run == 0 or len(checkpoint.finished_tasks) == 0:
+            return np.zeros(n_run, dtype=bool)
+        progress = estimate_progress(checkpoint, self.job.feature_names).progress
+        estimate = hadoop_estimate(checkpoint.running_elapsed, progress,
+                                   float(self.params["startup_offset"]))
+        deadline = float(self.job.straggler_threshold)
+        flags = np.isfinite(estimate) & (estimate > deadline)
+        if flags.any():
+            try:
+                t_min, beta = fit_pareto(checkpoint.finished_latency)
+            except ValueError:
+                return flags  # the model cannot be fitted yet: flag, keep the last r
+            r, _ = choose_attempts(
+                self.job.n_tasks, t_min, beta, deadline,
+                tau_est=float(np.median(checkpoint.running_elapsed)),
+                phi_est=float(np.clip(progress.mean(), 0.0, 1.0 - 1e-9)),
+                kill_delay=float(self.params["kill_delay"]), r_max=int(self.params["r_max"]),
+                pocd_min=float(self.params["pocd_min"]),
+                theta_cost=float(self.params["theta_cost"]),
+            )
+            self.chosen_attempts = r + 1
+        return flags
