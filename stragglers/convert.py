@@ -347,6 +347,7 @@ class _AtomicFolder:
 
 TASKS_FILE = "tasks.parquet"
 EVENT_KEYS_FILE = "event_keys.npz"
+LOOKUP_FILE = "trace_key_lookup.npz"
 REPORT_FILE = "report.json"
 # the per-task facts a gather needs (a row's position is its task_key)
 TASK_FILE_COLUMNS = [
@@ -384,9 +385,13 @@ def prepare_google(
     event_keys = eviction_and_failure_keys(ev)
     del events, ev
     report.phase("task_events")
+    # (job, task index) -> task_key lookup, sorted once here rather than in every part's job
+    trace_keys = _trace_key(tasks["job_id"].to_numpy(), tasks["task_index"].to_numpy())
+    key_order = np.argsort(trace_keys, kind="stable")
     with _AtomicFolder(prepared_dir) as staging:
         tasks[TASK_FILE_COLUMNS].to_parquet(staging / TASKS_FILE, index=False)
         np.savez(staging / EVENT_KEYS_FILE, **event_keys)
+        np.savez(staging / LOOKUP_FILE, sorted_trace_keys=trace_keys[key_order], key_order=key_order)
         _write_report(staging / REPORT_FILE, report)
     return report.as_dict()
 
@@ -407,12 +412,16 @@ def spill_google_usage(
     Parquet file of window rows per shard in `spill_dir` (plus `report.json`)."""
     prepared_dir = Path(prepared_dir)
     report = ConversionReport(dataset)
-    tasks = pd.read_parquet(prepared_dir / TASKS_FILE)
+    tasks = pd.read_parquet(
+        prepared_dir / TASKS_FILE, columns=["job_id", "task_index", "first_schedule", "finish", "shard"]
+    )
     with np.load(prepared_dir / EVENT_KEYS_FILE) as stored:
         event_keys = {name: stored[name] for name in stored.files}
+    with np.load(prepared_dir / LOOKUP_FILE) as stored:
+        lookup = (stored["sorted_trace_keys"], stored["key_order"])
     with _AtomicFolder(spill_dir) as staging:
         spill = ShardSpill(staging / "shards")
-        _spill_usage_windows(usage_parts, tasks, event_keys, spill, report)
+        _spill_usage_windows(usage_parts, tasks, event_keys, spill, report, lookup)
         spill.close()
         report.phase("task_usage")
         _write_report(staging / REPORT_FILE, report)
@@ -425,12 +434,12 @@ def _spill_usage_windows(
     event_keys: dict[str, np.ndarray],
     spill: "ShardSpill",
     report: ConversionReport,
+    lookup: tuple[np.ndarray, np.ndarray],
 ) -> None:
+    """`lookup`: (sorted trace keys, their task_keys), made by `prepare_google`."""
     job_ids = np.sort(tasks["job_id"].unique())
     # (job, task index) -> task_key through one sorted int64 key (job ids < 2**40, indices < 2**23)
-    trace_keys = _trace_key(tasks["job_id"].to_numpy(), tasks["task_index"].to_numpy())
-    key_order = np.argsort(trace_keys)
-    sorted_trace_keys = trace_keys[key_order]
+    sorted_trace_keys, key_order = lookup
     first_schedule = tasks["first_schedule"].to_numpy()
     finish = tasks["finish"].to_numpy()
     task_shard = tasks["shard"].to_numpy()
