@@ -301,7 +301,7 @@ def counts_before(
 # Conversion runs as stages so that Snakemake can scatter it (see `stragglers.scatter`):
 #   prepare   (Google, task_usage datasets): every task_events part -> the kept tasks, their
 #             shard and their eviction/failure times (folder `prepared`);
-#   spill     one job per group of raw parts -> one Parquet file of window rows per shard;
+#   spill     one job per group of raw parts -> one Arrow IPC file of window rows per shard;
 #   gather    one job per shard -> that shard's per-job files (jobs/shard-<k>/), a manifest
 #             piece and a report piece (jobs straddling parts are stitched here);
 #   manifest  the pieces -> manifest.parquet and report.json (counts and skipped rows summed).
@@ -376,7 +376,8 @@ def prepare_google(
 ) -> dict[str, Any]:
     """Stage 1 (kind google-2011): the task events of every part (a job may span parts) ->
     `tasks.parquet` (kept tasks and their shard), `event_keys.npz` (their evictions and
-    failures up to FINISH) and `report.json`, written atomically into `prepared_dir`."""
+    failures up to FINISH), `trace_key_lookup.npz` ((job, task index) -> task_key, sorted) and
+    `report.json`, written atomically into `prepared_dir`."""
     report = ConversionReport(dataset)
     events = read_production_events(list(event_parts), report, priorities)
     tasks = _assign_shards(select_google_tasks(task_outcomes(events), min_tasks, report), n_shards)
@@ -409,7 +410,7 @@ def spill_google_usage(
     usage_parts: list[Path], prepared_dir: Path | str, spill_dir: Path | str, *, dataset: str
 ) -> dict[str, Any]:
     """Stage 2 (kind google-2011): usage windows of the kept tasks in `usage_parts` -> one
-    Parquet file of window rows per shard in `spill_dir` (plus `report.json`)."""
+    Arrow IPC file of window rows per shard in `spill_dir` (plus `report.json`)."""
     prepared_dir = Path(prepared_dir)
     report = ConversionReport(dataset)
     tasks = pd.read_parquet(
