@@ -301,7 +301,7 @@ def counts_before(
 # Conversion runs as stages so that Snakemake can scatter it (see `stragglers.scatter`):
 #   prepare   (Google, task_usage datasets): every task_events part -> the kept tasks, their
 #             shard and their eviction/failure times (folder `prepared`);
-#   spill     one job per group of raw parts -> one Parquet file of window rows per shard;
+#   spill     one job per group of raw parts -> one Arrow IPC file of window rows per shard;
 #   gather    one job per shard -> that shard's per-job files (jobs/shard-<k>/), a manifest
 #             piece and a report piece (jobs straddling parts are stitched here);
 #   manifest  the pieces -> manifest.parquet and report.json (counts and skipped rows summed).
@@ -347,6 +347,7 @@ class _AtomicFolder:
 
 TASKS_FILE = "tasks.parquet"
 EVENT_KEYS_FILE = "event_keys.npz"
+LOOKUP_FILE = "trace_key_lookup.npz"
 REPORT_FILE = "report.json"
 # the per-task facts a gather needs (a row's position is its task_key)
 TASK_FILE_COLUMNS = [
@@ -375,7 +376,8 @@ def prepare_google(
 ) -> dict[str, Any]:
     """Stage 1 (kind google-2011): the task events of every part (a job may span parts) ->
     `tasks.parquet` (kept tasks and their shard), `event_keys.npz` (their evictions and
-    failures up to FINISH) and `report.json`, written atomically into `prepared_dir`."""
+    failures up to FINISH), `trace_key_lookup.npz` ((job, task index) -> task_key, sorted) and
+    `report.json`, written atomically into `prepared_dir`."""
     report = ConversionReport(dataset)
     events = read_production_events(list(event_parts), report, priorities)
     tasks = _assign_shards(select_google_tasks(task_outcomes(events), min_tasks, report), n_shards)
@@ -384,9 +386,13 @@ def prepare_google(
     event_keys = eviction_and_failure_keys(ev)
     del events, ev
     report.phase("task_events")
+    # (job, task index) -> task_key lookup, sorted once here rather than in every part's job
+    trace_keys = _trace_key(tasks["job_id"].to_numpy(), tasks["task_index"].to_numpy())
+    key_order = np.argsort(trace_keys, kind="stable")
     with _AtomicFolder(prepared_dir) as staging:
         tasks[TASK_FILE_COLUMNS].to_parquet(staging / TASKS_FILE, index=False)
         np.savez(staging / EVENT_KEYS_FILE, **event_keys)
+        np.savez(staging / LOOKUP_FILE, sorted_trace_keys=trace_keys[key_order], key_order=key_order)
         _write_report(staging / REPORT_FILE, report)
     return report.as_dict()
 
@@ -404,15 +410,19 @@ def spill_google_usage(
     usage_parts: list[Path], prepared_dir: Path | str, spill_dir: Path | str, *, dataset: str
 ) -> dict[str, Any]:
     """Stage 2 (kind google-2011): usage windows of the kept tasks in `usage_parts` -> one
-    Parquet file of window rows per shard in `spill_dir` (plus `report.json`)."""
+    Arrow IPC file of window rows per shard in `spill_dir` (plus `report.json`)."""
     prepared_dir = Path(prepared_dir)
     report = ConversionReport(dataset)
-    tasks = pd.read_parquet(prepared_dir / TASKS_FILE)
+    tasks = pd.read_parquet(
+        prepared_dir / TASKS_FILE, columns=["job_id", "task_index", "first_schedule", "finish", "shard"]
+    )
     with np.load(prepared_dir / EVENT_KEYS_FILE) as stored:
         event_keys = {name: stored[name] for name in stored.files}
+    with np.load(prepared_dir / LOOKUP_FILE) as stored:
+        lookup = (stored["sorted_trace_keys"], stored["key_order"])
     with _AtomicFolder(spill_dir) as staging:
         spill = ShardSpill(staging / "shards")
-        _spill_usage_windows(usage_parts, tasks, event_keys, spill, report)
+        _spill_usage_windows(usage_parts, tasks, event_keys, spill, report, lookup)
         spill.close()
         report.phase("task_usage")
         _write_report(staging / REPORT_FILE, report)
@@ -425,12 +435,12 @@ def _spill_usage_windows(
     event_keys: dict[str, np.ndarray],
     spill: "ShardSpill",
     report: ConversionReport,
+    lookup: tuple[np.ndarray, np.ndarray],
 ) -> None:
+    """`lookup`: (sorted trace keys, their task_keys), made by `prepare_google`."""
     job_ids = np.sort(tasks["job_id"].unique())
     # (job, task index) -> task_key through one sorted int64 key (job ids < 2**40, indices < 2**23)
-    trace_keys = _trace_key(tasks["job_id"].to_numpy(), tasks["task_index"].to_numpy())
-    key_order = np.argsort(trace_keys)
-    sorted_trace_keys = trace_keys[key_order]
+    sorted_trace_keys, key_order = lookup
     first_schedule = tasks["first_schedule"].to_numpy()
     finish = tasks["finish"].to_numpy()
     task_shard = tasks["shard"].to_numpy()

@@ -14,7 +14,8 @@ local folder. From them:
   batch_instance table (one CSV, or the tarball read as a stream) is one part and one group.
 
 The library functions here are what the rules' scripts call; the decisions about rows are all
-in `stragglers.convert`.
+in `stragglers.convert`, imported inside the functions (with pandas and pyarrow) so that
+building the DAG, which calls `raw_layout`, does not pay for them.
 """
 
 from __future__ import annotations
@@ -27,9 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-from stragglers import convert
 from stragglers.schema import google_part_name
 
 log = logging.getLogger(__name__)
@@ -88,6 +86,8 @@ def raw_layout(kind: str, dataset_config: dict[str, Any], raw_dir: str | None) -
                 for index in fetch.select_parts(spec["parts"], total, setting="download.parts")
             ]
         else:
+            from stragglers import convert
+
             tables[table] = [
                 str(path.relative_to(raw_dir)) for path in convert.list_parts(Path(raw_dir), table)
             ]
@@ -107,6 +107,8 @@ def check_parts_present(raw_dir: str | Path, parts: list[str]) -> list[Path]:
 def _google_parts(raw_dir: str | Path, parts: list[str], table: str) -> list[Path]:
     """Parts of `table` as the DAG listed them; parts in the folder that the DAG did not list
     (e.g. left by an earlier, larger download selection) are not used, and said so."""
+    from stragglers import convert
+
     listed = check_parts_present(raw_dir, parts)
     present = convert.list_parts(Path(raw_dir), table)
     extra = sorted(set(map(str, present)) - set(map(str, listed)))
@@ -130,6 +132,8 @@ def prepare(
     *, raw_dir: str, event_parts: list[str], out_dir: str, dataset: str, n_shards: int,
     min_tasks: int, priorities: list[int],
 ) -> dict[str, Any]:
+    from stragglers import convert
+
     return convert.prepare_google(
         _google_parts(raw_dir, event_parts, "task_events"), out_dir, dataset=dataset,
         n_shards=n_shards, min_tasks=min_tasks, priorities=tuple(priorities),
@@ -142,6 +146,8 @@ def convert_part(
     prepared_dir: str | None = None,
 ) -> dict[str, Any]:
     """One group of raw parts -> its spill folder (and a copy of its report)."""
+    from stragglers import convert
+
     if kind == "google-2011":
         report = convert.spill_google_usage(
             _google_parts(raw_dir, parts, "task_usage"), prepared_dir, out_dir, dataset=dataset
@@ -167,6 +173,8 @@ def gather(
     prepared_dir: str | None = None,
 ) -> dict[str, Any]:
     """One shard: every group's spilled rows -> its job files, manifest piece and report."""
+    from stragglers import convert
+
     convert.check_latency_definition(latency_definition)
     tasks_path = None
     if kind == "google-2011":
@@ -190,6 +198,10 @@ def manifest(
 ) -> dict[str, Any]:
     """Stage reports (prepare, then part groups, in order) and the shards' pieces (in shard
     order) -> manifest.parquet and report.json."""
+    import pandas as pd
+
+    from stragglers import convert
+
     # the prepare stage's report is inside its folder
     stage_reports = [Path(p) / convert.REPORT_FILE if Path(p).is_dir() else Path(p) for p in stage_reports]
     reports = [convert.read_report(p) for p in [*stage_reports, *shard_reports]]

@@ -91,7 +91,9 @@ def test_per_file_download_jobs_then_scattered_conversion(served_trace, tmp_path
     (folder / "SHA256SUM").write_text("".join(
         line + "\n" for line in (folder / "SHA256SUM").read_text().splitlines() if layout.files[-1] not in line
     ))
-    with pytest.raises(Exception, match="no entry"):
+    from stragglers.download import DownloadError
+
+    with pytest.raises(DownloadError, match="no entry"):
         scatter.download_file(kind="google-2011", download=download, folder=str(folder), file=layout.files[-1],
                               out=str(tmp_path / "x.json"))
     from test_scatter import run_scattered
@@ -106,3 +108,28 @@ def test_per_file_download_jobs_then_scattered_conversion(served_trace, tmp_path
     pd.testing.assert_frame_equal(manifest, pd.read_parquet(scattered / "manifest.parquet"))
     for path in manifest["path"]:
         pd.testing.assert_frame_equal(pd.read_parquet(single / path), pd.read_parquet(scattered / path))
+
+
+def test_alibaba_archive_is_one_download_job(served_trace, tmp_path):
+    """An Alibaba archive is one file (one `download_file` job) verified against the config's
+    sha256; a wrong digest fails the job and the file is not kept under its name."""
+    from stragglers import scatter
+
+    source, url = served_trace
+    archive = source / "batch_instance.tar.gz"
+    archive.write_bytes(b"not really a tarball, only bytes to fetch" * 100)
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    layout = scatter.raw_layout("alibaba-2018", {"source": "download"}, None)
+    assert layout.files == ["batch_instance.tar.gz"] and layout.groups == [["batch_instance.tar.gz"]]
+    folder = tmp_path / "download"
+    result = scatter.download_file(kind="alibaba-2018", download={"url": f"{url}/batch_instance.tar.gz", "sha256": digest},
+                                   folder=str(folder), file=layout.files[0], out=str(tmp_path / "ok.json"))
+    assert (folder / "batch_instance.tar.gz").read_bytes() == archive.read_bytes()
+    assert result["bytes"] == archive.stat().st_size
+    other = tmp_path / "other"
+    from stragglers.download import ChecksumMismatchError
+
+    with pytest.raises(ChecksumMismatchError):
+        scatter.download_file(kind="alibaba-2018", download={"url": f"{url}/batch_instance.tar.gz", "sha256": "0" * 64},
+                              folder=str(other), file=layout.files[0], out=str(tmp_path / "bad.json"))
+    assert not (other / "batch_instance.tar.gz").exists() and not (tmp_path / "bad.json").exists()
