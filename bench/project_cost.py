@@ -87,9 +87,12 @@ def project(rates: dict, cores: list[int], convert_per_gb: float, startup: float
                                             convert_per_gb * full["raw_gb"], 1),
             "prediction": (predict_cpu, slowest * full["tasks"] / full["shards"],
                            math.ceil(predict_jobs / group)),
-            "simulation": (sum(rate["simulate"].values()) * full["tasks"],
+            # one simulation job per method; methods not (yet) simulated in WORKDIR cost the
+            # mean of those that were
+            "simulation": (sum(rate["simulate"].values()) / len(rate["simulate"]) * len(methods)
+                           * full["tasks"],
                            max(rate["simulate"].values(), default=0.0) * full["tasks"],
-                           len(rate["simulate"])),
+                           len(methods)),
         }
         if rate["evaluate"] is not None:
             stages["evaluation"] = (rate["evaluate"] * full["tasks"], rate["evaluate"] * full["tasks"], 1)
@@ -108,7 +111,7 @@ def project(rates: dict, cores: list[int], convert_per_gb: float, startup: float
         today = totals(stages)
         entry = {
             "tasks": full["tasks"], "jobs": full["jobs"], "shards": full["shards"],
-            "methods": len(methods),
+            "methods": len(methods), "methods_simulated_in_workdir": len(rate["simulate"]),
             "stages_cpu_hours": {k: round((c + startup * n) / 3600, 2) for k, (c, _, n) in stages.items()},
             "longest_job_hours": {k: round(longest / 3600, 3) for k, (_, longest, _) in stages.items()},
             "slowest_method": max(rate["predict"], key=rate["predict"].get),

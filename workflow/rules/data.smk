@@ -62,9 +62,9 @@ rule download_file:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
         download=lambda wc: dataset_config(wc.dataset)["download"],
         folder=lambda wc: f"resources/download/{wc.dataset}",
+    # network-bound, not measured here: 41 GB of Google parts at >= 1 MB/s in one job
     resources:
-        mem_mb=512,
-        runtime=720,  # 41 GB of Google parts at >= 1 MB/s per job
+        runtime=720,
     log:
         "logs/download/{dataset}/{file}.log",
     benchmark:

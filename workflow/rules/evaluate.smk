@@ -24,9 +24,6 @@ rule evaluate_dataset:
         ),
     params:
         n_points=config["evaluation"]["f1_time_points"],
-    resources:
-        mem_mb=2048,
-        runtime=15,
     log:
         "logs/evaluate/{dataset}.log",
     benchmark:

@@ -17,9 +17,10 @@ rule predict:
         method_dirs=config.get("method_dirs", []),
         tuning_jobs=tuning_jobs(),
     # measured: bench/suggest_resources.py (README, "Running on a cluster")
+    # (slowest method SOD: 420 MB peak RSS, 1.36 CPU s per trace job, x 100 jobs per shard)
     resources:
         mem_mb=768,
-        runtime=10,
+        runtime=7,
     log:
         "logs/predict/{dataset}/{method}/shard-{shard}.log",
     benchmark:
@@ -48,9 +49,6 @@ rule tune_method:
         seed=config["seed"],
         n_jobs=tuning_jobs(),
         method_dirs=config.get("method_dirs", []),
-    resources:
-        mem_mb=768,
-        runtime=30,
     log:
         "logs/tune/{dataset}/{method}.log",
     benchmark:

@@ -13,9 +13,10 @@ rule simulate_method:
         machines=config["simulation"]["machines"],
         seed=config["seed"],
     # measured: bench/suggest_resources.py (README, "Running on a cluster")
+    # (1.08 M tasks: 456 MB peak RSS, 16.5 CPU s)
     resources:
-        mem_mb=1024,
-        runtime=10,
+        mem_mb=768,
+        runtime=5,
     log:
         "logs/simulate/{dataset}/{method}.log",
     benchmark:
