@@ -24,7 +24,9 @@ from pathlib import Path
 
 import pandas as pd
 
-BENCHMARK_RULES = {"predict": "predict", "convert": "convert_trace", "simulate": "simulate_method",
+# benchmarks/convert/<dataset>/ holds the scatter-gather stages, told apart by file name
+CONVERT_STAGES = {"prepare": "convert_prepare", "group": "convert_part", "shard": "gather_shard"}
+BENCHMARK_RULES = {"predict": "predict", "simulate": "simulate_method", "policies": "simulate_policies",
                    "generate": "generate_trace", "download": "download_trace", "tune": "tune_method",
                    "evaluate": "evaluate_dataset"}
 
@@ -35,7 +37,10 @@ def read_benchmarks(workdir: Path) -> pd.DataFrame:
         relative = path.relative_to(workdir / "benchmarks")
         frame = pd.read_csv(path, sep="\t")
         row = frame.iloc[0]
-        record = {"folder": relative.parts[0], "path": str(relative), "seconds": float(row["s"]),
+        folder = relative.parts[0]
+        if folder == "convert":
+            folder = CONVERT_STAGES.get(relative.stem.split("-")[0], "convert")
+        record = {"folder": folder, "path": str(relative), "seconds": float(row["s"]),
                   "cpu_seconds": float(row["cpu_time"]),
                   "max_rss_mb": float(row["max_rss"]) if row["max_rss"] != "-" else float("nan"),
                   "mean_load": float(row["mean_load"]) if "mean_load" in row else float("nan"),

@@ -125,6 +125,12 @@ rule convert_part:
         min_tasks=lambda wc: dataset_config(wc.dataset).get("min_tasks", 100),
         priorities=lambda wc: dataset_config(wc.dataset).get("production_priorities", [9, 10, 11]),
         grid=lambda wc: dataset_config(wc.dataset).get("replay", {}),
+    # measured: bench/bench_convert.py, one real-size task_usage part in a fresh process:
+    # 1.1 GB peak RSS, 5.6 s CPU; headroom rule of bench/suggest_resources.py (1.5x memory,
+    # 3x CPU time, at least 5 min)
+    resources:
+        mem_mb=1792,
+        runtime=5,
     log:
         "logs/convert/{dataset}/group-{group}.log",
     benchmark:
@@ -146,12 +152,6 @@ rule gather_shard:
         latency_definition=lambda wc: dataset_config(wc.dataset).get(
             "latency_definition", "schedule_to_finish"
         ),
-    # measured: bench/suggest_resources.py (README, "Running on a cluster")
-    # (5,000 generated jobs: 1.67 GB peak RSS; a real-size part: 12 s, so 500 Google parts in
-    # one job: 100 min)
-    resources:
-        mem_mb=2560,
-        runtime=300,
     log:
         "logs/convert/{dataset}/shard-{shard}.log",
     benchmark:
