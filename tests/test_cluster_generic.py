@@ -3,27 +3,24 @@ workflow/profiles/local-processes/submit.py as its own detached local process (a
 and Snakemake, nothing shared in memory with the scheduler), polled by status.py. Outputs must
 equal a local run's on the same config, wall-time columns aside.
 
-The config exercises every rule type: generate_trace, download_trace (from a local HTTP server),
-verify_local_trace, convert_trace, tune_method, predict, evaluate_dataset, table3, cost_table,
-simulate_method, simulation_report, completion_time_table, results_index.
+The config exercises every rule type of the default run (the test compares the submitted rules
+with `snakemake --list-rules`): generation, per-file downloads from a local HTTP server, a
+verified local folder, the scattered conversion, tuning, prediction, evaluation, tables, the
+completion-time and mitigation-policy simulations and the results index.
 """
 
-import functools
-import hashlib
 import json
 import shlex
-import http.server
 import shutil
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-from stragglers.generate import GoogleGeneratorConfig, generate_google
+from served_bucket import served_folder, write_google_bucket
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = ROOT / "workflow" / "profiles" / "local-processes"
@@ -38,25 +35,9 @@ WALL_TIME_COLUMNS = ("seconds", "rule_seconds", "max_rss", "s", "cpu_time")
 @pytest.fixture
 def served_trace(tmp_path):
     """Generated Google parts with a SHA256SUM, served on 127.0.0.1 and usable as a local folder."""
-    source = tmp_path / "bucket"
-    generate_google(source, GoogleGeneratorConfig.from_dict({"n_jobs": 3, "seed": 5}))
-    lines = []
-    for path in sorted(source.glob("*/part-*.csv.gz")):
-        lines.append(f"{hashlib.sha256(path.read_bytes()).hexdigest()} *{path.relative_to(source).as_posix()}")
-    (source / "schema.csv").write_text("file pattern,field number,content,format,mandatory\n")
-    lines.insert(0, f"{hashlib.sha256((source / 'schema.csv').read_bytes()).hexdigest()} *schema.csv")
-    (source / "SHA256SUM").write_text("\n".join(lines) + "\n")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(source))
-    handler.log_message = lambda *args: None
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield source, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    source = write_google_bucket(tmp_path / "bucket")
+    with served_folder(source) as url:
+        yield source, url
 
 
 def write_config(path: Path, source: Path, url: str) -> Path:

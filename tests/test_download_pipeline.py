@@ -2,40 +2,21 @@
 generated Google parts and their SHA256SUM are fetched, verified, and convert exactly like the
 original files."""
 
-import functools
 import hashlib
-import http.server
-import threading
 
 import pandas as pd
 import pytest
 
+from served_bucket import served_folder, write_google_bucket
 from stragglers.convert import convert_google
-from stragglers.generate import GoogleGeneratorConfig, generate_google
 from stragglers.pipeline import download_trace
 
 
 @pytest.fixture
 def served_trace(tmp_path):
-    source = tmp_path / "bucket"
-    generate_google(source, GoogleGeneratorConfig.from_dict({"n_jobs": 3, "seed": 5}))
-    (source / "schema.csv").write_text("file pattern,field number,content,format,mandatory\n")
-    lines = [f"{hashlib.sha256((source / 'schema.csv').read_bytes()).hexdigest()} *schema.csv"]
-    for path in sorted(source.glob("*/part-*.csv.gz")):
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        lines.append(f"{digest} *{path.relative_to(source).as_posix()}")
-    (source / "SHA256SUM").write_text("\n".join(lines) + "\n")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(source))
-    handler.log_message = lambda *args: None
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield source, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    source = write_google_bucket(tmp_path / "bucket")
+    with served_folder(source) as url:
+        yield source, url
 
 
 def test_download_then_convert_matches_the_source(served_trace, tmp_path):
