@@ -6,7 +6,8 @@ WORKDIR is a finished run of the workflow (e.g. the default config, every method
 
 - prediction: each method's CPU seconds per task = the `cpu_time` of its `benchmarks/predict`
   files / the tasks in those shards (n_tasks of results/*/predictions/*/shard-*.jobs.parquet);
-- simulation and evaluation: `cpu_time` of benchmarks/simulate (per method) and
+- simulation, mitigation policies and evaluation: `cpu_time` of benchmarks/simulate and
+  benchmarks/policies (per method) and
   benchmarks/evaluate (per dataset, when present) / the dataset's tasks;
 - conversion: CPU seconds per compressed GB of raw trace, from bench/bench_convert.py
   (--convert-seconds-per-gb; default 12 s per real-size 90 MB task_usage part);
@@ -55,7 +56,7 @@ def measured_rates(workdir: Path, config_path: Path) -> dict:
         tasks = int(manifest["n_tasks"].sum())
         entry = rates.setdefault(family, {"dataset": dataset, "tasks_measured": tasks,
                                           "jobs_measured": len(manifest), "predict": {},
-                                          "simulate": {}, "evaluate": None})
+                                          "simulate": {}, "policies": {}, "evaluate": None})
         for method_dir in sorted((workdir / "benchmarks" / "predict" / dataset).iterdir()):
             seconds, shard_tasks = 0.0, 0
             for tsv in method_dir.glob("shard-*.tsv"):
@@ -65,6 +66,8 @@ def measured_rates(workdir: Path, config_path: Path) -> dict:
             entry["predict"][method_dir.name] = seconds / shard_tasks
         for tsv in sorted((workdir / "benchmarks" / "simulate" / dataset).glob("*.tsv")):
             entry["simulate"][tsv.stem] = cpu(tsv) / tasks
+        for tsv in sorted((workdir / "benchmarks" / "policies" / dataset).glob("*.tsv")):
+            entry["policies"][tsv.stem] = cpu(tsv) / tasks
         evaluate = workdir / "benchmarks" / "evaluate" / f"{dataset}.tsv"
         if evaluate.exists():
             entry["evaluate"] = cpu(evaluate) / tasks
@@ -83,7 +86,7 @@ def project(rates: dict, cores: list[int], convert_per_gb: float, startup: float
         predict_jobs = len(methods) * full["shards"]
         stages = {
             # name: (CPU seconds, longest single job in seconds, submitted jobs)
-            "conversion (one job, today)": (convert_per_gb * full["raw_gb"],
+            "conversion (one job, before scatter-gather)": (convert_per_gb * full["raw_gb"],
                                             convert_per_gb * full["raw_gb"], 1),
             "prediction": (predict_cpu, slowest * full["tasks"] / full["shards"],
                            math.ceil(predict_jobs / group)),
@@ -94,6 +97,11 @@ def project(rates: dict, cores: list[int], convert_per_gb: float, startup: float
                            max(rate["simulate"].values(), default=0.0) * full["tasks"],
                            len(methods)),
         }
+        if rate["policies"]:
+            # one mitigation-policy simulation job per method (rule simulate_policies)
+            stages["mitigation policies"] = (
+                sum(rate["policies"].values()) / len(rate["policies"]) * len(methods) * full["tasks"],
+                max(rate["policies"].values()) * full["tasks"], len(methods))
         if rate["evaluate"] is not None:
             stages["evaluation"] = (rate["evaluate"] * full["tasks"], rate["evaluate"] * full["tasks"], 1)
         if full["conversion_jobs_scattered"] > 1:
