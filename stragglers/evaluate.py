@@ -136,8 +136,10 @@ def sort_rows(
     Datasets follow `dataset_order` if given (datasets not in it go last), otherwise their
     order of first appearance.
     """
+    # positional from here on: labels repeated in the caller's index would multiply rows
+    frame = frame.reset_index(drop=True)
     if frame.empty:
-        return frame.reset_index(drop=True)
+        return frame
     has_family = "family" in frame
     method_keys = [
         method_sort_key(m, f if has_family else None)

@@ -347,3 +347,15 @@ def test_evaluation_does_not_import_method_code():
         elif isinstance(node, ast.ImportFrom) and node.module:
             imported.add(node.module)
     assert not any(name.startswith("stragglers.methods") for name in imported)
+
+
+def test_sort_rows_keeps_each_row_once_with_repeated_index_labels():
+    frame = pd.DataFrame(
+        {"method": ["NURD", "GBTR", "Oracle"], "family": ["Ours", "Supervised", "Oracle"],
+         "dataset": ["a", "a", "a"], "value": [1, 2, 3]},
+        index=[0, 0, 1],  # e.g. concatenated frames without ignore_index
+    )
+    out = ev.sort_rows(frame)
+    assert len(out) == 3
+    assert sorted(out["value"]) == [1, 2, 3]
+    assert list(out.index) == [0, 1, 2]
