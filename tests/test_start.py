@@ -354,3 +354,33 @@ def test_start_mle_rule_on_hand_made_checkpoints(monkeypatch):
         assert flags.all() == (k >= 1 and n_fin >= n - k) and flags.all() == flags.any()
         decisions.append(bool(flags.any()))
     assert decisions[-1] and not decisions[0]  # the rule fires only late in the job
+
+
+def test_predict_jobs_of_a_cross_job_method_read_every_shard(tmp_path):
+    """The workflow (dry run) gives START-MLE's predict jobs every shard, others their own."""
+    import re
+    import subprocess
+    import sys
+
+    import yaml
+
+    from test_workflow import ROOT, tiny_config
+
+    path = tiny_config(tmp_path)
+    config = yaml.safe_load(path.read_text())
+    config["methods"] = {"START-MLE": {}, "Elapsed": {}}
+    config["method_dirs"] = []
+    path.write_text(yaml.safe_dump(config))
+    run = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
+         "--directory", str(tmp_path), "--configfile", str(path), "--replace-workflow-config",
+         "-n"], capture_output=True, text=True, timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    inputs = {}
+    for block in re.split(r"\n\s*\n|\[[^\]]*\]\n", run.stdout + run.stderr):
+        wildcards = re.search(r"wildcards: dataset=google-tiny, method=([^,]+), shard=0", block)
+        if "rule predict" in block and wildcards:
+            inputs[wildcards.group(1)] = re.search(r"input: (.*)", block).group(1)
+    assert "jobs/shard-0" in inputs["START-MLE"] and "jobs/shard-1" in inputs["START-MLE"]
+    assert "jobs/shard-0" in inputs["Elapsed"] and "jobs/shard-1" not in inputs["Elapsed"]
