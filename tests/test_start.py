@@ -384,3 +384,14 @@ def test_predict_jobs_of_a_cross_job_method_read_every_shard(tmp_path):
             inputs[wildcards.group(1)] = re.search(r"input: (.*)", block).group(1)
     assert "jobs/shard-0" in inputs["START-MLE"] and "jobs/shard-1" in inputs["START-MLE"]
     assert "jobs/shard-0" in inputs["Elapsed"] and "jobs/shard-1" not in inputs["Elapsed"]
+
+
+def test_a_cross_job_method_fails_on_the_aligned_timeline(trace):
+    folder, manifest = trace
+    history = JobHistory(manifest, folder, "test")
+    row = manifest.iloc[-1]
+    job = job_from_frame(row.job_id, pd.read_parquet(folder / row.path), FEATURES)
+    settings = ReplaySettings(grid_origin=600.0, checkpoint_interval=300.0, protocol="paper")
+    _, rows = run_method_on_jobs(iter([job]), get_method("START-MLE"), {}, settings, LAST, 7, "t",
+                                 history=history)
+    assert rows["status"].iloc[0] == "failed" and "trace's clock" in rows["reason"].iloc[0]
