@@ -107,6 +107,11 @@ def predict_shard(
         tuned = json.loads(Path(tuned_params).read_text())
         params = {**params, **tuned["best_params"]}
         log.info("%s: tuned parameters %s", method, tuned["best_params"])
+    history = None
+    if method_class.cross_job:  # learns from earlier jobs of every shard (CONTRACT B)
+        from stragglers.history import JobHistory
+
+        history = JobHistory(read_manifest(converted_dir), converted_dir, kind, seed=seed)
     tasks, jobs = run_method_on_jobs(
         iter_shard_jobs(converted_dir, kind, shard, skip_tuning_jobs=tuning_jobs),
         method_class,
@@ -115,6 +120,7 @@ def predict_shard(
         last_columns(kind),
         seed,
         dataset,
+        history=history,
     )
     write_parquet_atomic(tasks, out_tasks)
     write_parquet_atomic(jobs, out_jobs)
@@ -159,10 +165,16 @@ def tune_method(
     method_class = get_method(method)
     job_ids = tuning_job_ids(read_manifest(converted_dir), n_jobs)
     jobs = list(iter_shard_jobs(converted_dir, kind, None, only_jobs=job_ids))
+    history = None
+    if method_class.cross_job:
+        from stragglers.history import JobHistory
+
+        history = JobHistory(read_manifest(converted_dir), converted_dir, kind, seed=seed)
     scores = []
     for point in parameter_grid(grid):
         tasks, job_rows = run_method_on_jobs(
-            iter(jobs), method_class, {**params, **point}, settings, last_columns(kind), seed, dataset
+            iter(jobs), method_class, {**params, **point}, settings, last_columns(kind), seed, dataset,
+            history=history,
         )
         metrics = evaluate.job_metrics(tasks, job_rows)
         scored = metrics[metrics["status"] == "ok"]

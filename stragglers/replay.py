@@ -265,9 +265,17 @@ def replay_job(
     settings: ReplaySettings,
     last_columns: np.ndarray,
     seed: int,
+    history: Any = None,
 ) -> JobRun:
-    """Run one method over one job's checkpoints; exceptions propagate to the caller."""
+    """Run one method over one job's checkpoints; exceptions propagate to the caller.
+    `history` (a stragglers.history.JobHistory) reaches cross-job methods only."""
     rules = settings.rules
+    if method.cross_job and rules.timeline == "aligned":
+        # the aligned timeline moves every task to start at 0: "finished before" is lost
+        raise ValueError(
+            f"method {method.name} learns across jobs and needs the trace's clock; "
+            "the aligned timeline (replay.protocol / overrides: timeline) does not keep it"
+        )
     if rules.timeline == "aligned":
         from stragglers.paper import replay_aligned_job
 
@@ -296,6 +304,8 @@ def replay_job(
         straggler_threshold=model_threshold,
         seed=seed,
         true_latency=np.array(model_latency, dtype=float) if method.privileged else None,
+        history=history if method.cross_job else None,
+        job_start=float(job.task_start.min()) if method.cross_job else float("nan"),
     )
     method.start_job(info)
     # tasks a privileged method trains on with their labels stay in the replay (it needs
@@ -345,8 +355,10 @@ def run_method_on_jobs(
     last_columns: np.ndarray,
     seed: int,
     dataset: str,
+    history: Any = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Replay every job; a job on which the method raises is recorded as failed with its reason."""
+    """Replay every job; a job on which the method raises is recorded as failed with its reason.
+    `history` (JobHistory of the dataset) is handed to cross-job methods."""
     task_frames: list[pd.DataFrame] = []
     job_rows: list[dict[str, Any]] = []
     for job in jobs:
@@ -363,7 +375,7 @@ def run_method_on_jobs(
             "job_end": float(job.task_end.max()),
         }
         try:
-            run = replay_job(job, method, settings, last_columns, method.seed)
+            run = replay_job(job, method, settings, last_columns, method.seed, history=history)
         except Exception as error:  # a failing method is reported, never silently dropped
             row.update(
                 status="failed",

@@ -24,6 +24,7 @@ __all__ = [
     "JobInfo",
     "Method",
     "available_methods",
+    "declared_cross_job",
     "get_method",
     "load_method_dirs",
 ]
@@ -73,6 +74,38 @@ def _declared() -> dict[str, str]:
                         )
                     found[value.value] = module_info.name
     return found
+
+
+@cache
+def _class_constants(name: str) -> dict[str, object]:
+    """Class-level constants (`x = <literal>`) of the package method called `name`, read
+    from its module's source without importing it."""
+    module = _declared()[name]
+    tree = ast.parse((Path(__path__[0]) / f"{module}.py").read_text())
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        constants: dict[str, object] = {}
+        for statement in node.body:
+            target = getattr(statement, "target", None) or (
+                statement.targets[0] if isinstance(statement, ast.Assign) else None
+            )
+            value = getattr(statement, "value", None)
+            if isinstance(target, ast.Name) and isinstance(value, ast.Constant):
+                constants[target.id] = value.value
+        if constants.get("name") == name:
+            return constants
+    return {}
+
+
+def declared_cross_job(name: str) -> bool:
+    """Whether a method learns from earlier jobs (`cross_job = True`), without importing the
+    package's method modules (the workflow asks this to choose the predict rule's inputs)."""
+    if name in _external:
+        return bool(_external[name].cross_job)
+    if name in _declared():
+        return bool(_class_constants(name).get("cross_job", False))
+    raise KeyError(f"no method named {name!r}; available: {', '.join(available_methods())}")
 
 
 @cache

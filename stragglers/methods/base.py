@@ -31,6 +31,10 @@ class JobInfo:
     straggler_threshold: float  # tau: latency at or above which a task is a straggler
     seed: int  # per (method, job) seed derived from the config's seed
     true_latency: np.ndarray | None = None  # only for privileged methods
+    # cross-job methods only (Method.cross_job): the dataset's jobs, handed out once finished
+    # (stragglers.history.JobHistory), and this job's start on the trace's clock
+    history: Any = None
+    job_start: float = float("nan")
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,9 @@ class Method(abc.ABC):
     family: ClassVar[str]  # table grouping, e.g. "Ours", "Supervised", "Outlier detection"
     privileged: ClassVar[bool] = False  # sees true latencies (Oracle, Wrangler)
     defaults: ClassVar[dict[str, Any]] = {}
+    # learns from earlier jobs: the replay fills JobInfo.history / job_start, and the predict
+    # rule gives it every shard of the dataset (read from source: methods.declared_cross_job)
+    cross_job: ClassVar[bool] = False
 
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):
         params = dict(params or {})

@@ -5,7 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir)))  # the stragglers package, even when not installed
 
-from stragglers.methods import available_methods, load_method_dirs
+from stragglers.methods import available_methods, declared_cross_job, load_method_dirs
 
 load_method_dirs(config.get("method_dirs", []))
 
@@ -196,7 +196,10 @@ def converted_manifest(wildcards):
 
 
 def converted_shard(wildcards):
-    """A prediction job's input: its own shard's job files (plus the small manifest)."""
+    """A prediction job's input: its own shard's job files (plus the small manifest); a
+    cross-job method (START) learns from earlier jobs of any shard, so it gets them all."""
+    if declared_cross_job(wildcards.method):
+        return converted_all_shards(wildcards)
     return f"resources/converted/{wildcards.dataset}/jobs/shard-{wildcards.shard}"
 
 

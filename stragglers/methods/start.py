@@ -1,0 +1,312 @@
+"""START (Tuli et al., IEEE TSC 2021): an Encoder-LSTM predicts the Pareto parameters of the
+job's task times; k_hat stragglers are expected; once n - k_hat tasks have finished, the rest
+are flagged (its Algorithm 1). Formulas, inputs and adaptations: docs/methods.md ("START").
+
+Network (the paper's shape): 4 fully connected encoder layers (ReLU), a 2-layer LSTM of 32
+units, a fully connected output of 2 = the Pareto parameters; inputs are an exponential moving
+average (weight `ema_weight` on the latest step) of the per-step input; MSE loss, Adam.
+
+Input of one step (a checkpoint): the paper's task and host matrices (one row per task / host,
+zero-padded) do not fit jobs of 100-400 tasks, so each is summarised to a fixed size:
+- task matrix: mean and std of the sign-log features over the finished tasks and over the
+  running tasks; shares of finished and running tasks; the finished latencies and running
+  elapsed times over the smallest finished latency, in logs (mean, std, max);
+- host matrix: mean and std of the sign-log machine state of the running tasks' machines
+  (`Checkpoint.running_machine_state`, CONTRACT A), absent when the dataset has none.
+
+Outputs: (ln(beta / x_min), ln(alpha - 1)), x_min the smallest finished latency at that step,
+so the targets are scale-free and alpha > 1 as START requires. Training (cross-job): every
+earlier job that had finished by this job's first prediction gives one sequence, replayed on
+its own checkpoint grid (step = its median window length, from the time `start_fraction` of
+its tasks had finished), with the target the Pareto fitted by maximum likelihood to all its
+latencies. The model is retrained when `retrain_every` more jobs have finished (models are
+shared by the jobs that see the same training set) on the latest `max_history_jobs` of them.
+With fewer than `retrain_every` earlier jobs there is no model: the job uses START-MLE's
+censored fit instead and is counted (`fallback_jobs`, logged).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from stragglers.methods._start import ALPHA_MAX, ALPHA_MIN, clip_alpha, pareto_mle, start_rule
+from stragglers.methods.base import Checkpoint, JobInfo
+from stragglers.methods.start_mle import StartMLE
+
+log = logging.getLogger(__name__)
+
+
+def signed_log(values: np.ndarray) -> np.ndarray:
+    return np.sign(values) * np.log1p(np.abs(values))
+
+
+def _mean_std(block: np.ndarray, width: int) -> np.ndarray:
+    if block.shape[0] == 0 or width == 0:
+        return np.zeros(2 * width)
+    block = signed_log(np.nan_to_num(np.asarray(block, dtype=float)))
+    return np.concatenate([block.mean(axis=0), block.std(axis=0)])
+
+
+def _log_ratio_stats(values: np.ndarray, x_min: float) -> np.ndarray:
+    if len(values) == 0:
+        return np.zeros(3)
+    ratio = np.log(np.maximum(np.asarray(values, dtype=float), x_min) / x_min)
+    return np.array([ratio.mean(), ratio.std(), ratio.max()])
+
+
+def step_input(
+    n_tasks: int,
+    finished_latency: np.ndarray,
+    finished_features: np.ndarray,
+    running_elapsed: np.ndarray,
+    running_features: np.ndarray,
+    running_machine_state: np.ndarray | None,
+    n_features: int,
+    n_machine_features: int,
+) -> tuple[np.ndarray, float]:
+    """One step's fixed-size input and x_min (smallest finished latency). Never reads a
+    running task's latency: only its elapsed time and features."""
+    x_min = float(np.min(finished_latency))
+    if n_machine_features and running_machine_state is not None:
+        host = _mean_std(np.asarray(running_machine_state, dtype=float), n_machine_features)
+    else:
+        host = np.zeros(2 * n_machine_features)
+    vector = np.concatenate([
+        [len(finished_latency) / n_tasks, len(running_elapsed) / n_tasks],
+        _log_ratio_stats(finished_latency, x_min),
+        _log_ratio_stats(running_elapsed, x_min),
+        _mean_std(np.asarray(finished_features).reshape(-1, n_features), n_features),
+        _mean_std(np.asarray(running_features).reshape(-1, n_features), n_features),
+        host,
+    ])
+    return vector, x_min
+
+
+def moving_average(sequence: np.ndarray, weight: float) -> np.ndarray:
+    """Exponential moving average along axis 0: s_t = w x_t + (1 - w) s_{t-1}, s_0 = x_0."""
+    out = np.array(sequence, dtype=float)
+    for t in range(1, len(out)):
+        out[t] = weight * out[t] + (1.0 - weight) * out[t - 1]
+    return out
+
+
+def _latest_machine_state(job, t: float, tasks: np.ndarray) -> np.ndarray | None:
+    """The machine state of each task's latest window available by t (CONTRACT A's
+    `Job.window_machine_state`), or None when the job has none."""
+    state = getattr(job, "window_machine_state", None)
+    if state is None or np.asarray(state).ndim != 2 or np.asarray(state).shape[1] == 0:
+        return None
+    stop = int(np.searchsorted(job.available_from, t, side="right"))
+    latest = np.full(job.n_tasks, -1, dtype=np.int64)
+    np.maximum.at(latest, job.window_task[:stop], np.arange(stop))
+    rows = latest[tasks]
+    out = np.full((len(tasks), state.shape[1]), np.nan)
+    out[rows >= 0] = state[rows[rows >= 0]]
+    return out
+
+
+def job_sequence(job, last_columns: np.ndarray, start_fraction: float, max_steps: int,
+                 n_machine_features: int) -> tuple[np.ndarray, np.ndarray]:
+    """A finished earlier job replayed on its own checkpoint grid: (inputs (T, D), x_min (T,))."""
+    from stragglers.replay import FeatureAccumulator, fill_missing, prediction_start_count
+
+    step = float(np.median(job.window_end - job.window_start)) if len(job.window_end) else 0.0
+    needed = prediction_start_count(job.n_tasks, start_fraction)
+    first = float(np.sort(job.task_end)[needed - 1])
+    last = float(job.task_end.max())
+    if step <= 0:
+        step = max((last - first) / max_steps, 1.0)
+    times = first + step * np.arange(max(1, math.ceil((last - first) / step)))
+    times = times[:max_steps]
+    accumulator = FeatureAccumulator(job, last_columns)
+    d = job.window_features.shape[1]
+    inputs, minima = [], []
+    for t in times:
+        accumulator.advance(t)
+        finished = np.flatnonzero(job.task_end <= t)
+        running = np.flatnonzero(
+            (job.task_start <= t) & (job.task_end > t) & (accumulator.n_windows > 0)
+        )
+        fin_f, run_f = fill_missing(accumulator.features(finished), accumulator.features(running))
+        vector, x_min = step_input(
+            job.n_tasks, job.latency[finished], fin_f, t - job.task_start[running], run_f,
+            _latest_machine_state(job, t, running), d, n_machine_features,
+        )
+        inputs.append(vector)
+        minima.append(x_min)
+    return np.array(inputs), np.array(minima)
+
+
+# caches shared by the START instances of one process (one per job): sequences per earlier
+# job, trained models per training set
+_sequence_cache: dict[tuple, tuple[np.ndarray, np.ndarray, float, float]] = {}
+_model_cache: dict[tuple, Any] = {}
+
+
+def _build_network(n_inputs: int, hidden: int):
+    import torch
+    from torch import nn
+
+    class EncoderLSTM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = nn.Sequential(
+                nn.Linear(n_inputs, 64), nn.ReLU(),
+                nn.Linear(64, 64), nn.ReLU(),
+                nn.Linear(64, hidden), nn.ReLU(),
+                nn.Linear(hidden, hidden), nn.ReLU(),
+            )
+            self.lstm = nn.LSTM(hidden, hidden, num_layers=2, batch_first=True)
+            self.output = nn.Linear(hidden, 2)
+
+        def forward(self, x, state=None):
+            out, state = self.lstm(self.encoder(x), state)
+            return self.output(out), state
+
+    del torch
+    return EncoderLSTM()
+
+
+def train_network(sequences: list[np.ndarray], targets: list[np.ndarray], params: dict, seed: int):
+    """Fit the Encoder-LSTM on padded sequences (masked MSE over every valid step)."""
+    import torch
+
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(1)
+    stacked = np.vstack(sequences)
+    mean, std = stacked.mean(axis=0), stacked.std(axis=0)
+    std = np.where(std > 1e-8, std, 1.0)
+    longest = max(len(s) for s in sequences)
+    x = np.zeros((len(sequences), longest, stacked.shape[1]), dtype=np.float32)
+    y = np.zeros((len(sequences), longest, 2), dtype=np.float32)
+    mask = np.zeros((len(sequences), longest, 1), dtype=np.float32)
+    for i, (seq, target) in enumerate(zip(sequences, targets)):
+        x[i, : len(seq)] = (seq - mean) / std
+        y[i, : len(seq)] = target
+        mask[i, : len(seq)] = 1.0
+    network = _build_network(stacked.shape[1], int(params["hidden"]))
+    optimiser = torch.optim.Adam(network.parameters(), lr=float(params["learning_rate"]))
+    xt, yt, mt = torch.from_numpy(x), torch.from_numpy(y), torch.from_numpy(mask)
+    for _ in range(int(params["epochs"])):
+        optimiser.zero_grad()
+        predicted, _ = network(xt)
+        loss = (((predicted - yt) ** 2) * mt).sum() / (2.0 * mt.sum())
+        loss.backward()
+        optimiser.step()
+    network.eval()
+    return network, mean, std, float(loss.detach())
+
+
+class Start(StartMLE):
+    name: ClassVar[str] = "START"
+    family: ClassVar[str] = "Systems"
+    cross_job: ClassVar[bool] = True
+    defaults: ClassVar[dict[str, Any]] = {
+        "straggler_quantile": 0.90,  # q of the straggler definition K is calibrated to
+        "max_history_jobs": 20,  # latest earlier jobs trained on (and K taken from)
+        "retrain_every": 4,  # retrain once this many more earlier jobs have finished
+        "start_fraction": 0.04,  # earlier jobs' sequences start as the replay's prediction does
+        "max_steps": 128,  # longest training sequence (steps of an earlier job)
+        "ema_weight": 0.8,  # weight of the latest input in the moving average (paper: lost)
+        "hidden": 32,  # LSTM units (paper: 2 layers of 32)
+        "epochs": 150,
+        "learning_rate": 0.003,
+    }
+    fallback_jobs: ClassVar[int] = 0
+    trainings: ClassVar[int] = 0  # networks trained in this process
+
+    def start_job(self, job: JobInfo) -> None:
+        super().start_job(job)
+        self.model = None
+        self.state = None
+        self.average = None
+        self.n_machine_features = len(getattr(job, "machine_feature_names", ()) or ())
+
+    def _training_ids(self, time: float) -> list[str]:
+        finished = self.job.history.finished_before(time)
+        every = int(self.params["retrain_every"])
+        usable = (len(finished) // every) * every
+        ids = list(finished["job_id"].iloc[:usable])
+        return ids[-int(self.params["max_history_jobs"]):]
+
+    def _sequence(self, job_id: str, time: float):
+        history = self.job.history
+        key = (str(history.converted_dir), job_id, self.params["start_fraction"],
+               self.params["max_steps"], self.n_machine_features)
+        if key not in _sequence_cache:
+            from stragglers.pipeline import last_columns
+
+            job = history.load(job_id, time)
+            inputs, minima = job_sequence(
+                job, last_columns(history.kind), float(self.params["start_fraction"]),
+                int(self.params["max_steps"]), self.n_machine_features,
+            )
+            beta, alpha = pareto_mle(job.latency)
+            _sequence_cache[key] = (inputs, minima, beta, clip_alpha(alpha))
+        return _sequence_cache[key]
+
+    def _load_model(self, time: float) -> None:
+        ids = self._training_ids(time)
+        if not ids:
+            type(self).fallback_jobs += 1
+            log.info("START job %s: fewer than %d earlier finished jobs, START-MLE's fit "
+                     "(fallback)", self.job.job_id, self.params["retrain_every"])
+            return
+        history = self.job.history
+        key = (str(history.converted_dir), tuple(ids), self.n_machine_features,
+               tuple(sorted(self.params.items())), getattr(history, "seed", 0))
+        if key not in _model_cache:
+            sequences, targets = [], []
+            for job_id in ids:
+                inputs, minima, beta, alpha = self._sequence(job_id, time)
+                sequences.append(moving_average(inputs, float(self.params["ema_weight"])))
+                targets.append(np.column_stack([
+                    np.log(beta / minima), np.full(len(minima), np.log(alpha - 1.0)),
+                ]))
+            digest = hashlib.sha256("\x1f".join([str(key[-1]), *ids]).encode()).digest()
+            seed = int.from_bytes(digest[:4], "little")
+            _model_cache[key] = train_network(sequences, targets, self.params, seed)
+            type(self).trainings += 1
+            log.info("START: trained on %d earlier jobs (loss %.4f)", len(ids), _model_cache[key][3])
+        self.model = _model_cache[key]
+
+    def predict(self, checkpoint: Checkpoint) -> np.ndarray:
+        if checkpoint.prescaled:
+            raise ValueError(f"{self.name} fits a Pareto to latencies in seconds; "
+                             "the protocol's `scaling: final` rescales them")
+        if checkpoint.first_prediction:
+            self._calibrate(checkpoint.time)
+            self._load_model(checkpoint.time)
+        if self.model is None:
+            _, alpha = pareto_mle(checkpoint.finished_latency, checkpoint.running_elapsed)
+        else:
+            alpha = self._network_alpha(checkpoint)
+        self.k_hat = self.expected_stragglers(alpha)
+        return start_rule(self.job.n_tasks, len(checkpoint.finished_tasks), self.k_hat,
+                          len(checkpoint.running_tasks))
+
+    def _network_alpha(self, checkpoint: Checkpoint) -> float:
+        import torch
+
+        network, mean, std, _ = self.model
+        vector, _ = step_input(
+            self.job.n_tasks, checkpoint.finished_latency, checkpoint.finished_features,
+            checkpoint.running_elapsed, checkpoint.running_features,
+            getattr(checkpoint, "running_machine_state", None),
+            len(self.job.feature_names), self.n_machine_features,
+        )
+        weight = float(self.params["ema_weight"])
+        self.average = vector if self.average is None else weight * vector + (1 - weight) * self.average
+        x = torch.from_numpy(((self.average - mean) / std).astype(np.float32)).view(1, 1, -1)
+        torch.set_num_threads(1)
+        with torch.no_grad():
+            out, self.state = network(x, self.state)
+        log_alpha_minus_one = float(out[0, 0, 1])
+        alpha = 1.0 + math.exp(min(log_alpha_minus_one, math.log(ALPHA_MAX)))
+        return float(min(max(alpha, ALPHA_MIN), ALPHA_MAX))
