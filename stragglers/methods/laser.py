@@ -37,17 +37,17 @@ class LASER(Method):
     defaults = {
         "hidden_layers": 3,  # task-time network (paper: 3 after Table I; 1, 3, 5 tested)
         "job_hidden_layers": 1,  # job-time / machine-time network (Table I's best)
-        "width": 32,  # neurons per hidden layer (the paper does not say)
-        "epochs": 200,  # full-batch Adam steps per fit
+        "width": 16,  # neurons per hidden layer (the paper does not say)
+        "epochs": 100,  # full-batch Adam steps per fit
         "learning_rate": 0.01,
         "refit_every": 5,  # checkpoints between task-network fits (1: every checkpoint)
         "min_finished": 5,  # finished tasks needed before anything is flagged
-        "max_train": 2000,  # examples per task-network fit (a seeded subsample beyond it)
+        "max_train": 1000,  # examples per task-network fit (a seeded subsample beyond it)
         "elapsed_fractions": [0.25, 0.5, 0.75],  # shares of a finished task's latency
         "r_max": 5,  # most extra attempts per straggler
         "theta_cost": 1.0e-4,  # theta * C per machine-second (as SRQuant)
         "kill_delay": 300.0,  # tau_kill - tau_est: one checkpoint (as SRQuant)
-        "simulation_draws": 32,  # simulated outcomes per r per checkpoint for network 2
+        "simulation_draws": 16,  # simulated outcomes per r per checkpoint for network 2
         "job_history": 4,  # checkpoints of simulated outcomes network 2 is trained on
     }
 
