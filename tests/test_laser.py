@@ -5,14 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytest.importorskip("torch")
-
-from jobfactory import LAST, make_job, make_job_frame  # noqa: E402
-from stragglers.jobdata import job_from_frame  # noqa: E402
-from stragglers.methods import Checkpoint, JobInfo, get_method  # noqa: E402
-from stragglers.methods._laser_model import (  # noqa: E402
+from jobfactory import LAST, make_job, make_job_frame
+from stragglers.jobdata import job_from_frame
+from stragglers.methods import Checkpoint, JobInfo, get_method
+from stragglers.methods._laser_model import (
     choose_attempts, fit_regressor, predict_regressor, simulate_resume, task_training_set)
-from stragglers.replay import ReplaySettings, iterate_checkpoints, replay_job  # noqa: E402
+from stragglers.replay import ReplaySettings, iterate_checkpoints, replay_job
 
 FEATURES = ["cpu_rate", "io", "noise", "evictions_so_far"]
 
