@@ -161,3 +161,21 @@ def test_method_flags_estimates_past_the_deadline():
                     running_elapsed=np.array([60.0, 60.0]))
     np.testing.assert_array_equal(method.predict(cp), [True, False])
     assert 1 <= method.resume_attempts() <= 6
+
+
+@pytest.mark.parametrize("key", ["min_finished", "simulation_draws", "snapshots_per_checkpoint"])
+def test_rejects_non_positive_counts(key):
+    method = get_method("LASER")({key: 0})
+    with pytest.raises(ValueError, match=key):
+        method.start_job(JobInfo("j", 3, ("x",), 10.0, 0))
+
+
+def test_snapshots_per_checkpoint_bounds_memory():
+    method = get_method("LASER")({"snapshots_per_checkpoint": 2, "min_finished": 50})
+    method.start_job(JobInfo("j", 10, ("x",), straggler_threshold=100.0, seed=0))
+    cp = Checkpoint(time=50.0, index=1, first_prediction=True,
+                    finished_tasks=np.array([0]), finished_features=np.zeros((1, 1)),
+                    finished_latency=np.array([40.0]), running_tasks=np.arange(1, 6),
+                    running_features=np.zeros((5, 1)), running_elapsed=np.full(5, 30.0))
+    assert not method.predict(cp).any()  # fewer than min_finished finished: nothing flagged
+    assert len(method._snapshot_task) == 1 and len(method._snapshot_task[0]) == 2

@@ -49,11 +49,14 @@ class LASER(Method):
         "kill_delay": 300.0,  # tau_kill - tau_est: one checkpoint (as SRQuant)
         "simulation_draws": 16,  # simulated outcomes per r per checkpoint for network 2
         "job_history": 4,  # checkpoints of simulated outcomes network 2 is trained on
+        "snapshots_per_checkpoint": 1000,  # running tasks remembered per checkpoint (memory bound)
     }
 
     def start_job(self, job: JobInfo) -> None:
         super().start_job(job)
-        for key in ("hidden_layers", "job_hidden_layers", "refit_every", "epochs", "width"):
+        for key in ("hidden_layers", "job_hidden_layers", "refit_every", "epochs", "width",
+                    "min_finished", "max_train", "simulation_draws", "job_history",
+                    "snapshots_per_checkpoint"):
             if int(self.params[key]) < 1:
                 raise ValueError(f"method LASER: {key} must be >= 1, got {self.params[key]}")
         self.chosen_attempts: int | None = None
@@ -66,6 +69,7 @@ class LASER(Method):
         self._snapshot_elapsed: list[np.ndarray] = []
         self._job_examples: list[tuple[np.ndarray, np.ndarray]] = []
         self._rng = np.random.default_rng(job.seed)
+        self._snapshot_rng = np.random.default_rng([job.seed, 1])
 
     def resume_attempts(self) -> int | None:
         return self.chosen_attempts
@@ -112,7 +116,9 @@ class LASER(Method):
         deadline = float(self.job.straggler_threshold)
         r_max = int(self.params["r_max"])
         elapsed = cp.running_elapsed
-        progress = float(np.mean(np.clip(elapsed / estimate, 0.0, 1.0)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share_done = np.where(estimate > 0, elapsed / estimate, 0.0)
+        progress = float(np.mean(np.clip(share_done, 0.0, 1.0)))
         state = [progress, float(np.median(elapsed)) / deadline, float(flags.mean())]
         n_run = len(elapsed)
         inputs, targets = [], []
@@ -145,10 +151,15 @@ class LASER(Method):
         n_run = len(cp.running_tasks)
         if n_run == 0:
             return np.zeros(0, dtype=bool)
-        # what the method sees of running tasks now: labelled later if they finish
-        self._snapshot_task.append(np.asarray(cp.running_tasks, dtype=np.int64))
-        self._snapshot_features.append(np.asarray(cp.running_features, dtype=np.float64))
-        self._snapshot_elapsed.append(np.asarray(cp.running_elapsed, dtype=np.float64))
+        # what the method sees of running tasks now: labelled later if they finish (at most
+        # snapshots_per_checkpoint of them, a seeded choice, so memory stays bounded)
+        seen = np.arange(n_run)
+        limit = int(self.params["snapshots_per_checkpoint"])
+        if n_run > limit:
+            seen = np.sort(self._snapshot_rng.choice(n_run, size=limit, replace=False))
+        self._snapshot_task.append(np.asarray(cp.running_tasks, dtype=np.int64)[seen])
+        self._snapshot_features.append(np.asarray(cp.running_features, dtype=np.float64)[seen])
+        self._snapshot_elapsed.append(np.asarray(cp.running_elapsed, dtype=np.float64)[seen])
         if len(cp.finished_tasks) < int(self.params["min_finished"]):
             return np.zeros(n_run, dtype=bool)
         self._calls_since_fit += 1
