@@ -1,0 +1,172 @@
+"""LASER (laser.txt §IV-B, §V-B, Algorithm 2): two PReLU networks and a deadline.
+
+At each checkpoint (tau_est):
+1. The task-time network (``hidden_layers`` PReLU layers, default 3: the depth the paper runs
+   after Table I, where 5 layers were 1 % more accurate at 50 % more time per iteration; L1
+   loss, Adam) estimates each running task's execution time from its checkpoint features and
+   its elapsed time. It is trained on this job's finished tasks only
+   (``_laser_model.task_training_set``: snapshots of tasks seen running at earlier
+   checkpoints that have since finished, plus each finished task at fixed shares of its
+   latency), fitted at the first prediction checkpoint and refitted every ``refit_every``
+   checkpoints. It never sees a running task's latency.
+2. A running task whose estimate exceeds the deadline D is flagged. D is the job's straggler
+   threshold tau, the same rule as SRQuant (``srquant.py``) so the two compare.
+3. When something is flagged, the job-time / machine-time network (``job_hidden_layers``,
+   default 1 as in Table I) estimates, for each r in 0..r_max, the job execution time T_r and
+   machine time M_r from (r, job progress, median elapsed / D, share of running tasks
+   flagged). Its examples are speculative-resume outcomes simulated on this job's own
+   finished latencies at this and earlier checkpoints (``simulate_resume``): the paper
+   trained it on testbed runs of speculative resume with each r, which a trace does not have.
+   r = argmax U(r) = 1{T_r <= D} - theta C M_r (Algorithm 2); r + 1 goes with the flags
+   (``resume_attempts``) to the simulator's speculative-resume policy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stragglers.methods._laser_model import (
+    choose_attempts, fit_regressor, predict_regressor, simulate_resume, task_training_set)
+from stragglers.methods._online import validate_checkpoint
+from stragglers.methods.base import Checkpoint, JobInfo, Method
+
+
+class LASER(Method):
+    name = "LASER"
+    family = "Schedulers"
+    defaults = {
+        "hidden_layers": 3,  # task-time network (paper: 3 after Table I; 1, 3, 5 tested)
+        "job_hidden_layers": 1,  # job-time / machine-time network (Table I's best)
+        "width": 16,  # neurons per hidden layer (the paper does not say)
+        "epochs": 100,  # full-batch Adam steps per fit
+        "learning_rate": 0.01,
+        "refit_every": 5,  # checkpoints between task-network fits (1: every checkpoint)
+        "min_finished": 5,  # finished tasks needed before anything is flagged
+        "max_train": 1000,  # examples per task-network fit (a seeded subsample beyond it)
+        "elapsed_fractions": [0.25, 0.5, 0.75],  # shares of a finished task's latency
+        "r_max": 5,  # most extra attempts per straggler
+        "theta_cost": 1.0e-4,  # theta * C per machine-second (as SRQuant)
+        "kill_delay": 300.0,  # tau_kill - tau_est: one checkpoint (as SRQuant)
+        "simulation_draws": 16,  # simulated outcomes per r per checkpoint for network 2
+        "job_history": 4,  # checkpoints of simulated outcomes network 2 is trained on
+        "snapshots_per_checkpoint": 1000,  # running tasks remembered per checkpoint (memory bound)
+    }
+
+    def start_job(self, job: JobInfo) -> None:
+        super().start_job(job)
+        for key in ("hidden_layers", "job_hidden_layers", "refit_every", "epochs", "width",
+                    "min_finished", "max_train", "simulation_draws", "job_history",
+                    "snapshots_per_checkpoint"):
+            if int(self.params[key]) < 1:
+                raise ValueError(f"method LASER: {key} must be >= 1, got {self.params[key]}")
+        self.chosen_attempts: int | None = None
+        self._task_model = None
+        self._latency_scale = 1.0
+        self._calls_since_fit = 0
+        self._fits = 0
+        self._snapshot_task: list[np.ndarray] = []
+        self._snapshot_features: list[np.ndarray] = []
+        self._snapshot_elapsed: list[np.ndarray] = []
+        self._job_examples: list[tuple[np.ndarray, np.ndarray]] = []
+        self._rng = np.random.default_rng(job.seed)
+        self._snapshot_rng = np.random.default_rng([job.seed, 1])
+
+    def resume_attempts(self) -> int | None:
+        return self.chosen_attempts
+
+    def _fit_seed(self) -> int:
+        self._fits += 1
+        return (self.job.seed * 1_000_003 + self._fits) % (2**31 - 1)
+
+    def _fit_task_model(self, cp: Checkpoint) -> None:
+        d = len(self.job.feature_names)
+        if self._snapshot_task:
+            task = np.concatenate(self._snapshot_task)
+            features = np.vstack(self._snapshot_features)
+            elapsed = np.concatenate(self._snapshot_elapsed)
+        else:
+            task, features, elapsed = np.zeros(0, int), np.zeros((0, d)), np.zeros(0)
+        latency_of = np.full(self.job.n_tasks, np.nan)
+        latency_of[cp.finished_tasks] = cp.finished_latency
+        done = np.isfinite(latency_of[task])
+        inputs, targets = task_training_set(
+            cp.finished_features, cp.finished_latency,
+            np.asarray(self.params["elapsed_fractions"], dtype=np.float64),
+            features[done], elapsed[done], latency_of[task[done]])
+        limit = int(self.params["max_train"])
+        if len(targets) > limit:
+            keep = np.sort(self._rng.choice(len(targets), size=limit, replace=False))
+            inputs, targets = inputs[keep], targets[keep]
+        # L1 on latencies in units of the median finished latency: the same minimiser as L1
+        # in seconds, with values near 1 for Adam's default scale
+        scale = float(np.median(cp.finished_latency))
+        self._latency_scale = scale if scale > 0 else 1.0
+        self._task_model = fit_regressor(
+            inputs, targets / self._latency_scale, int(self.params["hidden_layers"]),
+            int(self.params["width"]), int(self.params["epochs"]),
+            float(self.params["learning_rate"]), self._fit_seed())
+        self._calls_since_fit = 0
+
+    def estimate_execution_time(self, features: np.ndarray, elapsed: np.ndarray) -> np.ndarray:
+        """The task network's estimate in seconds, never below the elapsed time."""
+        raw = predict_regressor(self._task_model, np.column_stack([features, elapsed]))[:, 0]
+        return np.maximum(raw * self._latency_scale, elapsed)
+
+    def _choose_r(self, cp: Checkpoint, estimate: np.ndarray, flags: np.ndarray) -> None:
+        deadline = float(self.job.straggler_threshold)
+        r_max = int(self.params["r_max"])
+        elapsed = cp.running_elapsed
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share_done = np.where(estimate > 0, elapsed / estimate, 0.0)
+        progress = float(np.mean(np.clip(share_done, 0.0, 1.0)))
+        state = [progress, float(np.median(elapsed)) / deadline, float(flags.mean())]
+        n_run = len(elapsed)
+        inputs, targets = [], []
+        for r in range(r_max + 1):
+            job_time, machine_time = simulate_resume(
+                r, elapsed, estimate, deadline, cp.finished_latency,
+                float(self.params["kill_delay"]), int(self.params["simulation_draws"]),
+                self._rng)
+            inputs.append(np.tile([r, *state], (len(job_time), 1)))
+            targets.append(np.column_stack([job_time / deadline,
+                                            machine_time / (n_run * deadline)]))
+        self._job_examples.append((np.vstack(inputs), np.vstack(targets)))
+        self._job_examples = self._job_examples[-int(self.params["job_history"]):]
+        model = fit_regressor(
+            np.vstack([x for x, _ in self._job_examples]),
+            np.vstack([y for _, y in self._job_examples]),
+            int(self.params["job_hidden_layers"]), int(self.params["width"]),
+            int(self.params["epochs"]), float(self.params["learning_rate"]), self._fit_seed())
+        query = np.array([[r, *state] for r in range(r_max + 1)], dtype=np.float64)
+        predicted = predict_regressor(model, query)
+        job_time = predicted[:, 0] * deadline
+        machine_time = predicted[:, 1] * n_run * deadline
+        r, _ = choose_attempts(job_time, machine_time, deadline,
+                               float(self.params["theta_cost"]))
+        self.chosen_attempts = r + 1
+
+    def predict(self, checkpoint: Checkpoint) -> np.ndarray:
+        cp = checkpoint
+        validate_checkpoint(self.job, cp)
+        n_run = len(cp.running_tasks)
+        if n_run == 0:
+            return np.zeros(0, dtype=bool)
+        # what the method sees of running tasks now: labelled later if they finish (at most
+        # snapshots_per_checkpoint of them, a seeded choice, so memory stays bounded)
+        seen = np.arange(n_run)
+        limit = int(self.params["snapshots_per_checkpoint"])
+        if n_run > limit:
+            seen = np.sort(self._snapshot_rng.choice(n_run, size=limit, replace=False))
+        self._snapshot_task.append(np.asarray(cp.running_tasks, dtype=np.int64)[seen])
+        self._snapshot_features.append(np.asarray(cp.running_features, dtype=np.float64)[seen])
+        self._snapshot_elapsed.append(np.asarray(cp.running_elapsed, dtype=np.float64)[seen])
+        if len(cp.finished_tasks) < int(self.params["min_finished"]):
+            return np.zeros(n_run, dtype=bool)
+        self._calls_since_fit += 1
+        if self._task_model is None or self._calls_since_fit >= int(self.params["refit_every"]):
+            self._fit_task_model(cp)
+        estimate = self.estimate_execution_time(cp.running_features, cp.running_elapsed)
+        flags = estimate > float(self.job.straggler_threshold)
+        if flags.any():
+            self._choose_r(cp, estimate, flags)
+        return flags
