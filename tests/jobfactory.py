@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from stragglers.history import JobHistory
 from stragglers.jobdata import job_from_frame
 
 FEATURES = ["cpu", "io", "noise", "evictions_so_far"]
@@ -50,3 +51,44 @@ def make_job_frame(n_tasks: int = 200, seed: int = 0, straggler_share: float = 0
 
 def make_job(n_tasks: int = 200, seed: int = 0, **kwargs):
     return job_from_frame(f"job{seed}", make_job_frame(n_tasks, seed, **kwargs), FEATURES)
+
+
+# ---- converted jobs on disk and a history over them (cross-job methods) -------------------
+
+def write_jobs(folder, n_jobs=6, spacing=12000.0, n_tasks=60):
+    """Jobs starting `spacing` seconds apart, written as converted files + manifest."""
+    rows = []
+    (folder / "jobs").mkdir()
+    for i in range(n_jobs):
+        frame = make_job_frame(n_tasks, seed=i, origin=600.0 + spacing * i)
+        path = f"jobs/job{i}.parquet"
+        frame.to_parquet(folder / path)
+        rows.append({"dataset": "t", "job_id": f"job{i}", "n_tasks": n_tasks,
+                     "n_windows": len(frame), "shard": i % 2, "path": path,
+                     "job_start": frame["task_start"].min(), "job_end": frame["task_end"].max()})
+    return pd.DataFrame(rows)
+
+
+class RecordingHistory(JobHistory):
+    """Records every job a method loaded and the time it asked about."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.loaded: list[tuple[str, float | None]] = []
+        self.asked: list[float] = []
+
+    def finished_before(self, time):
+        self.asked.append(float(time))
+        return super().finished_before(time)
+
+    def load(self, job_id, time=None):
+        self.loaded.append((str(job_id), time))
+        return super().load(job_id, time)
+
+
+class _Feature:
+    def __init__(self, column):
+        self.column = column
+
+
+FEATURES_KIND = tuple(_Feature(c) for c in FEATURES)

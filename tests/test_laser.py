@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from jobfactory import LAST, make_job, make_job_frame
+from jobfactory import FEATURES as FACTORY_FEATURES
+from jobfactory import (
+    FEATURES_KIND, LAST, RecordingHistory, make_job, make_job_frame, write_jobs)
+from stragglers.history import JobHistory
 from stragglers.jobdata import job_from_frame
 from stragglers.methods import Checkpoint, JobInfo, get_method
 from stragglers.methods._laser_model import (
     choose_attempts, fit_regressor, predict_regressor, simulate_resume, task_training_set)
-from stragglers.replay import ReplaySettings, iterate_checkpoints, replay_job
+from stragglers.replay import ReplaySettings, iterate_checkpoints, replay_job, run_method_on_jobs
 
 FEATURES = ["cpu_rate", "io", "noise", "evictions_so_far"]
 
@@ -179,3 +183,67 @@ def test_snapshots_per_checkpoint_bounds_memory():
                     running_features=np.zeros((5, 1)), running_elapsed=np.full(5, 30.0))
     assert not method.predict(cp).any()  # fewer than min_finished finished: nothing flagged
     assert len(method._snapshot_task) == 1 and len(method._snapshot_task[0]) == 2
+
+
+# ---- training on earlier jobs (earlier_jobs > 0) --------------------------------------------
+
+@pytest.fixture()
+def earlier_trace(tmp_path, monkeypatch):
+    import stragglers.methods.laser as laser
+
+    monkeypatch.setattr(laser, "_earlier_examples", {})
+    monkeypatch.setattr("stragglers.pipeline.last_columns", lambda kind: LAST)
+    monkeypatch.setattr("stragglers.history.FEATURES_BY_KIND", {"test": FEATURES_KIND})
+    return tmp_path, write_jobs(tmp_path, n_jobs=5, n_tasks=50)
+
+
+def test_earlier_job_examples_by_hand():
+    """Final features at elapsed = f x latency, elapsed and target over the job's median."""
+    from stragglers.methods.laser import earlier_job_examples
+
+    job = make_job(9, seed=2)
+    inputs, targets = earlier_job_examples(job, LAST, np.array([0.5, 1.0]))
+    median = float(np.median(job.latency))
+    np.testing.assert_allclose(targets, np.repeat(job.latency / median, 2))
+    np.testing.assert_allclose(inputs[:, -1], np.outer(job.latency / median, [0.5, 1.0]).ravel())
+    assert inputs.shape == (18, len(FACTORY_FEATURES) + 1)
+
+
+def test_earlier_jobs_are_finished_by_the_checkpoint_and_used(earlier_trace):
+    folder, manifest = earlier_trace
+    history = RecordingHistory(manifest, folder, "test", seed=1)
+    jobs = [job_from_frame(r.job_id, pd.read_parquet(folder / r.path), FACTORY_FEATURES)
+            for r in manifest.itertuples()]
+    params = {"epochs": 30, "refit_every": 3, "earlier_jobs": 2}
+    tasks, job_rows = run_method_on_jobs(iter(jobs), get_method("LASER"), params,
+                                         ReplaySettings(grid_origin=600.0), LAST, 7, "t",
+                                         history=history)
+    assert (job_rows["status"] == "ok").all(), job_rows["reason"].tolist()
+    assert history.loaded, "later jobs should train on earlier ones"
+    ends = dict(zip(manifest["job_id"], manifest["job_end"]))
+    for job_id, time in history.loaded:
+        assert time is not None and ends[job_id] <= time
+    assert len({job_id for job_id, _ in history.loaded}) <= 4  # never the last job
+
+
+def test_earlier_jobs_change_the_model_and_zero_needs_no_history(earlier_trace):
+    folder, manifest = earlier_trace
+    history = JobHistory(manifest, folder, "test", seed=1)
+    last = manifest.iloc[-1]
+    job = job_from_frame(last.job_id, pd.read_parquet(folder / last.path), FACTORY_FEATURES)
+    settings = ReplaySettings(grid_origin=600.0)
+    alone = replay_job(job, get_method("LASER")({"epochs": 30}), settings, LAST, seed=9)
+    without = replay_job(job, get_method("LASER")({"epochs": 30}), settings, LAST, seed=9,
+                         history=history)
+    np.testing.assert_array_equal(alone.flag_time, without.flag_time)  # history unused at 0
+    method = get_method("LASER")({"epochs": 30, "earlier_jobs": 4})
+    replay_job(job, method, settings, LAST, seed=9, history=history)
+    assert method.earlier_jobs_used == 4
+    with pytest.raises(ValueError, match="job history"):
+        replay_job(job, get_method("LASER")({"epochs": 30, "earlier_jobs": 1}), settings,
+                   LAST, seed=9)
+
+
+def test_rejects_negative_earlier_jobs():
+    with pytest.raises(ValueError, match="earlier_jobs"):
+        get_method("LASER")({"earlier_jobs": -1}).start_job(JobInfo("j", 3, ("x",), 10.0, 0))

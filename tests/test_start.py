@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jobfactory import FEATURES, LAST, make_job_frame
+from jobfactory import FEATURES, FEATURES_KIND, LAST, RecordingHistory, make_job_frame, write_jobs
 from stragglers.history import JobHistory
 from stragglers.jobdata import job_from_frame
 from stragglers.methods import declared_cross_job, get_method
@@ -115,37 +115,6 @@ def test_latest_machine_state_is_the_last_window_available():
 
 # ---- the cross-job history -----------------------------------------------------------------
 
-def write_jobs(folder, n_jobs=6, spacing=12000.0, n_tasks=60):
-    """Jobs starting `spacing` seconds apart, written as converted files + manifest."""
-    rows = []
-    (folder / "jobs").mkdir()
-    for i in range(n_jobs):
-        frame = make_job_frame(n_tasks, seed=i, origin=600.0 + spacing * i)
-        path = f"jobs/job{i}.parquet"
-        frame.to_parquet(folder / path)
-        rows.append({"dataset": "t", "job_id": f"job{i}", "n_tasks": n_tasks,
-                     "n_windows": len(frame), "shard": i % 2, "path": path,
-                     "job_start": frame["task_start"].min(), "job_end": frame["task_end"].max()})
-    return pd.DataFrame(rows)
-
-
-class RecordingHistory(JobHistory):
-    """Records every job a method loaded and the time it asked about."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.loaded: list[tuple[str, float | None]] = []
-        self.asked: list[float] = []
-
-    def finished_before(self, time):
-        self.asked.append(float(time))
-        return super().finished_before(time)
-
-    def load(self, job_id, time=None):
-        self.loaded.append((str(job_id), time))
-        return super().load(job_id, time)
-
-
 @pytest.fixture()
 def trace(tmp_path, monkeypatch):
     import stragglers.methods._start as shared
@@ -158,14 +127,6 @@ def trace(tmp_path, monkeypatch):
     monkeypatch.setattr("stragglers.pipeline.last_columns", lambda kind: LAST)
     monkeypatch.setattr("stragglers.history.FEATURES_BY_KIND", {"test": FEATURES_KIND})
     return tmp_path, manifest
-
-
-class _Feature:
-    def __init__(self, column):
-        self.column = column
-
-
-FEATURES_KIND = tuple(_Feature(c) for c in FEATURES)
 
 
 def test_finished_before_and_load_refuse_the_future(trace):

@@ -7,8 +7,12 @@ At each checkpoint (tau_est):
    its elapsed time. It is trained on this job's finished tasks only
    (``_laser_model.task_training_set``: snapshots of tasks seen running at earlier
    checkpoints that have since finished, plus each finished task at fixed shares of its
-   latency), fitted at the first prediction checkpoint and refitted every ``refit_every``
-   checkpoints. It never sees a running task's latency.
+   latency) and, with ``earlier_jobs`` > 0, on the finished tasks of the latest
+   ``earlier_jobs`` jobs of the dataset that had finished by the checkpoint (the paper trains
+   on earlier jobs; ``stragglers.history.JobHistory`` never hands out a job still running).
+   Times are in units of each job's median finished latency, so jobs of different lengths
+   share one model. Fitted at the first prediction checkpoint and refitted every
+   ``refit_every`` checkpoints. It never sees a running task's latency.
 2. A running task whose estimate exceeds the deadline D is flagged. D is the job's straggler
    threshold tau, the same rule as SRQuant (``srquant.py``) so the two compare.
 3. When something is flagged, the job-time / machine-time network (``job_hidden_layers``,
@@ -31,9 +35,39 @@ from stragglers.methods._online import validate_checkpoint
 from stragglers.methods.base import Checkpoint, JobInfo, Method
 
 
+# examples of earlier jobs, per (converted dir, job, fractions): shared by the LASER instances
+# of one process (one per job), bounded
+_earlier_examples: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+_EARLIER_CACHE_SIZE = 256
+
+
+def earlier_job_examples(job, last_columns: np.ndarray, elapsed_fractions: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """A finished earlier job's tasks as task-network examples: each task's final features at
+    elapsed = f x its latency for f in `elapsed_fractions`, elapsed and target in units of the
+    job's median latency. Tasks with no usage window are left out."""
+    from stragglers.replay import FeatureAccumulator, fill_missing
+
+    accumulator = FeatureAccumulator(job, last_columns)
+    accumulator.advance(np.inf)
+    tasks = np.flatnonzero(accumulator.n_windows > 0)
+    if len(tasks) == 0:
+        d = job.window_features.shape[1]
+        return np.zeros((0, d + 1)), np.zeros(0)
+    (features,) = fill_missing(accumulator.features(tasks))
+    latency = job.latency[tasks]
+    scale = float(np.median(latency))
+    scale = scale if scale > 0 else 1.0
+    empty = np.zeros(0)
+    return task_training_set(features, latency / scale, elapsed_fractions,
+                             np.zeros((0, features.shape[1])), empty, empty)
+
+
 class LASER(Method):
     name = "LASER"
     family = "Schedulers"
+    # reads earlier finished jobs when earlier_jobs > 0 (its predict jobs get every shard)
+    cross_job = True
     defaults = {
         "hidden_layers": 3,  # task-time network (paper: 3 after Table I; 1, 3, 5 tested)
         "job_hidden_layers": 1,  # job-time / machine-time network (Table I's best)
@@ -50,6 +84,7 @@ class LASER(Method):
         "simulation_draws": 16,  # simulated outcomes per r per checkpoint for network 2
         "job_history": 4,  # checkpoints of simulated outcomes network 2 is trained on
         "snapshots_per_checkpoint": 1000,  # running tasks remembered per checkpoint (memory bound)
+        "earlier_jobs": 0,  # latest finished earlier jobs trained on (0: this job only)
     }
 
     def start_job(self, job: JobInfo) -> None:
@@ -59,6 +94,10 @@ class LASER(Method):
                     "snapshots_per_checkpoint"):
             if int(self.params[key]) < 1:
                 raise ValueError(f"method LASER: {key} must be >= 1, got {self.params[key]}")
+        if int(self.params["earlier_jobs"]) < 0:
+            raise ValueError(
+                f"method LASER: earlier_jobs must be >= 0, got {self.params['earlier_jobs']}")
+        self.earlier_jobs_used = 0  # at the latest fit (logged by tests and the note)
         self.chosen_attempts: int | None = None
         self._task_model = None
         self._latency_scale = 1.0
@@ -97,19 +136,54 @@ class LASER(Method):
         if len(targets) > limit:
             keep = np.sort(self._rng.choice(len(targets), size=limit, replace=False))
             inputs, targets = inputs[keep], targets[keep]
-        # L1 on latencies in units of the median finished latency: the same minimiser as L1
-        # in seconds, with values near 1 for Adam's default scale
+        # L1 on times in units of the median finished latency: the same minimiser as L1 in
+        # seconds, values near 1 for Adam's default scale, and comparable across jobs
         scale = float(np.median(cp.finished_latency))
         self._latency_scale = scale if scale > 0 else 1.0
+        inputs = np.column_stack([inputs[:, :-1], inputs[:, -1] / self._latency_scale])
+        targets = targets / self._latency_scale
+        if int(self.params["earlier_jobs"]) > 0:
+            earlier_inputs, earlier_targets = self._earlier_examples(cp.time)
+            if len(earlier_targets) > limit:
+                keep = np.sort(self._rng.choice(len(earlier_targets), size=limit, replace=False))
+                earlier_inputs, earlier_targets = earlier_inputs[keep], earlier_targets[keep]
+            inputs = np.vstack([inputs, earlier_inputs])
+            targets = np.concatenate([targets, earlier_targets])
         self._task_model = fit_regressor(
-            inputs, targets / self._latency_scale, int(self.params["hidden_layers"]),
+            inputs, targets, int(self.params["hidden_layers"]),
             int(self.params["width"]), int(self.params["epochs"]),
             float(self.params["learning_rate"]), self._fit_seed())
         self._calls_since_fit = 0
 
+    def _earlier_examples(self, time: float) -> tuple[np.ndarray, np.ndarray]:
+        """Examples from the latest `earlier_jobs` jobs that had finished by `time`."""
+        history = self.job.history
+        d = len(self.job.feature_names)
+        if history is None:
+            raise ValueError("method LASER: earlier_jobs > 0 needs the dataset's job history "
+                             "(JobInfo.history), which this run did not provide")
+        from stragglers.pipeline import last_columns
+
+        fractions = np.asarray(self.params["elapsed_fractions"], dtype=np.float64)
+        finished = history.finished_before(time).tail(int(self.params["earlier_jobs"]))
+        inputs, targets = [np.zeros((0, d + 1))], [np.zeros(0)]
+        for job_id in finished["job_id"]:
+            key = (str(history.converted_dir), str(job_id), tuple(fractions))
+            if key not in _earlier_examples:
+                if len(_earlier_examples) >= _EARLIER_CACHE_SIZE:
+                    _earlier_examples.pop(next(iter(_earlier_examples)))
+                _earlier_examples[key] = earlier_job_examples(
+                    history.load(job_id, time), last_columns(history.kind), fractions)
+            x, y = _earlier_examples[key]
+            inputs.append(x)
+            targets.append(y)
+        self.earlier_jobs_used = len(finished)
+        return np.vstack(inputs), np.concatenate(targets)
+
     def estimate_execution_time(self, features: np.ndarray, elapsed: np.ndarray) -> np.ndarray:
         """The task network's estimate in seconds, never below the elapsed time."""
-        raw = predict_regressor(self._task_model, np.column_stack([features, elapsed]))[:, 0]
+        raw = predict_regressor(
+            self._task_model, np.column_stack([features, elapsed / self._latency_scale]))[:, 0]
         return np.maximum(raw * self._latency_scale, elapsed)
 
     def _choose_r(self, cp: Checkpoint, estimate: np.ndarray, flags: np.ndarray) -> None:
