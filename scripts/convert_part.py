@@ -14,4 +14,5 @@ run_rule(snakemake.log[0], lambda: convert_part(
     priorities=list(snakemake.params.priorities),
     grid=dict(snakemake.params.grid),
     prepared_dir=snakemake.input.get("prepared"),
+    machine_event_parts=list(snakemake.params.machine_event_parts),
 ))

@@ -10,4 +10,5 @@ run_rule(snakemake.log[0], lambda: prepare(
     n_shards=snakemake.params.n_shards,
     min_tasks=snakemake.params.min_tasks,
     priorities=list(snakemake.params.priorities),
+    machine_event_parts=list(snakemake.params.machine_event_parts),
 ))

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -41,9 +42,9 @@ import pyarrow as pa
 import pyarrow.ipc  # noqa: F401  (pa.ipc)
 import pyarrow.parquet as pq
 
-from stragglers import schema
+from stragglers import machines, schema
 from stragglers.datasets import GOOGLE_FEATURES
-from stragglers.jobdata import MANIFEST_COLUMNS, TASK_COLUMNS
+from stragglers.jobdata import TASK_COLUMNS, manifest_columns
 from stragglers.rawcsv import RawTraceError, SkippedRows, iter_csv_chunks
 
 log = logging.getLogger(__name__)
@@ -123,11 +124,16 @@ class ShardSpill:
 
 
 def list_parts(raw_dir: Path, table: str) -> list[Path]:
-    folder = Path(raw_dir) / table
-    parts = sorted(folder.glob("part-*-of-*.csv.gz")) + sorted(folder.glob("part-*-of-*.csv"))
+    parts = optional_parts(raw_dir, table)
     if not parts:
-        raise RawTraceError(f"no {table} parts (part-NNNNN-of-MMMMM.csv[.gz]) in {folder}")
+        raise RawTraceError(f"no {table} parts (part-NNNNN-of-MMMMM.csv[.gz]) in {Path(raw_dir) / table}")
     return parts
+
+
+def optional_parts(raw_dir: Path, table: str) -> list[Path]:
+    """Parts of a table the conversion can do without (machine_events): [] if none."""
+    folder = Path(raw_dir) / table
+    return sorted(folder.glob("part-*-of-*.csv.gz")) + sorted(folder.glob("part-*-of-*.csv"))
 
 
 TASK_EVENT_TYPES = {
@@ -178,21 +184,16 @@ def read_task_events(
     return events
 
 
-def read_production_events(
-    parts: list[Path], report: ConversionReport, priorities=PRODUCTION_PRIORITIES
+def production_events(
+    events: pd.DataFrame, report: ConversionReport, priorities=PRODUCTION_PRIORITIES
 ) -> pd.DataFrame:
-    """Task events of production-priority rows (other rows are dropped chunk by chunk)."""
-    other_jobs: set[int] = set()
-
-    def production_only(chunk: pd.DataFrame) -> pd.DataFrame:
-        production = chunk["priority"].isin(priorities)
-        other_jobs.update(np.unique(chunk.loc[~production, "job_id"].to_numpy()).tolist())
-        return chunk[production]
-
-    events = read_task_events(parts, report, TASK_EVENT_TYPES, production_only)
-    report.count("task_event_rows_production", len(events))
-    report.count("jobs_with_non_production_rows", len(other_jobs - set(events["job_id"].unique())))
-    return events
+    """The production-priority rows of `events` (every priority, as read)."""
+    production = events["priority"].isin(priorities).to_numpy()
+    selected = events[production]
+    other_jobs = np.setdiff1d(events.loc[~production, "job_id"].unique(), selected["job_id"].unique())
+    report.count("task_event_rows_production", len(selected))
+    report.count("jobs_with_non_production_rows", len(other_jobs))
+    return selected
 
 
 def task_outcomes(events: pd.DataFrame) -> pd.DataFrame:
@@ -352,8 +353,47 @@ REPORT_FILE = "report.json"
 # the per-task facts a gather needs (a row's position is its task_key)
 TASK_FILE_COLUMNS = [
     "job_id", "task_index", "first_schedule", "finish", "machine_id", "evictions", "failures",
-    "task_key", "shard",
+    "task_key", "shard", *machines.launch_columns(), "user", "scheduling_class",
 ]
+TIMELINE_FILE = "machine_timeline.npz"
+
+
+def machine_timeline(
+    events: pd.DataFrame, machine_event_parts: list[Path], report: ConversionReport
+) -> machines.MachineTimeline:
+    """Every job's events (sorted by job, task, time) and machine_events -> the timeline."""
+    counts: dict[str, int] = {}
+    horizon = int(events["timestamp"].max()) + 1 if len(events) else 0
+    timeline = machines.build_timeline(
+        events, machines.read_machine_events(machine_event_parts, report), horizon, counts
+    )
+    for name, n in counts.items():
+        report.count(name, n)
+    report.count("machines_seen", len(timeline.machines))
+    return timeline
+
+
+def add_workload(tasks: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    """Each task's user and scheduling class (first non-missing value on its rows): the
+    workload attributes of its job (`workload_*` in the manifest)."""
+    firsts = events.groupby(["job_id", "task_index"])[["user", "scheduling_class"]].first()
+    joined = tasks.drop(columns=["user", "scheduling_class"], errors="ignore").join(firsts, on=["job_id", "task_index"])
+    joined["user"] = joined["user"].fillna("").astype(str)
+    joined["scheduling_class"] = joined["scheduling_class"].astype(float)
+    return joined
+
+
+def add_launch_state(
+    tasks: pd.DataFrame, events: pd.DataFrame, timeline: machines.MachineTimeline,
+    report: ConversionReport,
+) -> pd.DataFrame:
+    """Each kept task's machine state just before its first SCHEDULE (launch_machine_*)."""
+    machine = machines.first_schedule_machine(
+        events, tasks["job_id"].to_numpy(), tasks["task_index"].to_numpy()
+    )
+    state = machines.launch_state(timeline, machine, tasks["first_schedule"].to_numpy())
+    report.count("tasks_launch_machine_unknown", int(np.isnan(state[:, 0]).sum()))
+    return tasks.assign(**dict(zip(machines.launch_columns(), state.T)))
 
 
 def _assign_shards(tasks: pd.DataFrame, n_shards: int) -> pd.DataFrame:
@@ -373,14 +413,22 @@ def prepare_google(
     n_shards: int,
     min_tasks: int = 100,
     priorities=PRODUCTION_PRIORITIES,
+    machine_event_parts: list[Path] = (),
 ) -> dict[str, Any]:
     """Stage 1 (kind google-2011): the task events of every part (a job may span parts) ->
-    `tasks.parquet` (kept tasks and their shard), `event_keys.npz` (their evictions and
-    failures up to FINISH), `trace_key_lookup.npz` ((job, task index) -> task_key, sorted) and
-    `report.json`, written atomically into `prepared_dir`."""
+    `tasks.parquet` (kept tasks, their shard and their machine's state at launch),
+    `event_keys.npz` (their evictions and failures up to FINISH), `trace_key_lookup.npz`
+    ((job, task index) -> task_key, sorted), `machine_timeline.npz` (every job's attempts and
+    the machine_events: `stragglers.machines`) and `report.json`, written atomically."""
     report = ConversionReport(dataset)
-    events = read_production_events(list(event_parts), report, priorities)
+    # every priority: a machine's load counts every task on it
+    all_events = read_all_events(list(event_parts), report)
+    timeline = machine_timeline(all_events, list(machine_event_parts), report)
+    events = production_events(all_events, report, priorities)
     tasks = _assign_shards(select_google_tasks(task_outcomes(events), min_tasks, report), n_shards)
+    tasks = add_launch_state(tasks, events, timeline, report)
+    tasks = add_workload(tasks, events)
+    del all_events
     ev = events.merge(tasks[["job_id", "task_index", "task_key", "finish"]], on=["job_id", "task_index"])
     ev = ev[ev["timestamp"] <= ev["finish"]]
     event_keys = eviction_and_failure_keys(ev)
@@ -393,6 +441,7 @@ def prepare_google(
         tasks[TASK_FILE_COLUMNS].to_parquet(staging / TASKS_FILE, index=False)
         np.savez(staging / EVENT_KEYS_FILE, **event_keys)
         np.savez(staging / LOOKUP_FILE, sorted_trace_keys=trace_keys[key_order], key_order=key_order)
+        timeline.save(staging / TIMELINE_FILE)
         _write_report(staging / REPORT_FILE, report)
     return report.as_dict()
 
@@ -420,9 +469,10 @@ def spill_google_usage(
         event_keys = {name: stored[name] for name in stored.files}
     with np.load(prepared_dir / LOOKUP_FILE) as stored:
         lookup = (stored["sorted_trace_keys"], stored["key_order"])
+    timeline = machines.MachineTimeline.load(prepared_dir / TIMELINE_FILE)
     with _AtomicFolder(spill_dir) as staging:
         spill = ShardSpill(staging / "shards")
-        _spill_usage_windows(usage_parts, tasks, event_keys, spill, report, lookup)
+        _spill_usage_windows(usage_parts, tasks, event_keys, spill, report, lookup, timeline)
         spill.close()
         report.phase("task_usage")
         _write_report(staging / REPORT_FILE, report)
@@ -436,8 +486,10 @@ def _spill_usage_windows(
     spill: "ShardSpill",
     report: ConversionReport,
     lookup: tuple[np.ndarray, np.ndarray],
+    timeline: machines.MachineTimeline,
 ) -> None:
-    """`lookup`: (sorted trace keys, their task_keys), made by `prepare_google`."""
+    """`lookup`: (sorted trace keys, their task_keys), made by `prepare_google`; `timeline`
+    gives each window its machine's state at the window's end."""
     job_ids = np.sort(tasks["job_id"].unique())
     # (job, task index) -> task_key through one sorted int64 key (job ids < 2**40, indices < 2**23)
     sorted_trace_keys, key_order = lookup
@@ -454,7 +506,7 @@ def _spill_usage_windows(
             part,
             schema.GOOGLE_TASK_USAGE,
             USAGE_TYPES,
-            usecols=["start_time", "end_time", "job_id", "task_index", *USAGE_FEATURES],
+            usecols=["start_time", "end_time", "job_id", "task_index", "machine_id", *USAGE_FEATURES],
             skipped=report.skipped_rows,
         ):
             report.count("usage_rows_read", len(chunk))
@@ -479,6 +531,8 @@ def _spill_usage_windows(
             # one gather per column, grouped by shard, straight into Arrow (no DataFrame copies)
             rows = rows[np.argsort(task_shard[task_key[rows]], kind="stable")]
             task_key, start, end = task_key[rows], start[rows], end[rows]
+            state = timeline.state(chunk["machine_id"].to_numpy(np.float64)[rows], end)
+            report.count("usage_windows_machine_unknown", int(np.isnan(state[:, 0]).sum()))
             columns = {
                 "task_key": task_key,
                 "window_start": start / US,
@@ -487,6 +541,7 @@ def _spill_usage_windows(
                 **{f: chunk[f].to_numpy(np.float64)[rows] for f in USAGE_FEATURES},
                 "evictions_so_far": counts_before(event_keys["evictions"], task_key, end).astype(float),
                 "failures_so_far": counts_before(event_keys["failures"], task_key, end).astype(float),
+                **dict(zip(machines.MACHINE_STATE_COLUMNS, state.T)),
             }
             table = pa.table(columns)
             shard_of_row = task_shard[task_key]
@@ -538,7 +593,7 @@ def gather_shard(
                 latency_definition,
             )
     report.phase("write_jobs")
-    return pd.DataFrame(rows, columns=MANIFEST_COLUMNS), report.as_dict()
+    return pd.DataFrame(rows, columns=manifest_columns(kind)), report.as_dict()
 
 
 def merge_reports(dataset: str, reports: list[dict[str, Any]]) -> dict[str, Any]:
@@ -574,7 +629,7 @@ def write_manifest(
     `manifest.parquet` and `report.json` in `out_dir` (each written atomically)."""
     out_dir = Path(out_dir)
     rows = [row for frame in manifests for row in frame.to_dict("records")]
-    manifest = pd.DataFrame(rows, columns=MANIFEST_COLUMNS)
+    manifest = pd.DataFrame(rows, columns=manifest_columns(kind))
     if kind in ALIBABA_LAYOUTS:
         manifest = manifest.sort_values("job_id", ignore_index=True)
     summary = merge_reports(dataset, reports)
@@ -644,6 +699,7 @@ def convert_google(
         prepared_report = prepare_google(
             list_parts(raw_dir, "task_events"), prepared, dataset=dataset, n_shards=n_shards,
             min_tasks=min_tasks, priorities=priorities,
+            machine_event_parts=optional_parts(raw_dir, "machine_events"),
         )
         return _convert_in_one_process(
             out_dir, "google-2011", dataset, n_shards, min_tasks,
@@ -683,6 +739,16 @@ def google_task_table(tasks: pd.DataFrame) -> pd.DataFrame:
         }
     )
     table["latency"] = table["task_end"] - table["task_start"]
+    for column in machines.launch_columns():
+        if column in tasks:
+            table[column] = tasks[column].to_numpy(np.float64)
+    if "user" in tasks:
+        table["workload_user"] = tasks["user"].astype(str).to_numpy()
+        # an int class as text ("" if missing): the workload is a label, not a number
+        classes = tasks["scheduling_class"].to_numpy(float)
+        table["workload_scheduling_class"] = np.where(
+            np.isnan(classes), "", np.nan_to_num(classes).astype(np.int64).astype(str)
+        )
     return table
 
 
@@ -707,6 +773,8 @@ def _write_shard_jobs(
     job_names = np.sort(task_table["job_id"].unique())
     facts = {c: task_table[c].to_numpy() for c in TASK_COLUMNS if c != "latency"}
     facts["latency"] = task_table["latency"].to_numpy()
+    facts.update({c: task_table[c].to_numpy() for c in machines.launch_columns() if c in task_table})
+    workload = {c: task_table[c].to_numpy() for c in ("workload_user", "workload_scheduling_class") if c in task_table}
     rows = []
     # task_key -> row of task_table
     sorted_keys = task_table["task_key"].to_numpy()
@@ -756,6 +824,10 @@ def _write_shard_jobs(
                 "path": f"{relative}/{name}",
                 "job_start": float(facts["task_start"][task_rows].min()),
                 "job_end": float(facts["task_end"][task_rows].max()),
+                **{
+                    column: str(workload[column][task_rows[0]])
+                    for column in ("workload_user", "workload_scheduling_class") if column in workload
+                },
             }
         )
     # a Parquet file costs ~2-3 ms of fixed work; pyarrow releases the GIL, so write in
@@ -879,6 +951,12 @@ def spill_alibaba(
                     "end": chunk["end_time"].to_numpy(float),
                     "machine_id": chunk["machine_id"].astype(str).to_numpy(),
                     **{f: chunk[f].to_numpy(float) for f in ALIBABA_FEATURES},
+                    # workload attributes (2018): the trace's task type and the task name
+                    "task_type": (
+                        chunk["task_type"].astype(str).to_numpy() if "task_type" in chunk
+                        else np.full(len(chunk), "")
+                    ),
+                    "task_name": chunk[task_column].astype(str).to_numpy(),
                 }
             )
             piece["shard"] = stable_shard(piece["job_id"], n_shards)
@@ -888,6 +966,13 @@ def spill_alibaba(
         report.phase("instances")
         _write_report(staging / REPORT_FILE, report)
     return report.as_dict()
+
+
+def task_family(task_name: str) -> str:
+    """The DAG role of an Alibaba 2018 task name: its leading letters (M1 -> "M", R2_1 ->
+    "R", J3_2 -> "J"; an independent task_xxx -> "task")."""
+    match = re.match(r"[A-Za-z]+", task_name)
+    return match.group(0) if match else ""
 
 
 def _write_alibaba_shard(
@@ -936,6 +1021,8 @@ def _write_alibaba_shard(
                 "dataset": dataset, "job_id": str(job_id), "n_tasks": len(frame),
                 "n_windows": len(frame), "shard": int(shard), "path": f"{relative}/{name}",
                 "job_start": float(start.min()), "job_end": float(end.max()),
+                "workload_task_type": str(inst["task_type"].iloc[0]),
+                "workload_task_family": task_family(str(inst["task_name"].iloc[0])),
             }
         )
     return rows
@@ -966,61 +1053,18 @@ CONVERTERS = {"google-2011": convert_google, "alibaba-2018": convert_alibaba, "a
 # Google, task_events only (dataset kind google-2011-events)
 # ---------------------------------------------------------------------------------------------
 EVENTS_TYPES = TASK_EVENT_TYPES | {
+    "user": "str",
     "scheduling_class": "int",
     "cpu_request": "float",
     "memory_request": "float",
     "disk_space_request": "float",
 }
-TERMINAL_EVENTS = (
-    schema.EventType.EVICT,
-    schema.EventType.FAIL,
-    schema.EventType.FINISH,
-    schema.EventType.KILL,
-    schema.EventType.LOST,
-)
 
 
 def read_all_events(parts: list[Path], report: ConversionReport) -> pd.DataFrame:
     """Every task event (all priorities: machine load counts every task on a machine)."""
     events = read_task_events(parts, report, EVENTS_TYPES)
     return events.sort_values(["job_id", "task_index", "timestamp"], kind="stable").reset_index(drop=True)
-
-
-def attempt_intervals(events: pd.DataFrame, horizon_us: int) -> pd.DataFrame:
-    """(machine, start, end) of every attempt: a SCHEDULE until the task's next EVICT, FAIL,
-    FINISH, KILL or LOST; attempts still open when the parts end run to `horizon_us`.
-    `events` must be sorted by (job, task, timestamp)."""
-    n = len(events)
-    kind = events["event_type"].to_numpy()
-    task_change = np.r_[True, (np.diff(events["job_id"].to_numpy()) != 0) | (np.diff(events["task_index"].to_numpy()) != 0)]
-    group = np.cumsum(task_change) - 1
-    terminal = np.isin(kind, TERMINAL_EVENTS)
-    # index of the next terminal event at or after each row (n if none), by a reverse scan
-    candidate = np.where(terminal, np.arange(n), n)
-    next_terminal = np.minimum.accumulate(candidate[::-1])[::-1]
-    schedule_rows = np.flatnonzero(kind == schema.EventType.SCHEDULE)
-    after = np.minimum(schedule_rows + 1, n - 1)
-    end_row = next_terminal[after]
-    times = events["timestamp"].to_numpy()
-    same_task = (end_row < n) & (group[np.minimum(end_row, n - 1)] == group[schedule_rows]) & (schedule_rows + 1 < n)
-    end = np.where(same_task, times[np.minimum(end_row, n - 1)], horizon_us)
-    machine = events["machine_id"].to_numpy()[schedule_rows]
-    keep = ~np.isnan(machine)
-    return pd.DataFrame(
-        {"machine_id": machine[keep].astype(np.int64), "start": times[schedule_rows][keep], "end": end[keep]}
-    )
-
-
-def machine_load(intervals: pd.DataFrame, machine: np.ndarray, time_us: np.ndarray) -> np.ndarray:
-    """Attempts running on `machine` at `time` (start <= time < end), vectorised."""
-    codes, uniques = pd.factorize(intervals["machine_id"], sort=True)
-    starts = np.sort(_composite(codes, intervals["start"].to_numpy()))
-    ends = np.sort(_composite(codes, intervals["end"].to_numpy()))
-    query_codes = np.searchsorted(uniques, machine)
-    known = (query_codes < len(uniques)) & (uniques[np.minimum(query_codes, len(uniques) - 1)] == machine)
-    keys = _composite(np.where(known, query_codes, 0), time_us)
-    load = np.searchsorted(starts, keys, side="right") - np.searchsorted(ends, keys, side="right")
-    return np.where(known, load, 0).astype(float)
 
 
 def event_windows(tasks: pd.DataFrame, grid_origin_us: int, step_us: int) -> pd.DataFrame:
@@ -1048,10 +1092,12 @@ def spill_google_events(
     priorities=PRODUCTION_PRIORITIES,
     grid_origin: float = 600.0,
     window_seconds: float = 300.0,
+    machine_event_parts: list[Path] = (),
 ) -> dict[str, Any]:
     """Google jobs from task_events alone: per 300 s window of a task's life, its requests,
     priority and scheduling class, the load of its machine (attempts of any job running there
-    at the window's end) and its evictions and failures so far. Latency and task rules are
+    at the window's end) and its evictions and failures so far, plus the machine's state
+    (`stragglers.machines`, with machine_events when given). Latency and task rules are
     those of `convert_google`; no task_usage is read.
 
     Stage 2 of the events kind: machine load needs every job's events, so all task_events
@@ -1062,8 +1108,7 @@ def spill_google_events(
     report.count("task_event_rows", len(events))
     report.count("task_event_rows_selected_priorities", len(production))
     tasks = select_google_tasks(task_outcomes(production), min_tasks, report)
-    horizon = int(events["timestamp"].max()) + 1
-    intervals = attempt_intervals(events, horizon)
+    timeline = machine_timeline(events, list(machine_event_parts), report)
 
     # per-task constants: the first non-missing value of each request on the task's rows
     constant_columns = ["priority", "scheduling_class", "cpu_request", "memory_request", "disk_space_request"]
@@ -1092,10 +1137,16 @@ def spill_google_events(
     )
     for column in constant_columns:
         frame[column] = tasks[column].to_numpy(float)[rows]
-    frame["machine_load"] = machine_load(intervals, np.nan_to_num(machine, nan=-1).astype(np.int64), end)
+    state = timeline.state(machine, end)
+    report.count("windows_machine_unknown", int(np.isnan(state[:, 0]).sum()))
+    frame["machine_load"] = np.nan_to_num(state[:, 0], nan=0.0)  # unknown machine: nothing seen running
     frame["evictions_so_far"] = counts_before(counts_for["evictions"], task_key, end).astype(float)
     frame["failures_so_far"] = counts_before(counts_for["failures"], task_key, end).astype(float)
+    for column, values in zip(machines.MACHINE_STATE_COLUMNS, state.T):
+        frame[column] = values
     report.count("windows_made", len(frame))
+    tasks = add_launch_state(tasks, production, timeline, report)
+    tasks = add_workload(tasks, production)
 
     tasks = _assign_shards(tasks, n_shards)
     frame["shard"] = tasks["shard"].to_numpy()[task_key]
@@ -1128,7 +1179,7 @@ def convert_google_events(
         spill=lambda folder: spill_google_events(
             list_parts(Path(raw_dir), "task_events"), folder, dataset=dataset, n_shards=n_shards,
             min_tasks=min_tasks, priorities=priorities, grid_origin=grid_origin,
-            window_seconds=window_seconds,
+            window_seconds=window_seconds, machine_event_parts=optional_parts(Path(raw_dir), "machine_events"),
         ),
     )
 

@@ -65,6 +65,33 @@ FEATURES_BY_KIND = {
 }
 
 
+# The state of the machine a task runs on (stragglers.machines: every job's attempts on it and
+# the machine_events table), per window at the window's end, and per task just before it
+# started (columns launch_<column>). Not task features: methods ask for them
+# (Method.uses_machine_state) and Table 3's methods keep the paper's feature sets.
+GOOGLE_MACHINE_STATE = (
+    Feature("machine_running_tasks", "tasks running on the machine", "last"),
+    Feature("machine_cpu_requested", "their summed CPU requests", "last"),
+    Feature("machine_memory_requested", "their summed memory requests", "last"),
+    Feature("machine_evictions_so_far", "evictions on the machine so far", "last"),
+    Feature("machine_failures_so_far", "failures on the machine so far", "last"),
+    Feature("machine_cpu_capacity", "machine CPUs (machine_events)", "last"),
+    Feature("machine_memory_capacity", "machine memory (machine_events)", "last"),
+)
+
+MACHINE_STATE_BY_KIND = {
+    "google-2011": GOOGLE_MACHINE_STATE,
+    "google-2011-events": GOOGLE_MACHINE_STATE,
+    "alibaba-2018": (),  # not yet: machine_meta / machine_usage are not converted
+    "alibaba-2017": (),
+}
+
+
+def machine_state_columns(kind: str) -> list[str]:
+    feature_columns(kind)  # the same error for an unknown kind
+    return [f.column for f in MACHINE_STATE_BY_KIND[kind]]
+
+
 def feature_columns(kind: str) -> list[str]:
     try:
         return [f.column for f in FEATURES_BY_KIND[kind]]

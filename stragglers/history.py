@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from stragglers.datasets import FEATURES_BY_KIND
+from stragglers.datasets import FEATURES_BY_KIND, machine_state_columns
 from stragglers.jobdata import Job, read_job
 
 
@@ -29,6 +29,7 @@ class JobHistory:
         kind: str,
         cache_size: int = 32,
         seed: int = 0,
+        machine_state: bool = False,
     ):
         missing = [c for c in ("job_id", "path", "job_start", "job_end") if c not in manifest]
         if missing:
@@ -46,6 +47,8 @@ class JobHistory:
         self.converted_dir = Path(converted_dir)
         self.kind = kind
         self.feature_names = [f.column for f in FEATURES_BY_KIND[kind]]
+        # jobs are read with the machine's state for methods that use it
+        self.machine_state = machine_state_columns(kind) if machine_state else []
         self.cache_size = int(cache_size)
         # the config's seed: models trained on earlier jobs seed from it and their ids, so a
         # model does not depend on which shard (or job) trained it first
@@ -77,7 +80,9 @@ class JobHistory:
         if job_id in self._cache:
             self._cache.move_to_end(job_id)
             return self._cache[job_id]
-        job = read_job(self.converted_dir / self._path[job_id], job_id, self.feature_names)
+        job = read_job(
+            self.converted_dir / self._path[job_id], job_id, self.feature_names, self.machine_state
+        )
         self.loads += 1
         self._cache[job_id] = job
         while len(self._cache) > self.cache_size:

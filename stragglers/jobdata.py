@@ -17,18 +17,26 @@ One Parquet file per trace job, one row per measurement window of a task:
     evictions       int32    evictions over the task's life (per-task total)
     failures        int32    failures over the task's life (per-task total)
 
+Google kinds also carry the machine's state (stragglers.machines, stragglers.datasets
+MACHINE_STATE_BY_KIND): `machine_*` per window (at the window's end) and `launch_machine_*`
+per task (just before its first SCHEDULE); read only when asked for (`machine_state`).
+
 Per-task columns repeat on each of the task's rows (Parquet's dictionary/RLE encoding keeps
 that cheap). The manifest (one per dataset) lists the jobs kept: dataset, job_id, n_tasks,
-n_windows, shard, path (relative to the manifest), job_start, job_end.
+n_windows, shard, path (relative to the manifest), job_start, job_end, and the job's workload
+attributes (`workload_*`, MANIFEST_WORKLOAD_COLUMNS: what groups similar jobs for the
+launch-time models; Google: user and scheduling class; Alibaba 2018: task type and task-name
+family).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 WINDOW_COLUMNS = ["task", "window_start", "window_end", "available_from"]
 TASK_COLUMNS = [
@@ -50,6 +58,16 @@ MANIFEST_COLUMNS = [
     "job_start",
     "job_end",
 ]
+MANIFEST_WORKLOAD_COLUMNS = {
+    "google-2011": ["workload_user", "workload_scheduling_class"],
+    "google-2011-events": ["workload_user", "workload_scheduling_class"],
+    "alibaba-2018": ["workload_task_type", "workload_task_family"],
+    "alibaba-2017": [],
+}
+
+
+def manifest_columns(kind: str) -> list[str]:
+    return MANIFEST_COLUMNS + MANIFEST_WORKLOAD_COLUMNS.get(kind, [])
 
 
 @dataclass
@@ -72,17 +90,34 @@ class Job:
     machine_id: np.ndarray
     evictions: np.ndarray
     failures: np.ndarray
+    # the machine's state, when read (machine_state columns)
+    machine_state_names: list[str] = field(default_factory=list)
+    window_machine_state: np.ndarray | None = None  # (n_windows, m), at each window's end
+    launch_machine_state: np.ndarray | None = None  # (n_tasks, m), just before each task started
 
     @property
     def n_tasks(self) -> int:
         return len(self.latency)
 
 
-def job_from_frame(job_id: str, frame: pd.DataFrame, feature_names: list[str]) -> Job:
+LAUNCH_PREFIX = "launch_"
+
+
+def job_from_frame(
+    job_id: str, frame: pd.DataFrame, feature_names: list[str], machine_state: list[str] = ()
+) -> Job:
     """Split a converted job's window rows into window arrays and per-task arrays."""
     missing = [c for c in WINDOW_COLUMNS + TASK_COLUMNS + feature_names if c not in frame]
     if missing:
         raise ValueError(f"job {job_id}: converted file lacks columns {missing}")
+    machine_state = list(machine_state)
+    launch = [LAUNCH_PREFIX + c for c in machine_state]
+    missing = [c for c in machine_state + launch if c not in frame]
+    if missing:
+        raise ValueError(
+            f"job {job_id}: converted file lacks the machine state columns {missing}: it was "
+            "converted before they existed; delete resources/converted/<dataset> and rerun"
+        )
     frame = frame.sort_values(["available_from", "task", "window_start"], kind="stable")
     tasks = frame.drop_duplicates("task").sort_values("task")
     n_tasks = len(tasks)
@@ -103,10 +138,26 @@ def job_from_frame(job_id: str, frame: pd.DataFrame, feature_names: list[str]) -
         machine_id=tasks["machine_id"].astype(str).to_numpy(),
         evictions=tasks["evictions"].to_numpy(np.int64),
         failures=tasks["failures"].to_numpy(np.int64),
+        machine_state_names=machine_state,
+        window_machine_state=frame[machine_state].to_numpy(np.float64) if machine_state else None,
+        launch_machine_state=tasks[launch].to_numpy(np.float64) if machine_state else None,
     )
 
 
-def read_job(path: str | Path, job_id: str, feature_names: list[str]) -> Job:
+def read_job(
+    path: str | Path, job_id: str, feature_names: list[str], machine_state: list[str] = ()
+) -> Job:
+    """`machine_state`: machine columns to read too (`stragglers.datasets.machine_state_columns`)."""
+    wanted = list(machine_state) + [LAUNCH_PREFIX + c for c in machine_state]
     columns = WINDOW_COLUMNS + TASK_COLUMNS + list(feature_names)
-    frame = pd.read_parquet(path, columns=columns)
-    return job_from_frame(job_id, frame, feature_names)
+    if wanted:
+        present = set(pq.read_schema(path).names)
+        missing = [c for c in wanted if c not in present]
+        if missing:
+            raise ValueError(
+                f"{path}: converted file lacks the machine state columns {missing}: it was "
+                "converted before they existed (or its dataset kind has none); delete "
+                "resources/converted/<dataset> and rerun"
+            )
+    frame = pd.read_parquet(path, columns=columns + wanted)
+    return job_from_frame(job_id, frame, feature_names, machine_state)

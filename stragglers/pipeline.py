@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from stragglers.datasets import FEATURES_BY_KIND
+from stragglers.datasets import FEATURES_BY_KIND, machine_state_columns
 from stragglers.jobdata import Job, read_job
 from stragglers.replay import ReplaySettings, run_method_on_jobs
 
@@ -55,11 +55,13 @@ def tuning_job_ids(manifest: pd.DataFrame, n_jobs: int) -> list[str]:
 
 def iter_shard_jobs(
     converted_dir: Path | str, kind: str, shard: int | None, skip_tuning_jobs: int = 0,
-    only_jobs: list[str] | None = None,
+    only_jobs: list[str] | None = None, machine_state: bool = False,
 ) -> Iterator[Job]:
-    """Jobs of one shard (None: all shards), without the tuning jobs, or only `only_jobs`."""
+    """Jobs of one shard (None: all shards), without the tuning jobs, or only `only_jobs`;
+    with `machine_state`, the kind's machine state columns too."""
     manifest = read_manifest(converted_dir)
     features = [f.column for f in FEATURES_BY_KIND[kind]]
+    machine = machine_state_columns(kind) if machine_state else []
     selected = manifest if shard is None else manifest[manifest["shard"] == shard]
     if only_jobs is not None:
         selected = selected[selected["job_id"].astype(str).isin(only_jobs)]
@@ -67,7 +69,7 @@ def iter_shard_jobs(
     for row in selected.sort_values("job_id").itertuples():
         if str(row.job_id) in tuning:
             continue
-        yield read_job(Path(converted_dir) / row.path, row.job_id, features)
+        yield read_job(Path(converted_dir) / row.path, row.job_id, features, machine)
 
 
 def last_columns(kind: str) -> np.ndarray:
@@ -111,9 +113,15 @@ def predict_shard(
     if method_class.cross_job:  # learns from earlier jobs of every shard (CONTRACT B)
         from stragglers.history import JobHistory
 
-        history = JobHistory(read_manifest(converted_dir), converted_dir, kind, seed=seed)
+        history = JobHistory(
+            read_manifest(converted_dir), converted_dir, kind, seed=seed,
+            machine_state=method_class.uses_machine_state,
+        )
     tasks, jobs = run_method_on_jobs(
-        iter_shard_jobs(converted_dir, kind, shard, skip_tuning_jobs=tuning_jobs),
+        iter_shard_jobs(
+            converted_dir, kind, shard, skip_tuning_jobs=tuning_jobs,
+            machine_state=method_class.uses_machine_state,
+        ),
         method_class,
         params,
         settings,
@@ -164,12 +172,17 @@ def tune_method(
     load_method_dirs(method_dirs)
     method_class = get_method(method)
     job_ids = tuning_job_ids(read_manifest(converted_dir), n_jobs)
-    jobs = list(iter_shard_jobs(converted_dir, kind, None, only_jobs=job_ids))
+    jobs = list(iter_shard_jobs(
+        converted_dir, kind, None, only_jobs=job_ids, machine_state=method_class.uses_machine_state
+    ))
     history = None
     if method_class.cross_job:
         from stragglers.history import JobHistory
 
-        history = JobHistory(read_manifest(converted_dir), converted_dir, kind, seed=seed)
+        history = JobHistory(
+            read_manifest(converted_dir), converted_dir, kind, seed=seed,
+            machine_state=method_class.uses_machine_state,
+        )
     scores = []
     for point in parameter_grid(grid):
         tasks, job_rows = run_method_on_jobs(

@@ -104,9 +104,16 @@ class FeatureAccumulator:
     ignoring missing values; `last` columns: value of the latest window added.
     """
 
-    def __init__(self, job: Job, last_columns: np.ndarray, divide_by_final_latency: bool = False):
-        n, d = job.n_tasks, job.window_features.shape[1]
+    def __init__(
+        self, job: Job, last_columns: np.ndarray, divide_by_final_latency: bool = False,
+        window_values: np.ndarray | None = None,
+    ):
+        """`window_values`: another (n_windows, d) block than the job's features (the
+        machine state)."""
+        values = job.window_features if window_values is None else window_values
+        n, d = job.n_tasks, values.shape[1]
         self.job = job
+        self.window_values = values
         self.is_last = np.asarray(last_columns, dtype=bool)
         self.weighted_sum = np.zeros((n, d))
         self.weight = np.zeros((n, d))
@@ -115,7 +122,6 @@ class FeatureAccumulator:
         self.position = 0
         self.divide_by_final_latency = divide_by_final_latency
         durations = job.window_end - job.window_start
-        values = job.window_features
         present = ~np.isnan(values)
         self._weighted_values = np.where(present, values, 0.0) * durations[:, None]
         self._weights = present * durations[:, None]
@@ -132,7 +138,7 @@ class FeatureAccumulator:
         np.add.at(self.weight, tasks, self._weights[sl])
         np.add.at(self.n_windows, tasks, 1)
         # windows are sorted by available_from, so the last write per task is its latest window
-        values = job.window_features[sl]
+        values = self.window_values[sl]
         for column in np.flatnonzero(self.is_last):
             present = ~np.isnan(values[:, column])
             self.last_value[tasks[present], column] = values[present, column]
@@ -206,6 +212,7 @@ def iterate_checkpoints(
     flagged: np.ndarray,
     excluded: np.ndarray,
     scale: FinalScale | None = None,
+    machine_state: bool = False,
 ) -> Iterator[Checkpoint]:
     """Yield the checkpoints at which prediction runs. `flagged` is read live (the caller
     updates it between yields), so flagged tasks drop out of later checkpoints. With `scale`
@@ -215,12 +222,20 @@ def iterate_checkpoints(
         job, last_columns,
         divide_by_final_latency=settings.rules.features == "divided_by_final",
     )
+    machines = None
+    if machine_state and job.window_machine_state is not None:
+        n_columns = job.window_machine_state.shape[1]
+        machines = FeatureAccumulator(
+            job, np.ones(n_columns, dtype=bool), window_values=job.window_machine_state
+        )
     times = checkpoint_times(job.task_start, job.task_end, settings)
     needed = prediction_start_count(int((~excluded).sum()), settings.start_fraction)
     started = False
     k0 = round((times[0] - settings.grid_origin) / settings.checkpoint_interval) if len(times) else 0
     for k, t in enumerate(times):
         accumulator.advance(t)
+        if machines is not None:
+            machines.advance(t)
         finished = np.flatnonzero((job.task_end <= t) & ~excluded)
         if not started and len(finished) < needed:
             continue
@@ -244,6 +259,14 @@ def iterate_checkpoints(
             finished_latency = scale.latency(finished_latency)
             running_elapsed = scale.latency(running_elapsed)
         finished_features, running_features = fill_missing(finished_features, running_features)
+        state = {}
+        if machines is not None:
+            state = {
+                "finished_machine_state": machines.features(finished),
+                "running_machine_state": machines.features(running),
+                "finished_launch_state": job.launch_machine_state[finished],
+                "running_launch_state": job.launch_machine_state[running],
+            }
         yield Checkpoint(
             time=float(t),
             index=int(k0 + k),
@@ -255,6 +278,7 @@ def iterate_checkpoints(
             running_features=running_features,
             running_elapsed=running_elapsed,
             prescaled=scale is not None,
+            **state,
         )
         started = True
 
@@ -306,6 +330,7 @@ def replay_job(
         true_latency=np.array(model_latency, dtype=float) if method.privileged else None,
         history=history if method.cross_job else None,
         job_start=float(job.task_start.min()) if method.cross_job else float("nan"),
+        machine_state_names=tuple(job.machine_state_names) if method.uses_machine_state else (),
     )
     method.start_job(info)
     # tasks a privileged method trains on with their labels stay in the replay (it needs
@@ -319,7 +344,9 @@ def replay_job(
     resume_attempts = np.full(job.n_tasks, np.nan)
     n_checkpoints = 0
     prediction_start = np.nan
-    for checkpoint in iterate_checkpoints(job, settings, last_columns, flagged, excluded, scale):
+    for checkpoint in iterate_checkpoints(
+        job, settings, last_columns, flagged, excluded, scale, machine_state=method.uses_machine_state
+    ):
         if checkpoint.first_prediction:
             prediction_start = checkpoint.time
         decision = np.asarray(method.predict(checkpoint))

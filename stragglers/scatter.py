@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stragglers.schema import google_part_name
+from stragglers.schema import GOOGLE_MACHINE_EVENTS_PART, google_part_name
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ def raw_layout(kind: str, dataset_config: dict[str, Any], raw_dir: str | None) -
         return RawLayout(kind, {"batch_instance": [ALIBABA_ARCHIVES[kind]]}, parts_per_job)
     if kind not in GOOGLE_TABLES_NEEDED:
         raise ValueError(f"no conversion for dataset kind {kind!r}")
-    tables: dict[str, list[str]] = {}
+    tables: dict[str, list[str]] = {"machine_events": _machine_event_parts(source, raw_dir)}
     for table in GOOGLE_TABLES_NEEDED[kind]:
         if source == "generate":
             from stragglers.generate import GoogleGeneratorConfig
@@ -92,6 +92,19 @@ def raw_layout(kind: str, dataset_config: dict[str, Any], raw_dir: str | None) -
                 str(path.relative_to(raw_dir)) for path in convert.list_parts(Path(raw_dir), table)
             ]
     return RawLayout(kind, tables, parts_per_job)
+
+
+def _machine_event_parts(source: str, raw_dir: str | None) -> list[str]:
+    """machine_events gives the machines' capacities; the conversion does without it (the
+    capacities stay unknown and the report says so). Generated traces write it; a local
+    folder is used if it has it; downloads do not fetch it (see README, machine state)."""
+    if source == "generate":
+        return [GOOGLE_MACHINE_EVENTS_PART]
+    if source == "local" and raw_dir is not None:
+        from stragglers import convert
+
+        return [str(path.relative_to(raw_dir)) for path in convert.optional_parts(Path(raw_dir), "machine_events")]
+    return []
 
 
 def check_parts_present(raw_dir: str | Path, parts: list[str]) -> list[Path]:
@@ -130,20 +143,21 @@ def dump_json_atomic(data: Any, path: Path | str) -> None:
 # conversion stages (one Snakemake job each)
 def prepare(
     *, raw_dir: str, event_parts: list[str], out_dir: str, dataset: str, n_shards: int,
-    min_tasks: int, priorities: list[int],
+    min_tasks: int, priorities: list[int], machine_event_parts: list[str] = (),
 ) -> dict[str, Any]:
     from stragglers import convert
 
     return convert.prepare_google(
         _google_parts(raw_dir, event_parts, "task_events"), out_dir, dataset=dataset,
         n_shards=n_shards, min_tasks=min_tasks, priorities=tuple(priorities),
+        machine_event_parts=check_parts_present(raw_dir, list(machine_event_parts)),
     )
 
 
 def convert_part(
     *, kind: str, raw_dir: str, parts: list[str], out_dir: str, out_report: str, dataset: str,
     n_shards: int, min_tasks: int, priorities: list[int], grid: dict[str, float],
-    prepared_dir: str | None = None,
+    prepared_dir: str | None = None, machine_event_parts: list[str] = (),
 ) -> dict[str, Any]:
     """One group of raw parts -> its spill folder (and a copy of its report)."""
     from stragglers import convert
@@ -158,6 +172,7 @@ def convert_part(
             min_tasks=min_tasks, priorities=tuple(priorities),
             grid_origin=float(grid.get("grid_origin", 600.0)),
             window_seconds=float(grid.get("checkpoint_interval", 300.0)),
+            machine_event_parts=check_parts_present(raw_dir, list(machine_event_parts)),
         )
     elif kind in ALIBABA_KINDS:
         report = convert.spill_alibaba(raw_dir, out_dir, dataset=dataset, n_shards=n_shards, kind=kind)

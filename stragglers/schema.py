@@ -60,6 +60,18 @@ GOOGLE_TASK_USAGE = [
     "sampled_cpu_usage",  # SCPU
 ]
 
+# machine_events: one part in the trace (part-00000-of-00001); capacities normalised to the
+# largest machine, like the requests
+GOOGLE_MACHINE_EVENTS = [
+    "timestamp",
+    "machine_id",
+    "event_type",
+    "platform_id",
+    "cpus",
+    "memory",
+]
+GOOGLE_MACHINE_EVENTS_PART = "machine_events/part-00000-of-00001.csv.gz"
+
 GOOGLE_TABLES = {
     "job_events": GOOGLE_JOB_EVENTS,
     "task_events": GOOGLE_TASK_EVENTS,
@@ -77,6 +89,12 @@ class EventType(IntEnum):
     LOST = 6
     UPDATE_PENDING = 7
     UPDATE_RUNNING = 8
+
+
+class MachineEventType(IntEnum):
+    ADD = 0
+    REMOVE = 1
+    UPDATE = 2
 
 
 # The trace's clock: time 0 is 600 s before the first event; usage windows are 300 s long

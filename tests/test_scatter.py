@@ -32,7 +32,8 @@ def run_scattered(kind, raw_dir, work, dataset_config, *, parts_per_job=1, datas
     if kind == "google-2011":
         prepared = str(work / "prepared")
         scatter.prepare(raw_dir=str(raw_dir), event_parts=layout.tables["task_events"], out_dir=prepared,
-                        n_shards=n_shards, priorities=priorities, **common)
+                        n_shards=n_shards, priorities=priorities,
+                        machine_event_parts=layout.tables["machine_events"], **common)
         stage_reports.append(prepared)
     spills = []
     for group, parts in enumerate(layout.groups):
@@ -40,7 +41,8 @@ def run_scattered(kind, raw_dir, work, dataset_config, *, parts_per_job=1, datas
         stage_reports.append(str(work / "reports" / f"group-{group}.json"))
         scatter.convert_part(kind=kind, raw_dir=str(raw_dir), parts=parts, out_dir=spills[-1],
                              out_report=stage_reports[-1], n_shards=n_shards, priorities=priorities,
-                             grid=dataset_config.get("replay", {}), prepared_dir=prepared, **common)
+                             grid=dataset_config.get("replay", {}), prepared_dir=prepared,
+                             machine_event_parts=layout.tables.get("machine_events", []), **common)
     out = work / "converted"
     for shard in range(n_shards):
         (work / "shards").mkdir(exist_ok=True)

@@ -10,7 +10,9 @@ starts at 600 s) and written as:
   trace, and then a new SCHEDULE;
 * task_usage: per attempt, windows on the 300 s grid starting at 600 s, cut at the attempt's
   start and end (rounded inward to whole seconds, as in the real trace), with the 13 usage
-  columns behind the paper's features, sample_portion, aggregation_type, sampled_cpu_usage.
+  columns behind the paper's features, sample_portion, aggregation_type, sampled_cpu_usage;
+* machine_events (one part, as in the trace): every machine ADDed at time 0 with its
+  platform, CPUs and memory, and a few UPDATEs.
 
 Parts split the trace by time: part p holds the rows whose timestamp (task_usage: window
 start) falls in its time range; the ranges are chosen so that parts hold about equally many
@@ -49,11 +51,14 @@ from stragglers.generate.latent import (
 )
 from stragglers.schema import (
     GOOGLE_JOB_EVENTS,
+    GOOGLE_MACHINE_EVENTS,
+    GOOGLE_MACHINE_EVENTS_PART,
     GOOGLE_TASK_EVENTS,
     GOOGLE_TASK_USAGE,
     GOOGLE_TRACE_START_US,
     GOOGLE_WINDOW_US,
     EventType,
+    MachineEventType,
     google_part_name,
 )
 
@@ -289,6 +294,44 @@ def task_events_columns(events: dict[str, np.ndarray], meta: _Meta, rows: slice)
         "different_machines_restriction": writing.column(meta.different_machines[job]),
     }
     assert list(columns) == GOOGLE_TASK_EVENTS
+    return columns
+
+
+# capacities normalised to the largest machine, as in the trace: most machines are of one
+# platform (0.5 CPU) with a spread of memory sizes (approximate shares of the 2011 trace)
+_CPU_CAPACITIES = (np.array([0.5, 0.25, 1.0]), np.array([0.92, 0.06, 0.02]))
+_MEMORY_CAPACITIES = (np.array([0.2493, 0.4995, 0.749, 1.0]), np.array([0.31, 0.54, 0.10, 0.05]))
+_UPDATED_MACHINE_FRACTION = 0.02  # machines whose memory is changed once (an UPDATE event)
+_MISSING_CAPACITY_FRACTION = 0.001  # ADD events with empty capacity fields, as in the trace
+
+
+def build_machine_events(meta: _Meta, horizon_us: int, rng: np.random.Generator) -> dict[str, pa.Array]:
+    """machine_events: every machine ADDed at time 0 with a platform, CPUs and memory; a few
+    UPDATEs later. Capacities are independent of the latent straggler mechanisms."""
+    n = len(meta.machine_id)
+    platform = rng.choice(len(_CPU_CAPACITIES[0]), size=n, p=_CPU_CAPACITIES[1])
+    cpus = _CPU_CAPACITIES[0][platform]
+    memory = rng.choice(_MEMORY_CAPACITIES[0], size=n, p=_MEMORY_CAPACITIES[1])
+    missing = rng.random(n) < _MISSING_CAPACITY_FRACTION
+    updated = np.flatnonzero(rng.random(n) < _UPDATED_MACHINE_FRACTION)
+    update_time = rng.integers(600 * _US, max(600 * _US + 1, horizon_us), len(updated))
+    new_memory = rng.choice(_MEMORY_CAPACITIES[0], size=len(updated), p=_MEMORY_CAPACITIES[1])
+    order = np.argsort(update_time, kind="stable")
+    machine = np.r_[np.arange(n), updated[order]]
+    timestamp = np.r_[np.zeros(n, dtype=np.int64), update_time[order]]
+    platform_names = [_hash_name("platform", k) for k in range(len(_CPU_CAPACITIES[0]))]
+    empty = np.r_[missing, np.zeros(len(updated), dtype=bool)]
+    columns = {
+        "timestamp": writing.column(timestamp),
+        "machine_id": writing.column(meta.machine_id[machine]),
+        "event_type": writing.column(
+            np.r_[np.full(n, MachineEventType.ADD), np.full(len(updated), MachineEventType.UPDATE)].astype(np.int64)
+        ),
+        "platform_id": writing.strings(platform[machine], platform_names),
+        "cpus": writing.column(cpus[machine], empty),
+        "memory": writing.column(np.r_[memory, new_memory[order]], empty),
+    }
+    assert list(columns) == GOOGLE_MACHINE_EVENTS
     return columns
 
 
@@ -627,6 +670,13 @@ def generate_google(
     files += paths
     paths, rows["task_usage"] = _write_task_usage(out_dir, workload, meta, times, config, boundaries)
     files += paths
+    # its own stream (the fifth child): adding the table left the other tables unchanged
+    rng_machines = np.random.default_rng(np.random.SeedSequence(config.seed).spawn(5)[4])
+    machine_events = build_machine_events(meta, int(task_events["timestamp"].max()), rng_machines)
+    path = out_dir / GOOGLE_MACHINE_EVENTS_PART
+    writing.write_atomic(path, writing.csv_bytes(machine_events), config.gzip_level)
+    files.append(path)
+    rows["machine_events"] = len(machine_events["timestamp"])
     if config.write_truth:
         truth = out_dir / "generator_truth.csv.gz"
         writing.write_atomic(truth, _truth_table(workload, meta, times), config.gzip_level)

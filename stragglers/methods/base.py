@@ -35,6 +35,8 @@ class JobInfo:
     # (stragglers.history.JobHistory), and this job's start on the trace's clock
     history: Any = None
     job_start: float = float("nan")
+    # methods with uses_machine_state: the columns of the Checkpoint's machine state arrays
+    machine_state_names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,13 @@ class Checkpoint:
     # True when the protocol already min-max scaled features and latencies with all tasks'
     # final values (replay rule `scaling: final`); methods then use them as given
     prescaled: bool = False
+    # methods with uses_machine_state only (None otherwise, and for kinds without it): the
+    # state of each task's machine at its latest window available now (`*_machine_state`)
+    # and just before the task started (`*_launch_state`); see stragglers.machines
+    finished_machine_state: np.ndarray | None = None  # (n_fin, m)
+    running_machine_state: np.ndarray | None = None  # (n_run, m)
+    finished_launch_state: np.ndarray | None = None
+    running_launch_state: np.ndarray | None = None
 
 
 class Method(abc.ABC):
@@ -63,6 +72,8 @@ class Method(abc.ABC):
     # learns from earlier jobs: the replay fills JobInfo.history / job_start, and the predict
     # rule gives it every shard of the dataset (read from source: methods.declared_cross_job)
     cross_job: ClassVar[bool] = False
+    # reads the machine's state: the replay fills Checkpoint.*_machine_state / *_launch_state
+    uses_machine_state: ClassVar[bool] = False
 
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):
         params = dict(params or {})

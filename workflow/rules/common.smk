@@ -17,6 +17,20 @@ if _unknown:
     raise ValueError(
         f"config methods: unknown method(s) {_unknown}; available: {available_methods()}"
     )
+# launch-time models (stragglers/launch): checked here so a typo fails before anything runs
+from stragglers.launch.pipeline import launch_datasets
+
+LAUNCH_METHODS = list((config.get("launch") or {}).get("methods") or {})
+LAUNCH_DATASETS = launch_datasets(config)
+if LAUNCH_METHODS:
+    from stragglers.launch.methods import available_launch_methods
+
+    _unknown = sorted(set(LAUNCH_METHODS) - set(available_launch_methods()))
+    if _unknown:
+        raise ValueError(
+            f"config launch.methods: unknown launch method(s) {_unknown}; "
+            f"available: {sorted(available_launch_methods())}"
+        )
 for _name, _ds in config["datasets"].items():
     if _ds["source"] == "local" and not Path(_ds["raw_dir"]).exists():
         raise ValueError(f"config datasets.{_name}.raw_dir: {_ds['raw_dir']} does not exist")
@@ -25,6 +39,7 @@ for _name, _ds in config["datasets"].items():
 wildcard_constraints:
     dataset="|".join(map(re.escape, DATASETS)),
     method="|".join(map(re.escape, METHODS)),
+    launch_method="|".join(map(re.escape, LAUNCH_METHODS or ["none"])),
     shard=r"\d+",
 
 
@@ -105,6 +120,9 @@ def final_targets():
         "results/tables/policies.md",
         "results/README.md",
     ]
+    if LAUNCH_METHODS and LAUNCH_DATASETS:
+        targets += ["results/tables/launch_table.md", "results/tables/launch_learning_curve.md",
+                    "results/tables/launch_simulation.md"]
     for dataset in DATASETS:
         targets += [
             f"results/{dataset}/figures/f1_over_time.png",
@@ -147,7 +165,8 @@ def raw_files_input(dataset, files):
 
 
 def prepare_input(wildcards):
-    return raw_files_input(wildcards.dataset, layout(wildcards.dataset).tables["task_events"])
+    tables = layout(wildcards.dataset).tables
+    return raw_files_input(wildcards.dataset, tables["task_events"] + tables["machine_events"])
 
 
 def prepared_input(dataset):
@@ -158,6 +177,8 @@ def prepared_input(dataset):
 
 def convert_part_input(wildcards):
     files = layout(wildcards.dataset).groups[int(wildcards.group)]
+    if dataset_config(wildcards.dataset)["kind"] == "google-2011-events":
+        files = files + layout(wildcards.dataset).tables["machine_events"]
     return {"raw": raw_files_input(wildcards.dataset, files), **prepared_input(wildcards.dataset)}
 
 
@@ -201,6 +222,15 @@ def converted_shard(wildcards):
     if declared_cross_job(wildcards.method):
         return converted_all_shards(wildcards)
     return f"resources/converted/{wildcards.dataset}/jobs/shard-{wildcards.shard}"
+
+
+def launch_outputs(kind):
+    """Every (launch dataset, launch method)'s `kind` output of rule launch_predict."""
+    return [
+        f"results/{dataset}/launch/{method}.{kind}.parquet"
+        for dataset in LAUNCH_DATASETS
+        for method in LAUNCH_METHODS
+    ]
 
 
 def converted_all_shards(wildcards):

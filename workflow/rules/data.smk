@@ -100,6 +100,7 @@ rule convert_prepare:
     params:
         raw_dir=lambda wc: raw_dir(wc.dataset),
         event_parts=lambda wc: layout(wc.dataset).tables["task_events"],
+        machine_event_parts=lambda wc: layout(wc.dataset).tables["machine_events"],
         n_shards=lambda wc: dataset_config(wc.dataset)["n_shards"],
         min_tasks=lambda wc: dataset_config(wc.dataset).get("min_tasks", 100),
         priorities=lambda wc: dataset_config(wc.dataset).get("production_priorities", [9, 10, 11]),
@@ -125,6 +126,7 @@ rule convert_part:
         min_tasks=lambda wc: dataset_config(wc.dataset).get("min_tasks", 100),
         priorities=lambda wc: dataset_config(wc.dataset).get("production_priorities", [9, 10, 11]),
         grid=lambda wc: dataset_config(wc.dataset).get("replay", {}),
+        machine_event_parts=lambda wc: layout(wc.dataset).tables.get("machine_events", []),
     # measured: bench/bench_convert.py, one real-size task_usage part in a fresh process:
     # 1.1 GB peak RSS, 5.6 s CPU; headroom rule of bench/suggest_resources.py (1.5x memory,
     # 3x CPU time, at least 5 min)

@@ -1,0 +1,99 @@
+"""One row per task of every converted job, as a launch-time model sees it.
+
+A row is what is known when the task is placed: its job, its node (the machine of its first
+SCHEDULE, `machine_id` of the converted files), its workload (a per-job attribute of the
+manifest chosen by the `workload` setting) and its machine's state just before it started
+(`launch_machine_*`, `stragglers.machines`); plus, for scoring only, its latency and label.
+
+Labels (setting `label`):
+- `p90`: latency at or above its job's p90 (`straggler_quantile`), the label of Table 3;
+- `wrangler`: Wrangler's Definition 1, normalised duration > beta x the job's median
+  normalised duration (beta = 1.3). Normalised duration is duration / bytes processed; the
+  traces record no bytes, so every task of a job counts as the same work and the normalised
+  duration is the latency itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from stragglers.datasets import machine_state_columns
+from stragglers.jobdata import LAUNCH_PREFIX
+
+LABELS = ("p90", "wrangler")
+# per-job attributes the conversion writes to the manifest (workload_<name>)
+WORKLOADS_BY_KIND = {
+    "google-2011": ("user", "scheduling_class"),
+    "google-2011-events": ("user", "scheduling_class"),
+    "alibaba-2018": ("task_type", "task_family"),
+    "alibaba-2017": ("task_family",),
+}
+ROW_COLUMNS = ["job_id", "task", "task_start", "task_end", "latency", "job_start", "job_end", "node", "workload"]
+
+
+def launch_feature_columns(kind: str) -> list[str]:
+    return [LAUNCH_PREFIX + c for c in machine_state_columns(kind)]
+
+
+def check_workload(kind: str, workload: str) -> None:
+    known = WORKLOADS_BY_KIND.get(kind, ())
+    if workload not in known:
+        raise ValueError(
+            f"launch.workload: {workload!r} is not a workload of dataset kind {kind!r}; "
+            f"known: {list(known)}"
+        )
+
+
+def straggler_labels(latency: np.ndarray, job: np.ndarray, label: str, quantile: float = 0.9,
+                     beta: float = 1.3) -> np.ndarray:
+    """Per-task labels from each job's own latencies (`job`: a job code per task)."""
+    if label not in LABELS:
+        raise ValueError(f"launch.label: {label!r} is not one of {list(LABELS)}")
+    frame = pd.DataFrame({"job": job, "latency": np.asarray(latency, dtype=float)})
+    grouped = frame.groupby("job")["latency"]
+    if label == "p90":
+        # np.quantile's linear interpolation, as the replay's straggler_threshold
+        threshold = grouped.transform(lambda values: np.quantile(values.to_numpy(), quantile))
+        return (frame["latency"] >= threshold).to_numpy()
+    return (frame["latency"] > beta * grouped.transform("median")).to_numpy()
+
+
+def load_launch_tasks(converted_dir: Path | str, kind: str, workload: str) -> tuple[pd.DataFrame, list[str]]:
+    """Every task of every converted job, sorted by (task_start, job_id, task), with its
+    launch features; returns (rows, feature columns)."""
+    check_workload(kind, workload)
+    converted_dir = Path(converted_dir)
+    manifest = pd.read_parquet(converted_dir / "manifest.parquet")
+    column = f"workload_{workload}"
+    if column not in manifest:
+        raise ValueError(
+            f"{converted_dir / 'manifest.parquet'}: no column {column!r} (launch.workload: "
+            f"{workload!r}); it was converted before workloads were recorded: delete "
+            f"{converted_dir} and rerun"
+        )
+    features = launch_feature_columns(kind)
+    if not features:
+        raise ValueError(f"dataset kind {kind!r} has no machine state: no launch-time features")
+    frames = []
+    for row in manifest.itertuples():
+        path = converted_dir / row.path
+        wanted = ["task", "task_start", "task_end", "latency", "machine_id", *features]
+        try:
+            frame = pd.read_parquet(path, columns=wanted)
+        except Exception as error:  # name the file: pyarrow's message does not
+            raise ValueError(f"{path}: cannot read the launch columns {wanted}: {error}") from None
+        frame = frame.drop_duplicates("task")
+        frame["job_id"] = str(row.job_id)
+        frame["job_start"] = float(row.job_start)
+        frame["job_end"] = float(row.job_end)
+        frame["workload"] = str(getattr(row, column))
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=ROW_COLUMNS + features), features
+    tasks = pd.concat(frames, ignore_index=True).rename(columns={"machine_id": "node"})
+    tasks["node"] = tasks["node"].astype(str)
+    tasks = tasks.sort_values(["task_start", "job_id", "task"], kind="stable", ignore_index=True)
+    return tasks[ROW_COLUMNS + features], features

@@ -1,0 +1,265 @@
+"""Machine state (stragglers.machines): hand counts, a brute force on a generated trace, the
+converted columns, missing tables and unknown machines, and what the replay hands a method."""
+
+import gzip
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_convert import trace  # noqa: F401  (fixture: a hand-made two-part trace)
+
+from stragglers import machines, schema
+from stragglers.convert import convert_alibaba, convert_google, convert_google_events
+from stragglers.datasets import feature_columns, machine_state_columns
+from stragglers.generate import generate_alibaba, generate_google
+from stragglers.jobdata import read_job
+from stragglers.methods.base import Method
+from stragglers.pipeline import last_columns
+from stragglers.replay import ReplaySettings, replay_job
+from stragglers.scatter import raw_layout
+
+SCHEDULE, EVICT, FAIL, FINISH = 1, 2, 3, 4
+COLUMNS = list(machines.MACHINE_STATE_COLUMNS)
+
+
+def events_frame(rows):
+    frame = pd.DataFrame(
+        rows, columns=["timestamp", "job_id", "task_index", "event_type", "machine_id", "cpu_request", "memory_request"]
+    )
+    return frame.sort_values(["job_id", "task_index", "timestamp"], kind="stable").reset_index(drop=True)
+
+
+@pytest.fixture
+def timeline():
+    """Machine 1: task (1,0) runs 10-20 (evicted), task (1,1) 15-30 (fails), task (1,2) from
+    35 to the horizon (100). Machine 2: task (1,0)'s second attempt 25-40. Capacities: machine
+    1 ADDed at 0 (0.5 CPU, 0.25 memory), memory UPDATEd to 0.5 at 28; machine 2 ADDed at 0,
+    REMOVEd at 38."""
+    events = events_frame(
+        [
+            (10, 1, 0, SCHEDULE, 1, 0.1, 0.2), (20, 1, 0, EVICT, 1, 0.1, 0.2),
+            (25, 1, 0, SCHEDULE, 2, 0.1, 0.2), (40, 1, 0, FINISH, 2, 0.1, 0.2),
+            (15, 1, 1, SCHEDULE, 1, 0.3, 0.1), (30, 1, 1, FAIL, 1, 0.3, 0.1),
+            (35, 1, 2, SCHEDULE, 1, np.nan, 0.05),
+        ]
+    )
+    machine_events = pd.DataFrame(
+        {
+            "timestamp": [0, 0, 28, 38], "machine_id": [1, 2, 1, 2], "event_type": [0, 0, 2, 1],
+            "cpus": [0.5, 1.0, 0.5, np.nan], "memory": [0.25, 0.75, 0.5, np.nan],
+        }
+    )
+    counts = {}
+    built = machines.build_timeline(events, machine_events, horizon_us=100, counts=counts)
+    assert counts["attempts_without_request"] == 1
+    return built
+
+
+def test_state_matches_a_hand_count(timeline):
+    query_machine = np.array([1, 1, 1, 1, 1, 2, 2, 2, 1])
+    query_time = np.array([9, 10, 16, 20, 36, 24, 30, 39, 100])
+    expected = np.array(
+        [
+            # running, cpu, memory, evictions, failures, cpus, memory capacity
+            [0, 0.0, 0.0, 0, 0, 0.5, 0.25],
+            [1, 0.1, 0.2, 0, 0, 0.5, 0.25],  # a SCHEDULE at t counts at t
+            [2, 0.4, 0.3, 0, 0, 0.5, 0.25],
+            [1, 0.3, 0.1, 1, 0, 0.5, 0.25],  # the evicted attempt has ended at 20
+            [1, 0.0, 0.05, 1, 1, 0.5, 0.5],  # missing CPU request counts 0; memory updated
+            [0, 0.0, 0.0, 0, 0, 1.0, 0.75],
+            [1, 0.1, 0.2, 0, 0, 1.0, 0.75],
+            [1, 0.1, 0.2, 0, 0, np.nan, np.nan],  # removed at 38 (its attempt runs on)
+            [0, 0.0, 0.0, 1, 1, 0.5, 0.5],  # open attempts end at the horizon
+        ]
+    )
+    np.testing.assert_allclose(timeline.state(query_machine, query_time), expected, atol=1e-12)
+
+
+def test_unknown_and_missing_machines_are_nan(timeline):
+    state = timeline.state(np.array([99.0, np.nan, 1.0]), np.array([20, 20, 20]))
+    assert np.isnan(state[:2]).all()
+    assert not np.isnan(state[2]).any()
+
+
+def test_launch_state_excludes_the_task_itself(timeline):
+    # task (1,1) starts at 15 on machine 1: just before it only (1,0) runs there
+    np.testing.assert_allclose(machines.launch_state(timeline, np.array([1.0]), np.array([15]))[0, :3], [1, 0.1, 0.2])
+
+
+def test_timeline_survives_save_and_load(timeline, tmp_path):
+    timeline.save(tmp_path / "timeline.npz")
+    loaded = machines.MachineTimeline.load(tmp_path / "timeline.npz")
+    machine, time = np.array([1, 2, 1, 5]), np.array([16, 30, 36, 1])
+    np.testing.assert_array_equal(loaded.state(machine, time), timeline.state(machine, time))
+
+
+def test_without_machine_events_capacities_are_unknown():
+    events = events_frame([(10, 1, 0, SCHEDULE, 1, 0.1, 0.2), (20, 1, 0, FINISH, 1, 0.1, 0.2)])
+    timeline = machines.build_timeline(events, None, horizon_us=30)
+    state = timeline.state(np.array([1]), np.array([15]))
+    assert state[0, 0] == 1 and np.isnan(state[0, 5:]).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# on a small generated trace: the converted columns against a brute force over the raw rows
+def read_raw(folder, columns):
+    frames = [pd.read_csv(p, header=None, names=columns) for p in sorted(folder.glob("part-*.csv.gz"))]
+    return pd.concat(frames, ignore_index=True)
+
+
+def brute_force_state(task_events, machine_events, machine, time_us):
+    """One (machine, time) at a time, in plain Python, from the raw tables."""
+    running = cpu = memory = evictions = failures = 0
+    for (_, _), rows in task_events.groupby(["job_id", "task_index"], sort=False):
+        rows = rows.sort_values("timestamp", kind="stable")
+        start = None
+        for row in rows.itertuples():
+            if row.event_type == SCHEDULE:
+                start = row
+            elif row.event_type in (EVICT, FAIL, FINISH, 5, 6) and start is not None:
+                if start.machine_id == machine and start.timestamp <= time_us < row.timestamp:
+                    running, cpu, memory = running + 1, cpu + start.cpu_request, memory + start.memory_request
+                start = None
+            if row.event_type in (EVICT, FAIL) and row.machine_id == machine and row.timestamp <= time_us:
+                evictions += row.event_type == EVICT
+                failures += row.event_type == FAIL
+        if start is not None and start.machine_id == machine and start.timestamp <= time_us:
+            running, cpu, memory = running + 1, cpu + start.cpu_request, memory + start.memory_request
+    capacity = machine_events[(machine_events.machine_id == machine) & (machine_events.timestamp <= time_us)]
+    cpus, mem = (np.nan, np.nan) if capacity.empty else (capacity.cpus.iloc[-1], capacity.memory.iloc[-1])
+    return [running, cpu, memory, evictions, failures, cpus, mem]
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    raw = tmp_path_factory.mktemp("machines") / "raw"
+    generate_google(raw, {"n_jobs": 5, "n_parts": 2, "n_machines": 40, "seed": 7})
+    return raw
+
+
+@pytest.mark.parametrize("convert", [convert_google, convert_google_events])
+def test_converted_machine_columns_match_a_brute_force(generated, tmp_path, convert):
+    out = tmp_path / "converted"
+    report = convert(generated, out, dataset="g", n_shards=2, min_tasks=100)
+    assert report["counts"]["machine_event_rows"] > 0
+    task_events = read_raw(generated / "task_events", schema.GOOGLE_TASK_EVENTS)
+    machine_events = read_raw(generated / "machine_events", schema.GOOGLE_MACHINE_EVENTS)
+    manifest = pd.read_parquet(out / "manifest.parquet")
+    frame = pd.read_parquet(out / manifest.path[0])
+    rng = np.random.default_rng(0)
+    # windows of single-attempt tasks (their machine is the task's machine_id); 6 of them
+    single = frame[(frame.evictions == 0) & (frame.failures == 0)]
+    for row in single.iloc[rng.choice(len(single), 6, replace=False)].itertuples():
+        expected = brute_force_state(task_events, machine_events, int(row.machine_id), round(row.window_end * 1e6))
+        np.testing.assert_allclose([getattr(row, c) for c in COLUMNS], expected, atol=1e-9)
+    # launch state: the first SCHEDULE's machine, 1 µs before it
+    tasks = frame.drop_duplicates("task")
+    job_id = int(manifest.job_id[0])
+    for row in tasks.iloc[rng.choice(len(tasks), 4, replace=False)].itertuples():
+        mine = task_events[(task_events.job_id == job_id) & (task_events.task_index == int(row.task_id))]
+        first = mine[mine.event_type == SCHEDULE].sort_values("timestamp").iloc[0]
+        expected = brute_force_state(task_events, machine_events, first.machine_id, first.timestamp - 1)
+        np.testing.assert_allclose([getattr(row, "launch_" + c) for c in COLUMNS], expected, atol=1e-9)
+
+
+def test_without_a_machine_events_table_capacities_are_nan_and_counted(generated, tmp_path):
+    raw = tmp_path / "raw"
+    for table in ("task_events", "task_usage"):
+        (raw / table).mkdir(parents=True)
+        for part in (generated / table).iterdir():
+            (raw / table / part.name).write_bytes(part.read_bytes())
+    report = convert_google(raw, tmp_path / "out", dataset="g", n_shards=1, min_tasks=100)
+    assert report["counts"]["machine_events_table_missing"] == 1
+    manifest = pd.read_parquet(tmp_path / "out" / "manifest.parquet")
+    frame = pd.read_parquet(tmp_path / "out" / manifest.path[0])
+    assert frame["machine_cpu_capacity"].isna().all()
+    assert (frame["machine_running_tasks"] >= 1).all()  # the task itself runs there
+
+
+def test_bad_machine_event_rows_are_skipped_and_counted(generated, tmp_path):
+    raw = tmp_path / "raw"
+    for table in ("task_events", "task_usage"):
+        (raw / table).mkdir(parents=True)
+        for part in (generated / table).iterdir():
+            (raw / table / part.name).write_bytes(part.read_bytes())
+    text = gzip.decompress((generated / schema.GOOGLE_MACHINE_EVENTS_PART).read_bytes()).decode()
+    text += "not-a-time,5,0,p,0.5,0.5\n,6,0,p,0.5,0.5\n"
+    (raw / "machine_events").mkdir()
+    (raw / schema.GOOGLE_MACHINE_EVENTS_PART).write_bytes(gzip.compress(text.encode()))
+    report = convert_google(raw, tmp_path / "out", dataset="g", n_shards=1, min_tasks=100)
+    assert report["skipped_rows"]["count"] == 2
+    assert report["counts"]["machine_event_rows"] == len(text.splitlines()) - 2
+
+
+def test_a_usage_window_on_a_machine_without_events_is_nan_and_counted(trace, tmp_path):  # noqa: F811
+    # the hand-made trace's usage rows name machine 7, on which no task event happened
+    report = convert_google(trace, tmp_path / "out", dataset="t", n_shards=1, min_tasks=3)
+    counts = report["counts"]
+    assert counts["usage_windows_machine_unknown"] == counts["windows_kept"] > 0
+    manifest = pd.read_parquet(tmp_path / "out" / "manifest.parquet")
+    frame = pd.read_parquet(tmp_path / "out" / manifest.path[0])
+    assert frame["machine_running_tasks"].isna().all()
+    assert frame["launch_machine_running_tasks"].notna().all()  # the events know their machines
+
+
+def test_raw_layout_lists_machine_events(tmp_path):
+    generated = raw_layout("google-2011", {"source": "generate", "generator": {"n_parts": 3}}, None)
+    assert generated.tables["machine_events"] == [schema.GOOGLE_MACHINE_EVENTS_PART]
+    (tmp_path / "task_events").mkdir()
+    (tmp_path / "task_events" / "part-00000-of-00001.csv.gz").write_bytes(b"")
+    local = raw_layout("google-2011-events", {"source": "local"}, str(tmp_path))
+    assert local.tables["machine_events"] == []
+
+
+# ---------------------------------------------------------------------------------------------
+# what the replay hands a method
+class MachineRecorder(Method):
+    name = "machine-recorder"
+    family = "test"
+    uses_machine_state = True
+    seen: list = []
+
+    def predict(self, checkpoint):
+        type(self).seen.append((self.job, checkpoint))
+        return np.zeros(len(checkpoint.running_tasks), dtype=bool)
+
+
+class PlainRecorder(MachineRecorder):
+    name = "plain-recorder"
+    uses_machine_state = False
+    seen: list = []
+
+
+def test_replay_hands_the_latest_machine_state_and_the_launch_state(generated, tmp_path):
+    out = tmp_path / "converted"
+    convert_google(generated, out, dataset="g", n_shards=1, min_tasks=100)
+    manifest = pd.read_parquet(out / "manifest.parquet")
+    columns = machine_state_columns("google-2011")
+    job = read_job(out / manifest.path[0], manifest.job_id[0], feature_columns("google-2011"), columns)
+    settings = ReplaySettings(grid_origin=600, checkpoint_interval=300)
+    MachineRecorder.seen = []
+    replay_job(job, MachineRecorder(), settings, last_columns("google-2011"), seed=1)
+    assert MachineRecorder.seen
+    info, checkpoint = MachineRecorder.seen[len(MachineRecorder.seen) // 2]
+    assert info.machine_state_names == tuple(columns)
+    for position, task in enumerate(checkpoint.running_tasks):
+        available = (job.window_task == task) & (job.available_from <= checkpoint.time)
+        latest = np.flatnonzero(available)[-1]  # windows are sorted by available_from
+        np.testing.assert_array_equal(checkpoint.running_machine_state[position], job.window_machine_state[latest])
+    np.testing.assert_array_equal(checkpoint.running_launch_state, job.launch_machine_state[checkpoint.running_tasks])
+    np.testing.assert_array_equal(checkpoint.finished_launch_state, job.launch_machine_state[checkpoint.finished_tasks])
+    PlainRecorder.seen = []
+    replay_job(job, PlainRecorder(), settings, last_columns("google-2011"), seed=1)
+    assert PlainRecorder.seen[0][1].running_machine_state is None
+    assert PlainRecorder.seen[0][0].machine_state_names == ()
+
+
+def test_reading_machine_state_a_file_lacks_is_a_clear_error(tmp_path):
+    raw = tmp_path / "raw"
+    generate_alibaba(raw, {"n_jobs": 2, "seed": 3})
+    convert_alibaba(raw, tmp_path / "out", dataset="a", n_shards=1, min_tasks=10)
+    manifest = pd.read_parquet(tmp_path / "out" / "manifest.parquet")
+    with pytest.raises(ValueError, match="lacks the machine state columns"):
+        read_job(tmp_path / "out" / manifest.path[0], manifest.job_id[0], feature_columns("alibaba-2018"),
+                 machine_state_columns("google-2011"))
+    assert machine_state_columns("alibaba-2018") == []
