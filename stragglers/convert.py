@@ -583,7 +583,9 @@ def gather_shard(
     relative = f"jobs/shard-{shard}"
     with _AtomicFolder(jobs_dir) as staging:
         if kind in ALIBABA_LAYOUTS:
-            rows = _write_alibaba_shard(windows, shard, staging, relative, min_tasks, dataset, report)
+            state_path = Path(spill_dirs[0]) / MACHINE_STATE_FILE
+            state = machines.BinnedMachineState.load(state_path) if state_path.exists() else None
+            rows = _write_alibaba_shard(windows, shard, staging, relative, min_tasks, dataset, report, state)
         else:
             tasks = pd.read_parquet(tasks_path)
             # only this shard's tasks: the per-task text columns cost time per task
@@ -863,6 +865,7 @@ class AlibabaLayout:
     instance_column: str | None  # per-instance name (2017 has none)
     archive: str  # tarball holding the table, read as a stream
     member: str  # the table's name inside it (or on disk)
+    numeric: tuple[str, ...] = tuple(ALIBABA_NUMERIC)
 
 
 ALIBABA_LAYOUTS = {
@@ -877,14 +880,31 @@ ALIBABA_LAYOUTS = {
 }
 
 
+# the 2018 machine tables (optional: without them the machine's utilisation and size are NaN)
+ALIBABA_MACHINE_LAYOUTS = {
+    "machine_meta": AlibabaLayout(
+        schema.ALIBABA_2018_MACHINE_META, ("", ""), None, "machine_meta.tar.gz", "machine_meta.csv",
+        ("time_stamp", "cpu_num", "mem_size"),
+    ),
+    "machine_usage": AlibabaLayout(
+        schema.ALIBABA_2018_MACHINE_USAGE, ("", ""), None, "machine_usage.tar.gz", "machine_usage.csv",
+        ("time_stamp", *machines.ALIBABA_USAGE_COLUMNS),
+    ),
+}
+
+
+def alibaba_table_present(raw_dir: Path, layout: AlibabaLayout) -> bool:
+    return any((Path(raw_dir) / name).exists() for name in (layout.member + ".gz", layout.member, layout.archive))
+
+
 def alibaba_chunks(raw_dir: Path, layout: AlibabaLayout, report: ConversionReport):
-    """Chunks of the batch_instance table: a plain or gzip CSV if present, else the
-    tarball read as a stream (never extracted to disk)."""
+    """Chunks of an Alibaba table: a plain or gzip CSV if present, else the tarball read as
+    a stream (never extracted to disk)."""
     for name in (layout.member + ".gz", layout.member):
         if (raw_dir / name).exists():
             report.files_read.append(str(raw_dir / name))
             yield from iter_csv_chunks(
-                raw_dir / name, layout.columns, {c: "float" for c in ALIBABA_NUMERIC},
+                raw_dir / name, layout.columns, {c: "float" for c in layout.numeric},
                 skipped=report.skipped_rows,
             )
             return
@@ -897,7 +917,7 @@ def alibaba_chunks(raw_dir: Path, layout: AlibabaLayout, report: ConversionRepor
 
     report.files_read.append(f"{archive}:{layout.member}")
     for chunk in iter_tar_csv(archive, layout.member, layout.columns, dtype=str):
-        for column in ALIBABA_NUMERIC:
+        for column in layout.numeric:
             values = pd.to_numeric(chunk[column].replace("", np.nan), errors="coerce")
             bad = values.isna() & chunk[column].notna() & (chunk[column] != "")
             report.skipped_rows.add(
@@ -914,20 +934,66 @@ def stable_shard(keys: pd.Series, n_shards: int) -> np.ndarray:
     return (hashed.to_numpy() % np.uint64(n_shards)).astype(np.int64)
 
 
+MACHINE_STATE_FILE = "machine_state.npz"
+
+
+def _add_instances_to_machine_state(state: machines.BinnedMachineState, chunk: pd.DataFrame, report) -> None:
+    """Every instance with a start (any status, any job) counts on its machine."""
+    number = machines.alibaba_machine_number(chunk["machine_id"].to_numpy())
+    started = chunk["start_time"].notna().to_numpy()
+    placed = started & ~np.isnan(number)
+    report.count("instances_started_without_machine", int((started & np.isnan(number)).sum()))
+    if placed.any():
+        state.add_instances(
+            number[placed], chunk["start_time"].to_numpy(float)[placed],
+            chunk["end_time"].to_numpy(float)[placed],
+            (chunk["status"].astype(str) == "Failed").to_numpy()[placed],
+        )
+
+
+def _read_machine_tables(raw_dir: Path, state: machines.BinnedMachineState, report: ConversionReport) -> None:
+    """machine_usage (streamed) and machine_meta into the machine state; a missing table is
+    counted, its columns stay NaN."""
+    for table, layout in ALIBABA_MACHINE_LAYOUTS.items():
+        if not alibaba_table_present(raw_dir, layout):
+            report.count(f"{table}_table_missing")
+            continue
+        meta = []
+        for chunk in alibaba_chunks(raw_dir, layout, report):
+            report.count(f"{table}_rows_read", len(chunk))
+            number = machines.alibaba_machine_number(chunk["machine_id"].to_numpy())
+            time_s = chunk["time_stamp"].to_numpy(float)
+            good = ~np.isnan(number) & ~np.isnan(time_s)
+            report.count(f"{table}_rows_without_machine_or_time", int((~good).sum()))
+            if table == "machine_usage":
+                values = chunk[list(machines.ALIBABA_USAGE_COLUMNS)].to_numpy(float)
+                state.add_usage(number[good], time_s[good], values[good])
+            else:
+                meta.append((number[good], time_s[good], chunk[["cpu_num", "mem_size"]].to_numpy(float)[good]))
+        if table == "machine_meta" and meta:
+            state.set_meta(*(np.concatenate(parts) for parts in zip(*meta)))
+
+
 def spill_alibaba(
-    raw_dir: Path | str, spill_dir: Path | str, *, dataset: str, n_shards: int, kind: str = "alibaba-2018"
+    raw_dir: Path | str, spill_dir: Path | str, *, dataset: str, n_shards: int, kind: str = "alibaba-2018",
+    bin_seconds: float = 60.0,
 ) -> dict[str, Any]:
     """Stage 2 (Alibaba): one streaming pass over the batch_instance table (one "part": the
     CSV or the tarball) keeping Terminated instances with end > start, spilled to one Parquet
-    file per shard (a hash of the job id)."""
+    file per shard (a hash of the job id). Alibaba 2018: every instance also counts in its
+    machine's state, with machine_usage and machine_meta (`machines.BinnedMachineState` on
+    a grid of `bin_seconds`, saved to `machine_state.npz`)."""
     raw_dir = Path(raw_dir)
     layout = ALIBABA_LAYOUTS[kind]
     report = ConversionReport(dataset)
     job_column, task_column = layout.job_columns
+    state = machines.BinnedMachineState(bin_seconds) if kind == "alibaba-2018" else None
     with _AtomicFolder(spill_dir) as staging:
         spill = ShardSpill(staging / "shards")
         for chunk in alibaba_chunks(raw_dir, layout, report):
             report.count("instance_rows_read", len(chunk))
+            if state is not None:
+                _add_instances_to_machine_state(state, chunk, report)
             terminated = chunk["status"].astype(str) == "Terminated"
             report.count("instances_not_terminated", int((~terminated).sum()))
             chunk = chunk[terminated]
@@ -964,6 +1030,11 @@ def spill_alibaba(
                 spill.write(int(shard), pa.Table.from_pandas(rows.drop(columns="shard"), preserve_index=False))
         spill.close()
         report.phase("instances")
+        if state is not None:
+            _read_machine_tables(raw_dir, state, report)
+            state.finish()
+            state.save(staging / MACHINE_STATE_FILE)
+            report.phase("machine_tables")
         _write_report(staging / REPORT_FILE, report)
     return report.as_dict()
 
@@ -983,8 +1054,10 @@ def _write_alibaba_shard(
     min_tasks: int,
     dataset: str,
     report: ConversionReport,
+    state: "machines.BinnedMachineState | None" = None,
 ) -> list[dict[str, Any]]:
-    """One shard's instances -> one Parquet file per Alibaba task with >= `min_tasks` of them."""
+    """One shard's instances -> one Parquet file per Alibaba task with >= `min_tasks` of them;
+    with `state`, each instance's machine state at its start (window and launch columns)."""
     if table is None:
         return []
     rows = []
@@ -1014,6 +1087,14 @@ def _write_alibaba_shard(
                 "failures": np.zeros(len(inst), dtype=np.int32),
             }
         )
+        if state is not None:
+            # the one window is available from the start: its state and the launch state are
+            # the machine's at the last grid boundary at or before the start
+            values = state.state(machines.alibaba_machine_number(inst["machine_id"].to_numpy()), start)
+            report.count("instances_machine_unknown", int(np.isnan(values[:, 0]).sum()))
+            for column, value in zip(machines.ALIBABA_MACHINE_STATE_COLUMNS, values.T):
+                frame[column] = value
+                frame[machines.LAUNCH_PREFIX + column] = value
         name = f"{_safe_name(job_id)}.parquet"
         frame.to_parquet(jobs_dir / name, index=False)
         rows.append(
@@ -1037,12 +1118,15 @@ def convert_alibaba(
     n_shards: int,
     min_tasks: int = 100,
     kind: str = "alibaba-2018",
+    bin_seconds: float = 60.0,
 ) -> dict[str, Any]:
     """One streaming pass: keep Terminated instances with end > start, spill them to one
     Parquet file per shard (a hash of the job id), then write each shard's jobs."""
     return _convert_in_one_process(
         Path(out_dir), kind, dataset, n_shards, min_tasks,
-        spill=lambda folder: spill_alibaba(raw_dir, folder, dataset=dataset, n_shards=n_shards, kind=kind),
+        spill=lambda folder: spill_alibaba(
+            raw_dir, folder, dataset=dataset, n_shards=n_shards, kind=kind, bin_seconds=bin_seconds
+        ),
     )
 
 

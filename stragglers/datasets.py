@@ -79,11 +79,23 @@ GOOGLE_MACHINE_STATE = (
     Feature("machine_memory_capacity", "machine memory (machine_events)", "last"),
 )
 
+# Alibaba 2018: every instance of every job on the machine, machine_usage and machine_meta,
+# on the checkpoint grid (stragglers.machines.BinnedMachineState)
+ALIBABA_MACHINE_STATE = (
+    Feature("machine_running_instances", "instances running on the machine", "last"),
+    Feature("machine_failed_instances_so_far", "Failed instances on the machine so far", "last"),
+    Feature("machine_cpu_util_percent", "machine CPU utilisation (machine_usage)", "last"),
+    Feature("machine_mem_util_percent", "machine memory utilisation (machine_usage)", "last"),
+    Feature("machine_disk_io_percent", "machine disk I/O (machine_usage)", "last"),
+    Feature("machine_cpu_num", "machine cores (machine_meta)", "last"),
+    Feature("machine_mem_size", "machine memory (machine_meta)", "last"),
+)
+
 MACHINE_STATE_BY_KIND = {
     "google-2011": GOOGLE_MACHINE_STATE,
     "google-2011-events": GOOGLE_MACHINE_STATE,
-    "alibaba-2018": (),  # not yet: machine_meta / machine_usage are not converted
-    "alibaba-2017": (),
+    "alibaba-2018": ALIBABA_MACHINE_STATE,
+    "alibaba-2017": (),  # the 2017 trace's machine tables are not converted
 }
 
 

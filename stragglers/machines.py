@@ -282,3 +282,177 @@ def launch_state(timeline: MachineTimeline, machine: np.ndarray, start_us: np.nd
     """The machine's state just before each task started (1 µs before its first SCHEDULE):
     what a scheduler placing the task could have read; the task itself is not counted."""
     return timeline.state(machine, np.asarray(start_us, dtype=np.int64) - 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Alibaba 2018: batch_instance (every instance of every job), machine_usage, machine_meta
+# ---------------------------------------------------------------------------------------------
+ALIBABA_MACHINE_STATE_COLUMNS = (
+    "machine_running_instances",
+    "machine_failed_instances_so_far",
+    "machine_cpu_util_percent",
+    "machine_mem_util_percent",
+    "machine_disk_io_percent",
+    "machine_cpu_num",
+    "machine_mem_size",
+)
+ALIBABA_USAGE_COLUMNS = ("cpu_util_percent", "mem_util_percent", "disk_io_percent")
+
+
+def alibaba_machine_number(names) -> np.ndarray:
+    """`m_1234` -> 1234.0; anything else (missing, malformed) -> NaN."""
+    text = pd.Series(np.asarray(names, dtype=object)).astype("string")
+    digits = text.str.extract(r"^m_(\d+)$", expand=False)
+    return pd.to_numeric(digits, errors="coerce").to_numpy(dtype=float)
+
+
+class _Grid:
+    """A (machine, bin) array that grows as machines and bins appear."""
+
+    def __init__(self, dtype, fill, columns: int = 1):
+        self.values = np.full((0, 0, columns), fill, dtype=dtype)
+        self.fill = fill
+
+    def reserve(self, n_machines: int, n_bins: int, exact: bool = False) -> None:
+        """Room for (n_machines, n_bins); grows by doubling unless `exact`."""
+        have_m, have_b, columns = self.values.shape
+        if n_machines <= have_m and n_bins <= have_b:
+            return
+        if exact:
+            shape = (max(n_machines, have_m), max(n_bins, have_b), columns)
+        else:
+            shape = (max(n_machines, 2 * have_m), max(n_bins, 2 * have_b), columns)
+        grown = np.full(shape, self.fill, dtype=self.values.dtype)
+        grown[:have_m, :have_b] = self.values
+        self.values = grown
+
+
+class BinnedMachineState:
+    """The Alibaba machine state on a grid of `bin_seconds`, in memory bounded by machines x
+    bins (not by rows: the tables are streamed). The state at time t is the state at the last
+    grid boundary B <= t:
+
+        machine_running_instances        instances with start < B <= end (no end: running on)
+        machine_failed_instances_so_far  Failed instances that ended before B
+        machine_*_percent                machine_usage's latest sample before B (NaN if none)
+        machine_cpu_num, machine_mem_size  machine_meta's latest row at or before t
+
+    A task starting at t is never counted in its own machine's state (its start is >= B)."""
+
+    def __init__(self, bin_seconds: float):
+        if not bin_seconds > 0:
+            raise ValueError(f"bin_seconds must be > 0, got {bin_seconds}")
+        self.bin_seconds = float(bin_seconds)
+        self.running = _Grid(np.int32, 0)
+        self.failed = _Grid(np.int32, 0)
+        self.usage = _Grid(np.float32, np.nan, len(ALIBABA_USAGE_COLUMNS))
+        self.usage_time = _Grid(np.float64, -np.inf)
+        self.meta_keys = np.array([], dtype=np.int64)
+        self.meta_values = np.zeros((0, 2))
+        self.has_usage_table = False
+        self.has_meta_table = False
+        self.finished = False
+
+    def _boundary_index(self, time_s: np.ndarray) -> np.ndarray:
+        """Index of the first boundary after t (t < K * bin)."""
+        return (np.floor(np.asarray(time_s, dtype=float) / self.bin_seconds) + 1).astype(np.int64)
+
+    def add_instances(self, machine: np.ndarray, start: np.ndarray, end: np.ndarray, failed: np.ndarray) -> None:
+        """Instances with a machine number and a start (end NaN: still running)."""
+        machine = np.asarray(machine, dtype=np.int64)
+        first = self._boundary_index(start)
+        has_end = ~np.isnan(end)
+        last = self._boundary_index(np.where(has_end, end, 0.0))
+        n_bins = int(max(first.max(initial=0), last[has_end].max(initial=0))) + 1
+        self.running.reserve(int(machine.max(initial=-1)) + 1, n_bins)
+        self.failed.reserve(int(machine.max(initial=-1)) + 1, n_bins)
+        np.add.at(self.running.values[:, :, 0], (machine, first), 1)
+        np.add.at(self.running.values[:, :, 0], (machine[has_end], last[has_end]), -1)
+        ended_failed = has_end & np.asarray(failed, dtype=bool)
+        np.add.at(self.failed.values[:, :, 0], (machine[ended_failed], last[ended_failed]), 1)
+
+    def add_usage(self, machine: np.ndarray, time_s: np.ndarray, values: np.ndarray) -> None:
+        """machine_usage samples: each (machine, bin) keeps its latest sample."""
+        self.has_usage_table = True
+        machine = np.asarray(machine, dtype=np.int64)
+        cell = self._boundary_index(time_s) - 1  # the bin holding the sample
+        self.usage.reserve(int(machine.max(initial=-1)) + 1, int(cell.max(initial=0)) + 1)
+        self.usage_time.reserve(*self.usage.values.shape[:2])
+        order = np.argsort(time_s, kind="stable")  # the last write of a cell is its latest
+        machine, cell, time_s, values = machine[order], cell[order], np.asarray(time_s)[order], values[order]
+        later = time_s >= self.usage_time.values[machine, cell, 0]
+        self.usage.values[machine[later], cell[later]] = values[later]
+        self.usage_time.values[machine[later], cell[later], 0] = time_s[later]
+
+    def set_meta(self, machine: np.ndarray, time_s: np.ndarray, values: np.ndarray) -> None:
+        """machine_meta rows (small: a few per machine), all at once."""
+        self.has_meta_table = True
+        keys = _keys(np.asarray(machine, dtype=np.int64), np.round(np.asarray(time_s, dtype=float) * 1e6))
+        order = np.argsort(keys, kind="stable")
+        self.meta_keys, self.meta_values = keys[order], np.asarray(values, dtype=float)[order]
+
+    def finish(self) -> None:
+        """Running sums along the bins; usage carried forward to later bins."""
+        grids = (self.running, self.failed, self.usage, self.usage_time)
+        n_machines = max(grid.values.shape[0] for grid in grids)
+        n_bins = max(grid.values.shape[1] for grid in grids)
+        for grid in grids:
+            grid.reserve(n_machines, n_bins, exact=True)
+        self.running.values = np.cumsum(self.running.values, axis=1, dtype=np.int32)
+        self.failed.values = np.cumsum(self.failed.values, axis=1, dtype=np.int32)
+        # forward fill: each cell takes the latest earlier cell with a sample
+        seen = np.isfinite(self.usage_time.values[:, :, 0])
+        index = np.where(seen, np.arange(seen.shape[1])[None, :], 0)
+        np.maximum.accumulate(index, axis=1, out=index)
+        filled = np.take_along_axis(self.usage.values, index[:, :, None], axis=1)
+        any_before = np.maximum.accumulate(seen, axis=1)
+        self.usage.values = np.where(any_before[:, :, None], filled, np.nan).astype(np.float32)
+        self.finished = True
+
+    def state(self, machine: np.ndarray, time_s: np.ndarray) -> np.ndarray:
+        """(n, 7) ALIBABA_MACHINE_STATE_COLUMNS at `time_s`; unknown machine (NaN): NaN."""
+        if not self.finished:
+            raise RuntimeError("BinnedMachineState.state before finish()")
+        machine = np.asarray(machine, dtype=float)
+        time_s = np.asarray(time_s, dtype=float)
+        out = np.full((len(machine), len(ALIBABA_MACHINE_STATE_COLUMNS)), np.nan)
+        n_machines, n_bins = self.running.values.shape[:2]
+        known = ~np.isnan(machine) & (machine >= 0) & (machine < max(n_machines, 1))
+        m = np.where(known, machine, 0).astype(np.int64)
+        boundary = self._boundary_index(time_s) - 1  # B = boundary * bin <= t
+        if n_bins:
+            column = np.clip(boundary, 0, n_bins - 1)
+            out[:, 0] = self.running.values[m, column, 0] if n_machines else 0
+            out[:, 1] = self.failed.values[m, column, 0] if n_machines else 0
+            previous = boundary - 1  # the bin before B holds the latest sample before B
+            usage = self.usage.values[m, np.clip(previous, 0, n_bins - 1)] if n_machines else np.nan
+            out[:, 2:5] = np.where((previous >= 0)[:, None], usage, np.nan)
+        else:
+            out[:, 0:2] = 0
+        if len(self.meta_keys):
+            at = _keys(m, np.round(time_s * 1e6))
+            origin = _keys(m, np.full(len(m), -1))
+            last = np.searchsorted(self.meta_keys, at, side="right") - 1
+            valid = (last >= 0) & (last >= np.searchsorted(self.meta_keys, origin, side="right"))
+            out[:, 5:7] = np.where(valid[:, None], self.meta_values[np.maximum(last, 0)], np.nan)
+        out[~known] = np.nan
+        return out
+
+    def save(self, path: Path | str) -> None:
+        np.savez(
+            path, bin_seconds=self.bin_seconds, running=self.running.values, failed=self.failed.values,
+            usage=self.usage.values, meta_keys=self.meta_keys, meta_values=self.meta_values,
+            has_usage_table=self.has_usage_table, has_meta_table=self.has_meta_table,
+        )
+
+    @classmethod
+    def load(cls, path: Path | str) -> "BinnedMachineState":
+        with np.load(path) as stored:
+            state = cls(float(stored["bin_seconds"]))
+            state.running.values, state.failed.values = stored["running"], stored["failed"]
+            state.usage.values = stored["usage"]
+            state.meta_keys, state.meta_values = stored["meta_keys"], stored["meta_values"]
+            state.has_usage_table = bool(stored["has_usage_table"])
+            state.has_meta_table = bool(stored["has_meta_table"])
+        state.finished = True
+        return state

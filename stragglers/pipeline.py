@@ -640,6 +640,11 @@ Seed: {seed}.
 | `<dataset>/figures/pocd_vs_machine_time.png` | PoCD against machine time per method and policy (one panel per deadline factor) |
 | `<dataset>/figures/reduction_by_policy.png` | JCT reduction per method and policy |
 | `<dataset>/tuning/<method>.json` | (with a `tuning` config) mean F1 of each grid point on the tuning jobs, which are left out of everything above, and the best point |
+| `tables/launch_table.md`, `.csv` | (with `launch.methods`) Launch-time, cross-job models (Wrangler-node, MTL-*) scored like Table 3: a task flagged when it is placed; `jobs_without_model` = jobs predicted with too little finished data (nothing flagged) |
+| `tables/launch_learning_curve.md`, `.csv` | The MTL paper's Table 5 / Figure 3: balanced accuracy, accuracy, TPR, FPR, F1 against the share of the trace used for training (temporal split, only jobs finished by the split), and the same on test tasks of nodes / workloads unseen in training (§4.8) |
+| `tables/launch_simulation.md`, `.csv` | Predicted stragglers held back one scheduling interval at launch: JCT reduction, machine time, PoCD against Hadoop-NS (nothing held back) |
+| `<dataset>/launch/<method>.{{tasks,jobs,curve,simulation}}.parquet` | Per launch-time method: its launch predictions (the predictions' format), jobs (training tasks and jobs behind each job's model), learning-curve rows and hold-back simulation rows |
+| `<dataset>/figures/launch_learning_curve.png` | Figure 3 analogue: balanced accuracy, TPR and FPR against the training share |
 
 Outside results/: `resources/raw/<dataset>/` (raw trace parts, generated or downloaded),
 `resources/converted/<dataset>/` (one Parquet file per job, `manifest.parquet`, and

@@ -175,7 +175,10 @@ def convert_part(
             machine_event_parts=check_parts_present(raw_dir, list(machine_event_parts)),
         )
     elif kind in ALIBABA_KINDS:
-        report = convert.spill_alibaba(raw_dir, out_dir, dataset=dataset, n_shards=n_shards, kind=kind)
+        report = convert.spill_alibaba(
+            raw_dir, out_dir, dataset=dataset, n_shards=n_shards, kind=kind,
+            bin_seconds=float(grid.get("checkpoint_interval", 60.0)),
+        )
     else:
         raise ValueError(f"no conversion for dataset kind {kind!r}")
     dump_json_atomic(report, out_report)

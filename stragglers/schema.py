@@ -119,6 +119,29 @@ ALIBABA_2018_BATCH_INSTANCE = [
     "mem_max",
 ]
 
+# Alibaba cluster-trace-v2018 machine tables (headerless CSV, in machine_meta.tar.gz and
+# machine_usage.tar.gz): machine ids m_<n>, time in seconds, utilisation in percent
+ALIBABA_2018_MACHINE_META = [
+    "machine_id",
+    "time_stamp",
+    "failure_domain_1",
+    "failure_domain_2",
+    "cpu_num",
+    "mem_size",
+    "status",
+]
+ALIBABA_2018_MACHINE_USAGE = [
+    "machine_id",
+    "time_stamp",
+    "cpu_util_percent",
+    "mem_util_percent",
+    "mem_gps",
+    "mkpi",
+    "net_in",
+    "net_out",
+    "disk_io_percent",
+]
+
 ALIBABA_2017_BATCH_INSTANCE = [
     "start_time",
     "end_time",

@@ -59,6 +59,7 @@ def write_config(path: Path, source: Path, url: str) -> Path:
         "tuning": {"n_jobs": 1, "apply": True, "grids": {"NURD": {"alpha": [0.3, 0.5]}}},
         "evaluation": {"f1_time_points": 5},
         "simulation": {"repeats": 2, "machines": [100, 300]},
+        "launch": {"methods": {"MTL-f0": {}}, "min_train_tasks": 20, "train_shares": [0.5]},
     }
     path.write_text(yaml.safe_dump(config))
     return path

@@ -262,4 +262,81 @@ def test_reading_machine_state_a_file_lacks_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="lacks the machine state columns"):
         read_job(tmp_path / "out" / manifest.path[0], manifest.job_id[0], feature_columns("alibaba-2018"),
                  machine_state_columns("google-2011"))
-    assert machine_state_columns("alibaba-2018") == []
+    job = read_job(tmp_path / "out" / manifest.path[0], manifest.job_id[0], feature_columns("alibaba-2018"),
+                   machine_state_columns("alibaba-2018"))
+    assert job.window_machine_state.shape[1] == 7 and job.launch_machine_state.shape == (job.n_tasks, 7)
+    assert machine_state_columns("alibaba-2017") == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Alibaba 2018: the binned state
+def test_binned_alibaba_state_by_hand():
+    state = machines.BinnedMachineState(bin_seconds=60)
+    # machine 1: instance 10-130 (ok), 70-100 (failed), 200- (still running); machine 2: 0-60
+    state.add_instances(np.array([1, 1, 1, 2]), np.array([10.0, 70, 200, 0]), np.array([130.0, 100, np.nan, 60]),
+                        np.array([False, True, False, False]))
+    state.add_usage(np.array([1, 1, 1]), np.array([50.0, 65, 110]), np.array([[10.0, 20, 1], [30, 40, 2], [50, 60, 3]]))
+    state.set_meta(np.array([1, 1]), np.array([0.0, 150]), np.array([[96.0, 100], [48, 50]]))
+    state.finish()
+    times = np.array([59.0, 60, 119, 120, 180, 250, 60])
+    got = state.state(np.array([1, 1, 1, 1, 1, 1, 2.0]), times)
+    expected = np.array([
+        # running at B, failed before B, usage before B (3), meta at t (2)
+        [0, 0, np.nan, np.nan, np.nan, 96, 100],  # B = 0
+        [1, 0, 10, 20, 1, 96, 100],  # B = 60: 10-130 runs; usage sample at 50
+        [1, 0, 10, 20, 1, 96, 100],  # still B = 60
+        [1, 1, 50, 60, 3, 96, 100],  # B = 120: 70-100 failed before; latest sample 110
+        [0, 1, 50, 60, 3, 48, 50],  # B = 180: 10-130 ended; meta updated at 150
+        [1, 1, 50, 60, 3, 48, 50],  # B = 240: the instance started at 200 runs on
+        [1, 0, np.nan, np.nan, np.nan, np.nan, np.nan],  # machine 2 at B = 60: ends at 60 (start < B <= end)
+    ])
+    np.testing.assert_allclose(got, expected)
+    assert np.isnan(state.state(np.array([np.nan, 7.0]), np.array([60.0, 60]))).all()
+
+
+def test_binned_state_survives_save_and_load(tmp_path):
+    state = machines.BinnedMachineState(bin_seconds=30)
+    state.add_instances(np.array([3]), np.array([5.0]), np.array([95.0]), np.array([False]))
+    state.finish()
+    state.save(tmp_path / "state.npz")
+    loaded = machines.BinnedMachineState.load(tmp_path / "state.npz")
+    np.testing.assert_array_equal(loaded.state(np.array([3.0]), np.array([40.0])), state.state(np.array([3.0]), np.array([40.0])))
+
+
+def test_alibaba_converted_machine_columns_match_a_brute_force(tmp_path):
+    raw = tmp_path / "raw"
+    generate_alibaba(raw, {"n_jobs": 3, "seed": 11, "n_machines": 60, "machine_usage_interval_s": 120})
+    report = convert_alibaba(raw, tmp_path / "out", dataset="a", n_shards=1, min_tasks=100, bin_seconds=60)
+    assert report["counts"]["machine_usage_rows_read"] > 0
+    instances = pd.read_csv(raw / "batch_instance.csv", header=None, names=schema.ALIBABA_2018_BATCH_INSTANCE)
+    usage = pd.read_csv(raw / "machine_usage.csv", header=None, names=schema.ALIBABA_2018_MACHINE_USAGE)
+    manifest = pd.read_parquet(tmp_path / "out" / "manifest.parquet")
+    frame = pd.read_parquet(tmp_path / "out" / manifest.path[0])
+    for row in frame.sample(8, random_state=0).itertuples():
+        boundary = np.floor(row.task_start / 60) * 60
+        here = instances[(instances.machine_id == row.machine_id) & instances.start_time.notna()]
+        end = here.end_time.fillna(np.inf)
+        running = ((here.start_time < boundary) & (boundary <= end)).sum()
+        failed = ((here.status == "Failed") & (end < boundary)).sum()
+        samples = usage[(usage.machine_id == row.machine_id) & (usage.time_stamp < boundary)]
+        latest = samples.sort_values("time_stamp").iloc[-1] if len(samples) else None
+        expected = [running, failed] + (
+            [latest.cpu_util_percent, latest.mem_util_percent, latest.disk_io_percent] if latest is not None
+            else [np.nan] * 3
+        ) + [96, 100]
+        got = [getattr(row, c) for c in machines.ALIBABA_MACHINE_STATE_COLUMNS]
+        np.testing.assert_allclose(got, expected)
+        np.testing.assert_allclose([getattr(row, "launch_" + c) for c in machines.ALIBABA_MACHINE_STATE_COLUMNS], got)
+
+
+def test_alibaba_without_machine_tables_counts_them_missing(tmp_path):
+    raw = tmp_path / "raw"
+    generate_alibaba(raw, {"n_jobs": 2, "seed": 3})
+    (raw / "machine_usage.csv").unlink()
+    (raw / "machine_meta.csv").unlink()
+    report = convert_alibaba(raw, tmp_path / "out", dataset="a", n_shards=1, min_tasks=10)
+    assert report["counts"]["machine_usage_table_missing"] == 1
+    assert report["counts"]["machine_meta_table_missing"] == 1
+    manifest = pd.read_parquet(tmp_path / "out" / "manifest.parquet")
+    frame = pd.read_parquet(tmp_path / "out" / manifest.path[0])
+    assert frame["machine_cpu_util_percent"].isna().all() and frame["machine_running_instances"].notna().all()

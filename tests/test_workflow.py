@@ -40,6 +40,8 @@ def tiny_config(tmp_path: Path) -> Path:
                     "AlwaysFails": {}, "Elapsed": {}, "LATE": {}},
         "evaluation": {"f1_time_points": 10},
         "simulation": {"repeats": 2, "machines": [100, 300]},
+        "launch": {"methods": {"MTL-f0nl": {}, "Wrangler-node": {}}, "min_train_tasks": 20,
+                   "train_shares": [0.3, 0.6], "retrain_every": 1},
     }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -65,6 +67,15 @@ def test_pipeline_end_to_end(tmp_path):
     for dataset in ("google-tiny", "alibaba-tiny"):
         for figure in ("f1_over_time", "lead", "reduction_unlimited", "reduction_by_machines", "reduction_limited_mean"):
             assert (results / dataset / "figures" / f"{figure}.png").stat().st_size > 1000
+
+    # launch-time models ran on both datasets (both kinds have machine state)
+    launch = pd.read_csv(results / "tables" / "launch_table.csv")
+    assert set(zip(launch["dataset"], launch["method"])) == {
+        (d, m) for d in ("google-tiny", "alibaba-tiny") for m in ("MTL-f0nl", "Wrangler-node")}
+    curve = pd.read_csv(results / "tables" / "launch_learning_curve.csv")
+    assert sorted(curve["train_share"].unique()) == [0.3, 0.6]
+    assert (results / "tables" / "launch_simulation.md").stat().st_size > 0
+    assert (results / "google-tiny" / "figures" / "launch_learning_curve.png").stat().st_size > 1000
 
     summary = pd.read_csv(results / "tables" / "summary_by_dataset.csv")
     failing = summary[summary["method"] == "AlwaysFails"]

@@ -12,6 +12,9 @@ previous one's instances all ended). An instance that is evicted or fails leaves
 row and runs again (seq_no counts the runs, total_seq_no is the number of runs); its last
 run is `Terminated` (or `Failed` for instances killed for good). Instances still `Running`
 or `Waiting` at the end, and tasks with fewer than 100 instances, are there to be filtered.
+
+Beside it, `machine_meta.csv` and `machine_usage.csv` (columns `ALIBABA_2018_MACHINE_META`,
+`ALIBABA_2018_MACHINE_USAGE`; see `_write_machine_tables`).
 """
 
 from __future__ import annotations
@@ -40,8 +43,14 @@ from stragglers.generate.latent import (
     rank_within_groups,
     round_significant,
     sample_workload,
+    signature_of,
 )
-from stragglers.schema import ALIBABA_2018_BATCH_INSTANCE, EventType
+from stragglers.schema import (
+    ALIBABA_2018_BATCH_INSTANCE,
+    ALIBABA_2018_MACHINE_META,
+    ALIBABA_2018_MACHINE_USAGE,
+    EventType,
+)
 
 STATUS_NAMES = ["Terminated", "Failed", "Running", "Waiting"]
 TERMINATED, FAILED, RUNNING, WAITING = range(4)
@@ -60,6 +69,11 @@ class AlibabaGeneratorConfig(WorkloadConfig):
     gzip: bool = False  # write batch_instance.csv.gz instead of batch_instance.csv
     gzip_level: int = 1
     write_truth: bool = True  # also write generator_truth.csv.gz (per-instance ground truth)
+    # machine_usage: one sample per machine every this many seconds (the real trace: ~10 s)
+    machine_usage_interval_s: float = 60.0
+    # CPU utilisation points a machine's overload (the latent slow-machine cause) adds, per
+    # unit of its signature: an overloaded machine is busy with work the trace does not show
+    machine_usage_overload_points: float = 20.0
 
     _RULES = {**WorkloadConfig._RULES, "gzip_level": (0, 9)}
     _FRACTIONS = WorkloadConfig._FRACTIONS + (
@@ -293,6 +307,13 @@ def generate_alibaba(
         f.write_columns(columns)
     stale.unlink(missing_ok=True)  # an earlier run's other variant would be read too
     files = [path]
+    # machine tables from their own stream (the sixth child): the other tables are unchanged
+    rng_machines = np.random.default_rng(np.random.SeedSequence(config.seed).spawn(6)[5])
+    run_values = {name: values[name] for name in ("cpu_avg", "mem_avg")}
+    files += _write_machine_tables(
+        out_dir, config, workload, attempts.machine[att], start_s, end_s, run_values,
+        extra_machine, extra_start, extra_status == RUNNING, rng_machines,
+    )
 
     if config.write_truth:
         truth = out_dir / "generator_truth.csv.gz"
@@ -323,6 +344,90 @@ def generate_alibaba(
     summary["out_dir"] = str(out_dir)
     summary["seconds"] = round(time.perf_counter() - began, 3)
     return summary
+
+
+_MACHINE_CPU_NUM = 96  # every machine of the 2018 trace has 96 cores
+_MACHINE_MEM_SIZE = 100  # memory normalised to 100
+
+
+def _running_sums(machine, start, end, weights, query_machine, query_time) -> np.ndarray:
+    """(n_queries, k) sums of `weights` of the runs with start <= t < end on the machine."""
+    shift = 40  # seconds < 2**40
+    start_keys = (machine.astype(np.int64) << shift) + start.astype(np.int64)
+    end_keys = (machine.astype(np.int64) << shift) + end.astype(np.int64)
+    queries = (query_machine.astype(np.int64) << shift) + query_time.astype(np.int64)
+    out = np.zeros((len(queries), weights.shape[1]))
+    for keys, sign in ((start_keys, 1.0), (end_keys, -1.0)):
+        order = np.argsort(keys, kind="stable")
+        prefix = np.vstack([np.zeros((1, weights.shape[1])), np.cumsum(weights[order], axis=0)])
+        out += sign * prefix[np.searchsorted(keys[order], queries, side="right")]
+    return out
+
+
+def _write_machine_tables(
+    out_dir, config, workload, run_machine, run_start, run_end, run_values, extra_machine,
+    extra_start, extra_running, rng,
+) -> list[Path]:
+    """machine_meta (every machine, one row at time 0: 96 cores, memory 100, USING) and
+    machine_usage (every machine that ran something, a sample every
+    `machine_usage_interval_s` over the trace): CPU and memory utilisation are the sums of
+    the running instances' cpu_avg / mem_avg (CPU over the machine's cores) plus the
+    machine's overload and noise; disk I/O is noise around a base; mem_gps and mkpi empty."""
+    n = len(workload.machines.overload)
+    names = np.array([f"m_{k + 1}" for k in range(n)], dtype=object)
+    meta = {
+        "machine_id": writing.column(names),
+        "time_stamp": writing.column(np.zeros(n, dtype=np.int64)),
+        "failure_domain_1": writing.column(rng.integers(0, 20, n)),
+        "failure_domain_2": writing.column(np.char.add("fd_", rng.integers(0, 500, n).astype(str)).astype(object)),
+        "cpu_num": writing.column(np.full(n, _MACHINE_CPU_NUM)),
+        "mem_size": writing.column(np.full(n, _MACHINE_MEM_SIZE)),
+        "status": writing.column(np.full(n, "USING", dtype=object)),
+    }
+    assert list(meta) == ALIBABA_2018_MACHINE_META
+    # Running instances (no end) run past the last sample
+    horizon = int(max(run_end.max(initial=0), extra_start.max(initial=0))) + 1
+    machine = np.concatenate([run_machine, extra_machine[extra_running]])
+    start = np.concatenate([run_start, extra_start[extra_running]])
+    end = np.concatenate([run_end, np.full(int(extra_running.sum()), horizon + 1)])
+    weights = np.column_stack([
+        np.concatenate([run_values["cpu_avg"], np.zeros(int(extra_running.sum()))]),
+        np.concatenate([run_values["mem_avg"], np.zeros(int(extra_running.sum()))]),
+    ])
+    used = np.unique(machine)
+    step = float(config.machine_usage_interval_s)
+    times = np.arange(0, horizon + step, step).astype(np.int64)
+    sample_machine = np.repeat(used, len(times))
+    sample_time = np.tile(times, len(used))
+    sums = _running_sums(machine, start, end, weights, sample_machine, sample_time)
+    overload = config.machine_usage_overload_points * signature_of(workload.machines.overload)[sample_machine]
+    noise = rng.normal(0.0, 2.0, (len(sample_machine), 3))
+    cpu = np.clip(sums[:, 0] / _MACHINE_CPU_NUM + overload + 5.0 + noise[:, 0], 0, 100)
+    mem = np.clip(sums[:, 1] + 20.0 + noise[:, 1], 0, 100)
+    disk = np.clip(3.0 + np.abs(noise[:, 2]), 0, 100)
+    missing = np.ones(len(sample_machine), dtype=bool)
+    usage = {
+        "machine_id": writing.column(names[sample_machine]),
+        "time_stamp": writing.column(sample_time),
+        "cpu_util_percent": writing.column(np.round(cpu).astype(np.int64)),
+        "mem_util_percent": writing.column(np.round(mem).astype(np.int64)),
+        "mem_gps": writing.column(np.zeros(len(sample_machine)), missing),
+        "mkpi": writing.column(np.zeros(len(sample_machine), dtype=np.int64), missing),
+        "net_in": writing.column(np.round(rng.uniform(20, 60, len(sample_machine)), 2)),
+        "net_out": writing.column(np.round(rng.uniform(20, 60, len(sample_machine)), 2)),
+        "disk_io_percent": writing.column(np.round(disk).astype(np.int64)),
+    }
+    assert list(usage) == ALIBABA_2018_MACHINE_USAGE
+    paths = []
+    for table, columns in (("machine_meta", meta), ("machine_usage", usage)):
+        name = f"{table}.csv.gz" if config.gzip else f"{table}.csv"
+        stale = out_dir / (f"{table}.csv" if config.gzip else f"{table}.csv.gz")
+        path = out_dir / name
+        with writing.AtomicFile(path, config.gzip_level if config.gzip else None) as f:
+            f.write_columns(columns)
+        stale.unlink(missing_ok=True)
+        paths.append(path)
+    return paths
 
 
 def _truth_table(workload, unit_start, instance_number, task_names, job_names, group) -> bytes:

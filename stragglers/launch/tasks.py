@@ -47,18 +47,27 @@ def check_workload(kind: str, workload: str) -> None:
         )
 
 
+def job_threshold(latency: np.ndarray, label: str, quantile: float = 0.9, beta: float = 1.3) -> float:
+    """The latency at or above which a task of this job is a straggler under `label`."""
+    if label not in LABELS:
+        raise ValueError(f"launch.label: {label!r} is not one of {list(LABELS)}")
+    latency = np.asarray(latency, dtype=float)
+    if label == "p90":
+        return float(np.quantile(latency, quantile))  # as the replay's straggler_threshold
+    # Definition 1 is strict (nd > beta x median): the next float above is the threshold
+    return float(np.nextafter(beta * np.median(latency), np.inf))
+
+
 def straggler_labels(latency: np.ndarray, job: np.ndarray, label: str, quantile: float = 0.9,
                      beta: float = 1.3) -> np.ndarray:
     """Per-task labels from each job's own latencies (`job`: a job code per task)."""
+    frame = pd.DataFrame({"job": job, "latency": np.asarray(latency, dtype=float)})
+    threshold = frame.groupby("job")["latency"].transform(
+        lambda values: job_threshold(values.to_numpy(), label, quantile, beta)
+    ) if len(frame) else frame["latency"]
     if label not in LABELS:
         raise ValueError(f"launch.label: {label!r} is not one of {list(LABELS)}")
-    frame = pd.DataFrame({"job": job, "latency": np.asarray(latency, dtype=float)})
-    grouped = frame.groupby("job")["latency"]
-    if label == "p90":
-        # np.quantile's linear interpolation, as the replay's straggler_threshold
-        threshold = grouped.transform(lambda values: np.quantile(values.to_numpy(), quantile))
-        return (frame["latency"] >= threshold).to_numpy()
-    return (frame["latency"] > beta * grouped.transform("median")).to_numpy()
+    return (frame["latency"] >= threshold).to_numpy()
 
 
 def load_launch_tasks(converted_dir: Path | str, kind: str, workload: str) -> tuple[pd.DataFrame, list[str]]:

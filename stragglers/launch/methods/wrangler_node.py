@@ -1,0 +1,21 @@
+"""Wrangler-node: Wrangler's own model (Yadwadkar et al., 2014; MTL paper §3): one linear
+SVM per {node, workload} tuple on the node's counters at launch, Platt-scaled confidence;
+a tuple without enough data (or one class) predicts nothing."""
+
+from stragglers.launch.methods.base import LaunchMethod
+from stragglers.launch.mtl import PerTupleSVM
+
+
+class WranglerNode(LaunchMethod):
+    name = "Wrangler-node"
+    family = "Launch-time (Wrangler)"
+    defaults = {"C": 1.0, "confidence": 0.5, "min_rows": 4}
+
+    def fit(self, X, straggler, node, workload):
+        self.model = PerTupleSVM(
+            C=self.params["C"], confidence=self.params["confidence"], min_rows=self.params["min_rows"],
+            seed=self.seed,
+        ).fit(X, straggler, node, workload)
+
+    def predict(self, X, node, workload):
+        return self.model.predict(X, node, workload)

@@ -1,0 +1,374 @@
+"""Multi-task linear SVMs for straggler avoidance (Yadwadkar et al., "Multi-Task Learning for
+Straggler Avoiding Predictive Job Scheduling", JMLR 2016: `../shared/papers/wrangler-multitask.txt`)
+and Wrangler's per-{node, workload} SVMs (its §3).
+
+A learning-task t is one {node, workload} tuple. Its weight vector is the sum of the weight
+vectors of the groups it belongs to, one group per partition (eq. 6):
+
+    base      one group of all tuples            -> w_0
+    node      one group per node                 -> w_n
+    workload  one group per workload             -> w_l
+    tuple     every tuple its own group          -> v_t
+
+The l2 formulations (§4.1, eq. 7) minimise  sum_{p,g} lambda_{p,g} ||w_{p,g}||^2 + sum hinge
+with lambda_{p,g} = lambda_p #(p,g) / T (#(p,g): tuples in the group, T: tuples in training),
+lambda_p = 1 as the paper sets (§5.2). §4.2 reduces them to ONE standard SVM: scale each
+group's weights by sqrt(lambda_{p,g} / lambda) (eq. 8) and place a copy of x scaled by
+sqrt(lambda / lambda_{p,g}) in the block of every group the row belongs to (eqs. 10-11); then
+lambda ||w~||^2 + sum hinge is a standard SVM (eq. 13), solved by liblinear (scikit-learn's
+LinearSVC, hinge loss) with C = 1 / (2 lambda).
+
+The mixed-norm formulations (§4.3, eqs. 15-16, 26-27) minimise
+lambda (sum_m ||w~_m||_2)^2 + sum hinge over blocks m (fps: one block per partition; fgs: one
+per group). As the paper (Aflalo et al., 2011), we use the variational form (eq. 20):
+(sum_m ||w_m||)^2 = min over eta in the simplex of sum_m ||w_m||^2 / eta_m, and alternate
+(a) for fixed eta, a standard SVM on features whose block m is scaled by sqrt(eta_m), and
+(b) eta_m = ||w_m|| / sum_k ||w_k|| (closed form), until the objective stops decreasing.
+
+Intercept: the paper's b is not penalised; liblinear penalises it as a weight on a constant
+feature of value `intercept_scaling` (10 here), i.e. adds lambda (b / 10)^2 to the objective,
+which moves the solution by a negligible amount (tested against an independent solver).
+
+Unseen groups at prediction time (§4.8): a group not seen in training has weight 0, so a
+tuple of a known node and workload but never seen together uses w_0 + w_n + w_l, and an
+unseen node uses the other partitions' weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.svm import LinearSVC
+
+PARTITIONS = ("base", "node", "workload", "tuple")
+INTERCEPT_SCALING = 10.0  # larger values slow liblinear down badly (measured on the tests' problem)
+
+
+@dataclass(frozen=True)
+class Formulation:
+    name: str
+    partitions: tuple[str, ...]
+    regulariser: str  # "l2", "partition_sparse" (fps) or "group_sparse" (fgs)
+
+
+# §5.2 (Table 4): which partitions each formulation uses; fps / fgs use global, node and
+# workload partitions ("we only consider the global, node-based and workload-based")
+FORMULATIONS = {
+    "f0": Formulation("f0", ("base",), "l2"),
+    "fn": Formulation("fn", ("node",), "l2"),
+    "fl": Formulation("fl", ("workload",), "l2"),
+    "f0nl": Formulation("f0nl", ("base", "node", "workload"), "l2"),
+    "f0t": Formulation("f0t", ("base", "tuple"), "l2"),
+    "f0tl": Formulation("f0tl", ("base", "workload", "tuple"), "l2"),
+    "fps": Formulation("fps", ("base", "node", "workload"), "partition_sparse"),
+    "fgs": Formulation("fgs", ("base", "node", "workload"), "group_sparse"),
+}
+
+
+def formulation(name: str) -> Formulation:
+    if name not in FORMULATIONS:
+        raise ValueError(f"unknown MTL formulation {name!r}; known: {sorted(FORMULATIONS)}")
+    return FORMULATIONS[name]
+
+
+def _check_inputs(X, node, workload, y=None) -> np.ndarray:
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D, got shape {X.shape}")
+    if not np.isfinite(X).all():
+        raise ValueError("X has NaN or infinite values (standardise and fill them first)")
+    for name, values in (("node", node), ("workload", workload)) + ((("y", y),) if y is not None else ()):
+        if len(values) != len(X):
+            raise ValueError(f"{name} has {len(values)} rows, X has {len(X)}")
+    if y is not None:
+        labels = np.asarray(y, dtype=bool)
+        if labels.all() or not labels.any():
+            raise ValueError("y needs both classes (stragglers and non-stragglers) to train on")
+    return X
+
+
+def group_keys(partition: str, node, workload) -> np.ndarray:
+    """The group of every row under a partition, as text."""
+    node = np.asarray(node).astype(str)
+    workload = np.asarray(workload).astype(str)
+    if partition == "base":
+        return np.full(len(node), "all", dtype=object)
+    if partition == "node":
+        return node.astype(object)
+    if partition == "workload":
+        return workload.astype(object)
+    if partition == "tuple":
+        return np.char.add(np.char.add(node, "\x1f"), workload).astype(object)
+    raise ValueError(f"unknown partition {partition!r}; known: {PARTITIONS}")
+
+
+@dataclass
+class Groups:
+    """The groups seen in training: per partition, sorted keys, #(p,g) and lambda_{p,g}."""
+
+    partitions: tuple[str, ...]
+    keys: dict[str, np.ndarray]
+    lam_pg: dict[str, np.ndarray]
+    offsets: dict[str, int]  # first group index of each partition in the block order
+    n_features: int
+
+    @property
+    def n_groups(self) -> int:
+        return sum(len(k) for k in self.keys.values())
+
+    @classmethod
+    def learn(cls, partitions, node, workload, n_features: int, lam_p: float = 1.0) -> "Groups":
+        tuples = group_keys("tuple", node, workload)
+        unique_tuples, first = np.unique(tuples, return_index=True)
+        T = len(unique_tuples)
+        keys, lam_pg, offsets, start = {}, {}, {}, 0
+        for partition in partitions:
+            labels = group_keys(partition, node, workload)
+            # #(p,g): the number of learning-tasks (tuples) in the group
+            groups_of_tuples = labels[first]
+            names, counts = np.unique(groups_of_tuples, return_counts=True)
+            keys[partition] = names
+            lam_pg[partition] = lam_p * counts / T
+            offsets[partition] = start
+            start += len(names)
+        return cls(tuple(partitions), keys, lam_pg, offsets, int(n_features))
+
+    def lookup(self, partition: str, node, workload) -> np.ndarray:
+        """Group position within the partition, -1 where unseen."""
+        labels = group_keys(partition, node, workload)
+        known = self.keys[partition]
+        position = np.searchsorted(known, labels)
+        position = np.minimum(position, len(known) - 1)
+        return np.where(known[position] == labels, position, -1)
+
+
+def augment(X, node, workload, groups: Groups, lam: float = 1.0, block_scale: np.ndarray | None = None) -> sp.csr_matrix:
+    """phi(x) (eqs. 10-11): for each partition, x * sqrt(lam / lambda_{p,g}) in the block of
+    the row's group (nothing if the group is unseen). `block_scale` (one per group, in block
+    order) multiplies each block further (the mixed-norm solver's sqrt(eta))."""
+    X = np.asarray(X, dtype=float)
+    n, d = X.shape
+    rows, cols, vals = [], [], []
+    for partition in groups.partitions:
+        position = groups.lookup(partition, node, workload)
+        seen = np.flatnonzero(position >= 0)
+        group = position[seen]
+        scale = np.sqrt(lam / groups.lam_pg[partition][group])
+        block = groups.offsets[partition] + group
+        if block_scale is not None:
+            scale = scale * block_scale[block]
+        rows.append(np.repeat(seen, d))
+        cols.append((block[:, None] * d + np.arange(d)[None, :]).ravel())
+        vals.append((X[seen] * scale[:, None]).ravel())
+    matrix = sp.csr_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+        shape=(n, groups.n_groups * d),
+    )
+    matrix.eliminate_zeros()
+    return matrix
+
+
+def hinge(y_signed: np.ndarray, score: np.ndarray) -> float:
+    return float(np.maximum(0.0, 1.0 - y_signed * score).sum())
+
+
+def _fit_linear_svm(
+    Z: sp.csr_matrix, y_signed: np.ndarray, lam: float, seed: int, max_iter: int, tol: float
+) -> tuple[np.ndarray, float]:
+    """min lam ||w||^2 + sum hinge  ==  liblinear's 1/2 ||w||^2 + C sum hinge, C = 1 / (2 lam)."""
+    svm = LinearSVC(
+        C=1.0 / (2.0 * lam), loss="hinge", dual=True, fit_intercept=True,
+        intercept_scaling=INTERCEPT_SCALING, random_state=seed, max_iter=max_iter, tol=tol,
+    )
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # reported through the objective
+        svm.fit(Z, y_signed)
+    return svm.coef_.ravel().copy(), float(svm.intercept_[0])
+
+
+class MultiTaskSVM:
+    """One MTL formulation (see the module docstring); y True = straggler."""
+
+    def __init__(self, formulation: str, lam: float = 1.0, seed: int = 0, max_iter: int = 2000,
+                 tol: float = 1e-4, mixed_max_iter: int = 30, mixed_tol: float = 1e-4):
+        """`max_iter`, `tol`: liblinear's (scikit-learn's defaults: the tests solve to 1e-6);
+        `mixed_max_iter`, `mixed_tol`: alternations of the mixed-norm solver and the relative
+        decrease of the objective under which it stops."""
+        self.formulation = globals()["formulation"](formulation)
+        if not lam > 0:
+            raise ValueError(f"lam must be > 0, got {lam}")
+        self.lam, self.seed, self.max_iter, self.tol = float(lam), int(seed), int(max_iter), float(tol)
+        self.mixed_max_iter, self.mixed_tol = int(mixed_max_iter), float(mixed_tol)
+
+    # -- fitting ------------------------------------------------------------------------------
+    def fit(self, X, y, node, workload) -> "MultiTaskSVM":
+        X = _check_inputs(X, node, workload, y)
+        y_signed = np.where(np.asarray(y, dtype=bool), 1.0, -1.0)
+        self.groups_ = Groups.learn(self.formulation.partitions, node, workload, X.shape[1])
+        if self.formulation.regulariser == "l2":
+            Z = augment(X, node, workload, self.groups_, self.lam)
+            self.w_tilde_, self.intercept_ = _fit_linear_svm(Z, y_signed, self.lam, self.seed, self.max_iter, self.tol)
+            self.n_iter_, self.converged_, self.objective_path_ = 1, True, []
+        else:
+            self._fit_mixed(X, y_signed, node, workload)
+        self.group_weights = self._group_weights()
+        return self
+
+    def block_of_group(self) -> np.ndarray:
+        """The mixed-norm block of every group (block order): its partition's (fps) or its
+        own (fgs)."""
+        groups = self.groups_
+        if self.formulation.regulariser == "partition_sparse":
+            return np.concatenate([np.full(len(groups.keys[p]), k) for k, p in enumerate(groups.partitions)])
+        return np.arange(groups.n_groups)
+
+    def blocks(self) -> list[np.ndarray]:
+        """Group indices of each mixed-norm block."""
+        block = self.block_of_group()
+        return [np.flatnonzero(block == b) for b in range(block.max() + 1)]
+
+    def _block_norms(self, w_tilde: np.ndarray) -> np.ndarray:
+        per_group = (w_tilde.reshape(self.groups_.n_groups, -1) ** 2).sum(axis=1)
+        return np.sqrt(np.bincount(self.block_of_group(), weights=per_group))
+
+    def _fit_mixed(self, X, y_signed, node, workload) -> None:
+        block = self.block_of_group()
+        n_blocks = int(block.max()) + 1
+        eta = np.full(n_blocks, 1.0 / n_blocks)
+        path = []
+        base = augment(X, node, workload, self.groups_, self.lam)
+        self.converged_ = False
+        for iteration in range(1, self.mixed_max_iter + 1):
+            column_scale = np.repeat(np.sqrt(eta)[block], self.groups_.n_features)
+            Z = base @ sp.diags(column_scale)
+            u, b0 = _fit_linear_svm(Z, y_signed, self.lam, self.seed, self.max_iter, self.tol)
+            w_tilde = u * column_scale  # back to w~ (w_m = sqrt(eta_m) u_m)
+            norms = self._block_norms(w_tilde)
+            objective = self.lam * norms.sum() ** 2 + hinge(y_signed, base @ w_tilde + b0)
+            path.append(objective)
+            self.w_tilde_, self.intercept_ = w_tilde, b0
+            if norms.sum() == 0:
+                self.converged_ = True
+                break
+            eta = norms / norms.sum()
+            if iteration > 1 and path[-2] - objective <= self.mixed_tol * max(abs(path[-2]), 1e-12):
+                self.converged_ = True
+                break
+        self.n_iter_, self.objective_path_ = iteration, path
+        self.eta_ = eta
+
+    def _group_weights(self) -> dict[tuple[str, str], np.ndarray]:
+        """w_{p,g} = w~_{p,g} * sqrt(lam / lambda_{p,g}) (eq. 8 inverted)."""
+        groups, d = self.groups_, self.groups_.n_features
+        out = {}
+        for partition in groups.partitions:
+            for position, key in enumerate(groups.keys[partition]):
+                block = groups.offsets[partition] + position
+                scale = np.sqrt(self.lam / groups.lam_pg[partition][position])
+                out[(partition, str(key))] = self.w_tilde_[block * d:(block + 1) * d] * scale
+        return out
+
+    # -- prediction ---------------------------------------------------------------------------
+    def decision_function(self, X, node, workload) -> np.ndarray:
+        X = _check_inputs(X, node, workload)
+        return augment(X, node, workload, self.groups_, self.lam) @ self.w_tilde_ + self.intercept_
+
+    def predict(self, X, node, workload) -> np.ndarray:
+        return self.decision_function(X, node, workload) > 0
+
+    def objective(self, X, y, node, workload) -> float:
+        """The formulation's own objective at the fitted w_{p,g}, b, computed from the
+        per-group weights (eq. 7, or the mixed norm of eqs. 15-16 on w~)."""
+        X = _check_inputs(X, node, workload, y)
+        y_signed = np.where(np.asarray(y, dtype=bool), 1.0, -1.0)
+        groups = self.groups_
+        score = np.full(len(X), self.intercept_)
+        penalty_terms = []
+        for partition in groups.partitions:
+            position = groups.lookup(partition, node, workload)
+            for g, key in enumerate(groups.keys[partition]):
+                w = self.group_weights[(partition, str(key))]
+                rows = position == g
+                score[rows] += X[rows] @ w
+                penalty_terms.append((partition, g, groups.lam_pg[partition][g] * float(w @ w)))
+        if self.formulation.regulariser == "l2":
+            penalty = sum(term for _, _, term in penalty_terms)
+        else:
+            # ||w~_{p,g}|| = sqrt(lambda_{p,g} / lam) ||w_{p,g}||: squared terms / lam
+            per_group = {(p, g): np.sqrt(term / self.lam) for p, g, term in penalty_terms}
+            if self.formulation.regulariser == "partition_sparse":
+                norms = [np.sqrt(sum(v ** 2 for (p, _), v in per_group.items() if p == part)) for part in groups.partitions]
+            else:
+                norms = list(per_group.values())
+            penalty = self.lam * float(np.sum(norms)) ** 2
+        return float(penalty + hinge(y_signed, score))
+
+
+class PerTupleSVM:
+    """Wrangler (§3.2-3.4): one linear SVM per {node, workload} tuple, its decision values
+    turned into a confidence by Platt scaling (a logistic fit on the training decision values;
+    Platt 1999, as Wrangler). A tuple with fewer than `min_rows` rows or one class has no
+    model; a task of a tuple without a model is not predicted to straggle (Wrangler schedules
+    it as usual); `n_without_model_` counts them at the last prediction."""
+
+    def __init__(self, C: float = 1.0, confidence: float = 0.5, min_rows: int = 4, seed: int = 0,
+                 max_iter: int = 20000):
+        self.C, self.confidence, self.min_rows = float(C), float(confidence), int(min_rows)
+        self.seed, self.max_iter = int(seed), int(max_iter)
+
+    def fit(self, X, y, node, workload) -> "PerTupleSVM":
+        from sklearn.linear_model import LogisticRegression
+
+        X = _check_inputs(X, node, workload, y)
+        y = np.asarray(y, dtype=bool)
+        keys = group_keys("tuple", node, workload)
+        self.models_ = {}
+        self.n_tuples_, self.n_tuples_without_model_ = 0, 0
+        order = np.argsort(keys, kind="stable")
+        sorted_keys = keys[order]
+        bounds = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1], True])
+        import warnings
+
+        from sklearn.exceptions import ConvergenceWarning
+
+        for first, stop in zip(bounds[:-1], bounds[1:]):
+            rows = order[first:stop]
+            self.n_tuples_ += 1
+            labels = y[rows]
+            if len(rows) < self.min_rows or labels.all() or not labels.any():
+                self.n_tuples_without_model_ += 1
+                continue
+            svm = LinearSVC(C=self.C, loss="hinge", dual=True, random_state=self.seed, max_iter=self.max_iter)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                svm.fit(X[rows], labels)
+            decision = svm.decision_function(X[rows]).reshape(-1, 1)
+            platt = LogisticRegression(C=1e6).fit(decision, labels)
+            self.models_[sorted_keys[first]] = (svm, platt)
+        return self
+
+    def predict_proba(self, X, node, workload) -> np.ndarray:
+        """Platt confidence that each task straggles; NaN where its tuple has no model."""
+        X = _check_inputs(X, node, workload)
+        keys = group_keys("tuple", node, workload)
+        out = np.full(len(X), np.nan)
+        unique, inverse = np.unique(keys, return_inverse=True)
+        order = np.argsort(inverse, kind="stable")
+        bounds = np.searchsorted(inverse[order], np.arange(len(unique) + 1))
+        for k, key in enumerate(unique):
+            if key in self.models_:
+                rows = order[bounds[k]:bounds[k + 1]]
+                svm, platt = self.models_[key]
+                out[rows] = platt.predict_proba(svm.decision_function(X[rows]).reshape(-1, 1))[:, 1]
+        self.n_without_model_ = int(np.isnan(out).sum())
+        return out
+
+    def predict(self, X, node, workload) -> np.ndarray:
+        probability = self.predict_proba(X, node, workload)
+        return np.nan_to_num(probability, nan=0.0) >= self.confidence

@@ -1,0 +1,203 @@
+"""Multi-task SVMs: the feature augmentation equals the formulation it reduces (identities,
+objective, optimality against an independent solver), unseen groups, the mixed-norm solver,
+Wrangler's per-tuple SVMs, bad input."""
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from stragglers.launch.mtl import FORMULATIONS, Groups, MultiTaskSVM, PerTupleSVM, augment, hinge
+
+
+def tiny_problem(n=30, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    node = rng.choice(["n1", "n2"], n)
+    workload = rng.choice(["wa", "wb"], n)
+    # node n2 and workload wb shift the boundary: the tuples differ
+    score = X @ np.array([1.0, -0.5, 0.3]) + 0.8 * (node == "n2") * X[:, 1] - 0.6 * (workload == "wb") * X[:, 2]
+    y = score + 0.3 * rng.normal(size=n) > 0
+    return X, y, node, workload
+
+
+def random_group_weights(groups, rng):
+    return {(p, k): rng.normal(size=groups.n_features) for p in groups.partitions for k in groups.keys[p]}
+
+
+@pytest.mark.parametrize("name", ["f0nl", "f0t", "f0tl"])
+def test_augmentation_identities(name):
+    X, y, node, workload = tiny_problem()
+    groups = Groups.learn(FORMULATIONS[name].partitions, node, workload, X.shape[1])
+    rng = np.random.default_rng(1)
+    weights = random_group_weights(groups, rng)
+    lam, d = 1.0, X.shape[1]
+    # w~_{p,g} = sqrt(lambda_{p,g} / lam) w_{p,g} (eq. 8), concatenated in block order (eq. 9)
+    w_tilde = np.zeros(groups.n_groups * d)
+    for p in groups.partitions:
+        for g, key in enumerate(groups.keys[p]):
+            block = groups.offsets[p] + g
+            w_tilde[block * d:(block + 1) * d] = np.sqrt(groups.lam_pg[p][g] / lam) * weights[(p, key)]
+    Z = augment(X, node, workload, groups, lam)
+    expected = np.zeros(len(X))
+    for p in groups.partitions:
+        position = groups.lookup(p, node, workload)
+        for i in range(len(X)):
+            expected[i] += X[i] @ weights[(p, groups.keys[p][position[i]])]
+    np.testing.assert_allclose(Z @ w_tilde, expected)  # eq. 12
+    penalty = sum(groups.lam_pg[p][g] * weights[(p, k)] @ weights[(p, k)]
+                  for p in groups.partitions for g, k in enumerate(groups.keys[p]))
+    assert lam * w_tilde @ w_tilde == pytest.approx(penalty)
+    # lambda_{p,g} = #(p,g) / T: the base group holds every tuple
+    if "base" in groups.partitions:
+        assert groups.lam_pg["base"][0] == pytest.approx(1.0)
+
+
+def solve_formulation_directly(X, y, node, workload, partitions, lam=1.0):
+    """Eq. 7 as a QP with slack variables, by SLSQP: w_{p,g}, b, xi."""
+    groups = Groups.learn(partitions, node, workload, X.shape[1])
+    d, n, G = X.shape[1], len(X), groups.n_groups
+    membership = np.zeros((n, G))
+    lam_flat = np.zeros(G)
+    for p in partitions:
+        position = groups.lookup(p, node, workload)
+        membership[np.arange(n), groups.offsets[p] + position] = 1.0
+        lam_flat[groups.offsets[p]:groups.offsets[p] + len(groups.keys[p])] = groups.lam_pg[p]
+    ys = np.where(y, 1.0, -1.0)
+
+    def split(z):
+        return z[:G * d].reshape(G, d), z[G * d], z[G * d + 1:]
+
+    def objective(z):
+        w, _, xi = split(z)
+        return float((lam_flat * (w ** 2).sum(axis=1)).sum() + xi.sum())
+
+    def margins(z):
+        w, b, xi = split(z)
+        score = np.einsum("ng,nd,gd->n", membership, X, w) + b
+        return ys * score - 1.0 + xi
+
+    z0 = np.zeros(G * d + 1 + n)
+    z0[G * d + 1:] = 1.0
+    bounds = [(None, None)] * (G * d + 1) + [(0, None)] * n
+    result = minimize(objective, z0, method="SLSQP", bounds=bounds,
+                      constraints=[{"type": "ineq", "fun": margins}], options={"maxiter": 1000, "ftol": 1e-10})
+    assert result.success, result.message
+    return result.fun
+
+
+@pytest.mark.parametrize("name", ["f0", "fn", "f0nl", "f0t", "f0tl"])
+def test_augmented_svm_solves_the_formulation(name):
+    X, y, node, workload = tiny_problem()
+    model = MultiTaskSVM(name, lam=1.0, tol=1e-6, max_iter=20000).fit(X, y, node, workload)
+    own = model.objective(X, y, node, workload)
+    # (ii) the formulation's objective from the per-group weights = the augmented SVM's
+    Z = augment(X, node, workload, model.groups_, 1.0)
+    augmented = model.w_tilde_ @ model.w_tilde_ + hinge(np.where(y, 1.0, -1.0), Z @ model.w_tilde_ + model.intercept_)
+    assert own == pytest.approx(augmented, rel=1e-9)
+    # (iii) and it is the optimum an independent solver finds
+    direct = solve_formulation_directly(X, y, node, workload, FORMULATIONS[name].partitions)
+    assert own == pytest.approx(direct, rel=2e-3)
+    assert own >= direct - 1e-6 * abs(direct)  # never below the true optimum
+    np.testing.assert_array_equal(model.predict(X, node, workload), model.decision_function(X, node, workload) > 0)
+
+
+def test_unseen_node_uses_the_other_partitions():
+    X, y, node, workload = tiny_problem()
+    model = MultiTaskSVM("f0nl").fit(X, y, node, workload)
+    x = np.array([[0.3, -1.2, 0.7]])
+    w = model.group_weights
+    expected = x @ (w[("base", "all")] + w[("workload", "wb")]) + model.intercept_
+    np.testing.assert_allclose(model.decision_function(x, ["new-node"], ["wb"]), expected)
+    # an unseen tuple of known node and workload: w0 + w_n + w_l (f0t falls back on w0 only)
+    f0t = MultiTaskSVM("f0t").fit(X[node != "n2"], y[node != "n2"], node[node != "n2"], workload[node != "n2"])
+    np.testing.assert_allclose(f0t.decision_function(x, ["n2"], ["wa"]),
+                               x @ f0t.group_weights[("base", "all")] + f0t.intercept_)
+
+
+def solve_mixed_directly(X, y, model):
+    """The mixed-norm objective in its variational form (eq. 20-21), jointly convex in
+    (w, eta, b, xi), by SLSQP; eta bounded away from 0."""
+    Z = augment(X, model_node, model_workload, model.groups_, 1.0).toarray()
+    blocks = model.blocks()
+    d = model.groups_.n_features
+    columns = [np.concatenate([np.arange(g * d, (g + 1) * d) for g in members]) for members in blocks]
+    n, D, M = len(X), Z.shape[1], len(blocks)
+    ys = np.where(y, 1.0, -1.0)
+
+    def split(v):
+        return v[:D], v[D], v[D + 1:D + 1 + M], v[D + 1 + M:]
+
+    def objective(v):
+        w, _, eta, xi = split(v)
+        return float(sum((w[c] ** 2).sum() / eta[m] for m, c in enumerate(columns)) + xi.sum())
+
+    v0 = np.concatenate([np.zeros(D), [0.0], np.full(M, 1.0 / M), np.ones(n)])
+    bounds = [(None, None)] * (D + 1) + [(1e-6, 1.0)] * M + [(0, None)] * n
+    constraints = [
+        {"type": "ineq", "fun": lambda v: ys * (Z @ split(v)[0] + split(v)[1]) - 1.0 + split(v)[3]},
+        {"type": "ineq", "fun": lambda v: 1.0 - split(v)[2].sum()},
+    ]
+    result = minimize(objective, v0, method="SLSQP", bounds=bounds, constraints=constraints,
+                      options={"maxiter": 2000, "ftol": 1e-10})
+    assert result.success, result.message
+    return result.fun
+
+
+@pytest.mark.parametrize("name", ["fps", "fgs"])
+def test_mixed_norm_solver_converges_to_the_optimum(name):
+    global model_node, model_workload
+    X, y, model_node, model_workload = tiny_problem(n=24)
+    # block coordinate descent on (w, eta) converges slowly once a block heads to 0: the
+    # default tolerance stops within 0.5% of the optimum here
+    model = MultiTaskSVM(name, mixed_max_iter=100, tol=1e-6, max_iter=20000).fit(X, y, model_node, model_workload)
+    path = np.array(model.objective_path_)
+    assert model.converged_ and model.n_iter_ >= 2
+    assert np.all(np.diff(path) <= 1e-6 * path[:-1])  # non-increasing (liblinear's tolerance)
+    own = model.objective(X, y, model_node, model_workload)
+    assert own == pytest.approx(path[-1], rel=1e-9)
+    direct = solve_mixed_directly(X, y, model)
+    assert direct - 1e-6 <= own <= direct * 1.005
+
+
+def test_mixed_norm_selects_the_partition_the_labels_need():
+    # every node has its own boundary and the workload means nothing: fps keeps the node
+    # partition and shrinks the others (a shared w costs every partition the same under the
+    # paper's lambda_{p,g} = #(p,g) / T, so only node-specific structure tells them apart)
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(400, 3))
+    node = rng.choice([f"n{k}" for k in range(6)], 400)
+    workload = rng.choice(["wa", "wb", "wc"], 400)
+    directions = {f"n{k}": rng.normal(size=3) for k in range(6)}
+    y = np.einsum("nd,nd->n", X, np.array([directions[n] for n in node])) > 0
+    model = MultiTaskSVM("fps", mixed_max_iter=100).fit(X, y, node, workload)
+    eta = dict(zip(model.groups_.partitions, model.eta_))
+    assert eta["node"] > 0.8 and eta["workload"] < 0.1 and eta["base"] < 0.1
+
+
+def test_per_tuple_svm():
+    X, y, node, workload = tiny_problem(n=120, seed=2)
+    model = PerTupleSVM(min_rows=4).fit(X, y, node, workload)
+    assert len(model.models_) == model.n_tuples_ - model.n_tuples_without_model_ == 4
+    probability = model.predict_proba(X, node, workload)
+    assert np.all((probability >= 0) & (probability <= 1))
+    for key, (svm, _) in model.models_.items():
+        rows = np.char.add(np.char.add(node.astype(str), "\x1f"), workload.astype(str)) == key
+        decision = svm.decision_function(X[rows])
+        order = np.argsort(decision)
+        assert np.all(np.diff(probability[rows][order]) >= -1e-12)  # Platt: monotone
+    unseen = model.predict(X[:3], ["other"] * 3, ["wa"] * 3)
+    assert not unseen.any() and model.n_without_model_ == 3
+    one_class = PerTupleSVM().fit(X[:40], np.r_[np.ones(39, bool), [False]], node[:40], workload[:40])
+    assert one_class.n_tuples_without_model_ >= 3
+
+
+def test_bad_input_is_named():
+    X, y, node, workload = tiny_problem()
+    with pytest.raises(ValueError, match="unknown MTL formulation"):
+        MultiTaskSVM("f9")
+    with pytest.raises(ValueError, match="both classes"):
+        MultiTaskSVM("f0").fit(X, np.ones(len(X), bool), node, workload)
+    with pytest.raises(ValueError, match="NaN"):
+        MultiTaskSVM("f0").fit(np.where(X > 1, np.nan, X), y, node, workload)
+    with pytest.raises(ValueError, match="rows"):
+        MultiTaskSVM("f0").fit(X, y, node[:-1], workload)
