@@ -75,8 +75,8 @@ def test_no_model_ever_trains_on_a_job_unfinished_at_prediction_time():
     tasks = add_labels(launch_frame(), LaunchSettings(workload="w", min_train_tasks=10))
     seen_times = []
 
-    def spy(frame, time):
-        rows = training_rows(frame, time)
+    def spy(frame, time, max_jobs=None):
+        rows = training_rows(frame, time, max_jobs)
         seen_times.append((time, frame["job_end"].to_numpy()[rows]))
         return rows
 
@@ -95,6 +95,10 @@ def test_no_model_ever_trains_on_a_job_unfinished_at_prediction_time():
     # and the jobs trained on at a job's start are exactly those finished by then
     rows = training_rows(tasks, 1500.0)
     assert set(tasks["job_id"].iloc[rows]) == set(tasks.loc[tasks["job_end"] <= 1500.0, "job_id"])
+    # or the latest of them to finish
+    latest = training_rows(tasks, 3000.0, max_jobs=2)
+    finished = tasks[tasks["job_end"] <= 3000.0].groupby("job_id")["job_end"].first().sort_values()
+    assert set(tasks["job_id"].iloc[latest]) == set(finished.index[-2:])
 
 
 def test_online_predictions_in_the_replay_format():

@@ -23,7 +23,7 @@ def launch_settings(launch_config: dict[str, Any], kind: str, straggler_quantile
     """The config's `launch` section for one dataset kind."""
     workload = (launch_config.get("workload") or {}).get(kind, DEFAULT_WORKLOADS.get(kind, ""))
     check_workload(kind, workload)
-    keys = ("label", "wrangler_beta", "min_train_tasks", "retrain_every", "oversample")
+    keys = ("label", "wrangler_beta", "min_train_tasks", "retrain_every", "max_train_jobs", "oversample")
     values = {key: launch_config[key] for key in keys if key in launch_config}
     if "train_shares" in launch_config:
         values["train_shares"] = tuple(float(s) for s in launch_config["train_shares"])

@@ -43,6 +43,7 @@ class LaunchSettings:
     train_shares: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
     min_train_tasks: int = 50  # fewer finished tasks (or one class only): no model, no flags
     retrain_every: int = 1  # refit once this many more jobs have finished
+    max_train_jobs: int = 50  # online: train on the latest this many finished jobs (bounded cost)
     oversample: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -50,8 +51,10 @@ class LaunchSettings:
         shares = np.asarray(self.train_shares, dtype=float)
         if len(shares) == 0 or np.any((shares <= 0) | (shares >= 1)):
             raise ValueError(f"launch.train_shares: each share must be in (0, 1), got {list(self.train_shares)}")
-        if self.min_train_tasks < 2 or self.retrain_every < 1:
-            raise ValueError("launch.min_train_tasks must be >= 2 and launch.retrain_every >= 1")
+        if self.min_train_tasks < 2 or self.retrain_every < 1 or self.max_train_jobs < 1:
+            raise ValueError(
+                "launch.min_train_tasks must be >= 2, launch.retrain_every and launch.max_train_jobs >= 1"
+            )
 
 
 def add_labels(tasks: pd.DataFrame, settings: LaunchSettings) -> pd.DataFrame:
@@ -63,10 +66,16 @@ def add_labels(tasks: pd.DataFrame, settings: LaunchSettings) -> pd.DataFrame:
     )
 
 
-def training_rows(tasks: pd.DataFrame, prediction_time: float) -> np.ndarray:
-    """Positions of the tasks of jobs finished by `prediction_time` (job_end <= t)."""
-    rows = np.flatnonzero(tasks["job_end"].to_numpy(float) <= prediction_time)
-    if len(rows) and tasks["job_end"].to_numpy(float)[rows].max() > prediction_time:
+def training_rows(tasks: pd.DataFrame, prediction_time: float, max_jobs: int | None = None) -> np.ndarray:
+    """Positions of the tasks of jobs finished by `prediction_time` (job_end <= t); with
+    `max_jobs`, only those of the latest `max_jobs` of them to finish."""
+    job_end = tasks["job_end"].to_numpy(float)
+    rows = np.flatnonzero(job_end <= prediction_time)
+    if max_jobs is not None and len(rows):
+        ends = np.unique(job_end[rows])
+        if len(ends) > max_jobs:  # (ties on job_end keep every tied job)
+            rows = rows[job_end[rows] >= ends[-max_jobs]]
+    if len(rows) and job_end[rows].max() > prediction_time:
         raise AssertionError("a training row of a job not finished by the prediction time")
     return rows
 
@@ -166,8 +175,9 @@ def online_predictions(
             "job_start": float(job.job_start), "job_end": float(job.job_end),
         }
         try:
-            rows = training_rows(tasks, float(job.job_start))
-            n_finished_jobs = int(tasks["job_id"].iloc[rows].nunique()) if len(rows) else 0
+            finished = tasks["job_end"].to_numpy(float) <= float(job.job_start)
+            n_finished_jobs = int(tasks["job_id"][finished].nunique())
+            rows = training_rows(tasks, float(job.job_start), settings.max_train_jobs)
             if fitted is None or n_finished_jobs - fitted_at_jobs >= settings.retrain_every:
                 fitted = fit_model(
                     tasks, features, rows, method_class, params, settings,
