@@ -201,3 +201,20 @@ def test_bad_input_is_named():
         MultiTaskSVM("f0").fit(np.where(X > 1, np.nan, X), y, node, workload)
     with pytest.raises(ValueError, match="rows"):
         MultiTaskSVM("f0").fit(X, y, node[:-1], workload)
+
+
+def test_launch_methods_describe_what_the_mixed_norms_kept():
+    from stragglers.launch.methods import get_launch_method
+
+    X, y, node, workload = tiny_problem(n=60)
+    fps = get_launch_method("MTL-fps")({}, seed=1)
+    fps.fit(X, y, node, workload)
+    shares = fps.describe()
+    assert set(shares) == {"eta_base", "eta_node", "eta_workload"}
+    assert sum(shares.values()) == pytest.approx(1.0)
+    fgs = get_launch_method("MTL-fgs")({}, seed=1)
+    fgs.fit(X, y, node, workload)
+    assert all(0 <= v <= 1 for v in fgs.describe().values())
+    f0 = get_launch_method("MTL-f0")({}, seed=1)
+    f0.fit(X, y, node, workload)
+    assert f0.describe() == {}

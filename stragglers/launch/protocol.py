@@ -257,6 +257,8 @@ def learning_curve(
         truth = test["straggler"].to_numpy(bool)
         row.update(status="ok" if fitted.model is not None else "no_model", reason=fitted.reason)
         row.update(_scores(truth, predicted))
+        if fitted.model is not None:
+            row.update(fitted.model.describe())
         seen_nodes = set(tasks["node"].to_numpy()[train])
         seen_workloads = set(tasks["workload"].to_numpy()[train])
         for name, column, seen in (("node", "node", seen_nodes), ("workload", "workload", seen_workloads)):

@@ -12,7 +12,8 @@ zero-padded) do not fit jobs of 100-400 tasks, so each is summarised to a fixed 
   running tasks; shares of finished and running tasks; the finished latencies and running
   elapsed times over the smallest finished latency, in logs (mean, std, max);
 - host matrix: mean and std of the sign-log machine state of the running tasks' machines
-  (`Checkpoint.running_machine_state`, CONTRACT A), absent when the dataset has none.
+  (`Checkpoint.running_machine_state`, `stragglers.machines`), absent when the dataset has
+  none.
 
 Outputs: (ln(beta / x_min), ln(alpha - 1)), x_min the smallest finished latency at that step,
 so the targets are scale-free and alpha > 1 as START requires. Training (cross-job): every
@@ -96,8 +97,8 @@ def moving_average(sequence: np.ndarray, weight: float) -> np.ndarray:
 
 
 def _latest_machine_state(job, t: float, tasks: np.ndarray) -> np.ndarray | None:
-    """The machine state of each task's latest window available by t (CONTRACT A's
-    `Job.window_machine_state`), or None when the job has none."""
+    """The machine state of each task's latest window available by t
+    (`Job.window_machine_state`), or None when the job has none."""
     state = getattr(job, "window_machine_state", None)
     if state is None or np.asarray(state).ndim != 2 or np.asarray(state).shape[1] == 0:
         return None
@@ -206,6 +207,7 @@ def train_network(sequences: list[np.ndarray], targets: list[np.ndarray], params
 class Start(StartMLE):
     name: ClassVar[str] = "START"
     family: ClassVar[str] = "Systems"
+    uses_machine_state: ClassVar[bool] = True  # the host matrix: its machines' state
     cross_job: ClassVar[bool] = True
     defaults: ClassVar[dict[str, Any]] = {
         "straggler_quantile": 0.90,  # q of the straggler definition K is calibrated to
@@ -226,7 +228,7 @@ class Start(StartMLE):
         self.model = None
         self.state = None
         self.average = None
-        self.n_machine_features = len(getattr(job, "machine_feature_names", ()) or ())
+        self.n_machine_features = len(job.machine_state_names)
 
     def _training_ids(self, time: float) -> list[str]:
         finished = self.job.history.finished_before(time)

@@ -39,3 +39,8 @@ class LaunchMethod(abc.ABC):
     @abc.abstractmethod
     def predict(self, X: np.ndarray, node: np.ndarray, workload: np.ndarray) -> np.ndarray:
         """One bool per task: predicted to straggle if placed now."""
+
+    def describe(self) -> dict[str, float]:
+        """What the fitted model learnt that a table should show (columns of the learning
+        curve); nothing by default."""
+        return {}

@@ -17,6 +17,23 @@ class _MultiTask(LaunchMethod):
     def predict(self, X, node, workload):
         return self.model.predict(X, node, workload)
 
+    def describe(self):
+        """Mixed norms: the weight (eta) each partition kept (fps), or the share of each
+        partition's groups whose block shrank below 1e-3 of the largest (fgs)."""
+        model = self.model
+        if model.formulation.regulariser == "l2":
+            return {}
+        partitions = model.groups_.partitions
+        if model.formulation.regulariser == "partition_sparse":
+            return {f"eta_{p}": float(eta) for p, eta in zip(partitions, model.eta_)}
+        block = model.block_of_group()
+        small = model.eta_[block] < 1e-3 * model.eta_.max()
+        out = {}
+        for p in partitions:
+            start = model.groups_.offsets[p]
+            out[f"shrunk_share_{p}"] = float(small[start:start + len(model.groups_.keys[p])].mean())
+        return out
+
 
 class MTLf0(_MultiTask):
     name, formulation = "MTL-f0", "f0"
