@@ -44,14 +44,13 @@ import pyarrow.parquet as pq
 
 from stragglers import machines, schema
 from stragglers.datasets import GOOGLE_FEATURES
-from stragglers.jobdata import TASK_COLUMNS, manifest_columns
+from stragglers.jobdata import MANIFEST_WORKLOAD_COLUMNS, TASK_COLUMNS, manifest_columns
 from stragglers.rawcsv import RawTraceError, SkippedRows, iter_csv_chunks
 
 log = logging.getLogger(__name__)
 
 PRODUCTION_PRIORITIES = (9, 10, 11)
 US = 1_000_000.0
-TIME_BITS = 42  # trace timestamps in µs stay below 2**42 (50 days)
 WRITER_THREADS = min(4, os.cpu_count() or 1)
 
 
@@ -274,8 +273,8 @@ def _isin_sorted(values: np.ndarray, sorted_unique: np.ndarray) -> np.ndarray:
     return sorted_unique[position] == values
 
 
-def _composite(task_key: np.ndarray, time_us: np.ndarray) -> np.ndarray:
-    return (task_key.astype(np.int64) << TIME_BITS) + time_us.astype(np.int64)
+# one int64 per (task or machine, µs time): `machines.composite_key`
+_composite = machines.composite_key
 
 
 def eviction_and_failure_keys(events: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -776,7 +775,7 @@ def _write_shard_jobs(
     facts = {c: task_table[c].to_numpy() for c in TASK_COLUMNS if c != "latency"}
     facts["latency"] = task_table["latency"].to_numpy()
     facts.update({c: task_table[c].to_numpy() for c in machines.launch_columns() if c in task_table})
-    workload = {c: task_table[c].to_numpy() for c in ("workload_user", "workload_scheduling_class") if c in task_table}
+    workload = {c: task_table[c].to_numpy() for c in MANIFEST_WORKLOAD_COLUMNS["google-2011"] if c in task_table}
     rows = []
     # task_key -> row of task_table
     sorted_keys = task_table["task_key"].to_numpy()
@@ -826,10 +825,7 @@ def _write_shard_jobs(
                 "path": f"{relative}/{name}",
                 "job_start": float(facts["task_start"][task_rows].min()),
                 "job_end": float(facts["task_end"][task_rows].max()),
-                **{
-                    column: str(workload[column][task_rows[0]])
-                    for column in ("workload_user", "workload_scheduling_class") if column in workload
-                },
+                **{column: str(values[task_rows[0]]) for column, values in workload.items()},
             }
         )
     # a Parquet file costs ~2-3 ms of fixed work; pyarrow releases the GIL, so write in
@@ -1092,9 +1088,10 @@ def _write_alibaba_shard(
             # the machine's at the last grid boundary at or before the start
             values = state.state(machines.alibaba_machine_number(inst["machine_id"].to_numpy()), start)
             report.count("instances_machine_unknown", int(np.isnan(values[:, 0]).sum()))
-            for column, value in zip(machines.ALIBABA_MACHINE_STATE_COLUMNS, values.T):
+            columns = machines.ALIBABA_MACHINE_STATE_COLUMNS
+            for column, launch, value in zip(columns, machines.launch_columns(columns), values.T):
                 frame[column] = value
-                frame[machines.LAUNCH_PREFIX + column] = value
+                frame[launch] = value
         name = f"{_safe_name(job_id)}.parquet"
         frame.to_parquet(jobs_dir / name, index=False)
         rows.append(

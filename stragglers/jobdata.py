@@ -103,6 +103,11 @@ class Job:
 LAUNCH_PREFIX = "launch_"
 
 
+def launch_columns(machine_state) -> list[str]:
+    """The per-task columns of the machine state just before each task started."""
+    return [LAUNCH_PREFIX + c for c in machine_state]
+
+
 def job_from_frame(
     job_id: str, frame: pd.DataFrame, feature_names: list[str], machine_state: list[str] = ()
 ) -> Job:
@@ -111,7 +116,7 @@ def job_from_frame(
     if missing:
         raise ValueError(f"job {job_id}: converted file lacks columns {missing}")
     machine_state = list(machine_state)
-    launch = [LAUNCH_PREFIX + c for c in machine_state]
+    launch = launch_columns(machine_state)
     missing = [c for c in machine_state + launch if c not in frame]
     if missing:
         raise ValueError(
@@ -148,7 +153,7 @@ def read_job(
     path: str | Path, job_id: str, feature_names: list[str], machine_state: list[str] = ()
 ) -> Job:
     """`machine_state`: machine columns to read too (`stragglers.datasets.machine_state_columns`)."""
-    wanted = list(machine_state) + [LAUNCH_PREFIX + c for c in machine_state]
+    wanted = list(machine_state) + launch_columns(machine_state)
     columns = WINDOW_COLUMNS + TASK_COLUMNS + list(feature_names)
     if wanted:
         present = set(pq.read_schema(path).names)

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from stragglers import schema
-from stragglers.jobdata import LAUNCH_PREFIX  # per-task columns: the state just before launch
+from stragglers import jobdata
 
 TIME_BITS = 42  # trace timestamps in µs stay below 2**42 (50 days)
 MAX_MACHINE_CODES = 1 << (63 - TIME_BITS)
@@ -56,11 +56,25 @@ TERMINAL_EVENTS = (
 
 
 def launch_columns(columns=MACHINE_STATE_COLUMNS) -> list[str]:
-    return [LAUNCH_PREFIX + c for c in columns]
+    return jobdata.launch_columns(columns)
 
 
-def _keys(code: np.ndarray, time_us: np.ndarray) -> np.ndarray:
-    return (code.astype(np.int64) << TIME_BITS) + time_us.astype(np.int64)
+def composite_key(code: np.ndarray, time_us: np.ndarray) -> np.ndarray:
+    """One sortable int64 per (machine or task code, µs time)."""
+    return (np.asarray(code).astype(np.int64) << TIME_BITS) + np.asarray(time_us).astype(np.int64)
+
+
+_keys = composite_key
+
+
+def last_value_at(keys: np.ndarray, values: np.ndarray, code: np.ndarray, time_us: np.ndarray) -> np.ndarray:
+    """The row of `values` (sorted `keys` = composite_key(code, time)) of each code's latest
+    key at or before its time; NaN where the code has none by then."""
+    at = composite_key(code, time_us)
+    last = np.searchsorted(keys, at, side="right") - 1
+    first_of_code = np.searchsorted(keys, composite_key(code, np.full(len(at), -1)), side="right")
+    valid = (last >= 0) & (last >= first_of_code)
+    return np.where(valid[:, None], values[np.maximum(last, 0)], np.nan)
 
 
 def attempt_intervals(events: pd.DataFrame, horizon_us: int) -> pd.DataFrame:
@@ -150,9 +164,7 @@ class MachineTimeline:
         for column, keys in ((3, self.eviction_keys), (4, self.failure_keys)):
             out[:, column] = np.searchsorted(keys, at, side="right") - np.searchsorted(keys, origin, side="right")
         if len(self.capacity_keys):
-            last = np.searchsorted(self.capacity_keys, at, side="right") - 1
-            valid = (last >= 0) & (last >= np.searchsorted(self.capacity_keys, origin, side="right"))
-            out[:, 5:7] = np.where(valid[:, None], self.capacity[np.maximum(last, 0)], np.nan)
+            out[:, 5:7] = last_value_at(self.capacity_keys, self.capacity, code, time_us)
         out[~known] = np.nan
         # sums of requests cancel in floating point: tiny negatives and residues are noise
         out[:, 0:3] = np.where(np.abs(out[:, 0:3]) < 1e-9, 0.0, out[:, 0:3])
@@ -430,11 +442,7 @@ class BinnedMachineState:
         else:
             out[:, 0:2] = 0
         if len(self.meta_keys):
-            at = _keys(m, np.round(time_s * 1e6))
-            origin = _keys(m, np.full(len(m), -1))
-            last = np.searchsorted(self.meta_keys, at, side="right") - 1
-            valid = (last >= 0) & (last >= np.searchsorted(self.meta_keys, origin, side="right"))
-            out[:, 5:7] = np.where(valid[:, None], self.meta_values[np.maximum(last, 0)], np.nan)
+            out[:, 5:7] = last_value_at(self.meta_keys, self.meta_values, m, np.round(time_s * 1e6))
         out[~known] = np.nan
         return out
 

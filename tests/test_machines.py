@@ -162,12 +162,17 @@ def test_converted_machine_columns_match_a_brute_force(generated, tmp_path, conv
         np.testing.assert_allclose([getattr(row, "launch_" + c) for c in COLUMNS], expected, atol=1e-9)
 
 
-def test_without_a_machine_events_table_capacities_are_nan_and_counted(generated, tmp_path):
-    raw = tmp_path / "raw"
-    for table in ("task_events", "task_usage"):
+def copy_tables(source, raw, tables):
+    """A raw folder with only `tables` of `source` (e.g. without machine_events)."""
+    for table in tables:
         (raw / table).mkdir(parents=True)
-        for part in (generated / table).iterdir():
+        for part in (source / table).iterdir():
             (raw / table / part.name).write_bytes(part.read_bytes())
+    return raw
+
+
+def test_without_a_machine_events_table_capacities_are_nan_and_counted(generated, tmp_path):
+    raw = copy_tables(generated, tmp_path / "raw", ("task_events", "task_usage"))
     report = convert_google(raw, tmp_path / "out", dataset="g", n_shards=1, min_tasks=100)
     assert report["counts"]["machine_events_table_missing"] == 1
     manifest = pd.read_parquet(tmp_path / "out" / "manifest.parquet")
@@ -177,11 +182,7 @@ def test_without_a_machine_events_table_capacities_are_nan_and_counted(generated
 
 
 def test_bad_machine_event_rows_are_skipped_and_counted(generated, tmp_path):
-    raw = tmp_path / "raw"
-    for table in ("task_events", "task_usage"):
-        (raw / table).mkdir(parents=True)
-        for part in (generated / table).iterdir():
-            (raw / table / part.name).write_bytes(part.read_bytes())
+    raw = copy_tables(generated, tmp_path / "raw", ("task_events", "task_usage"))
     text = gzip.decompress((generated / schema.GOOGLE_MACHINE_EVENTS_PART).read_bytes()).decode()
     text += "not-a-time,5,0,p,0.5,0.5\n,6,0,p,0.5,0.5\n"
     (raw / "machine_events").mkdir()

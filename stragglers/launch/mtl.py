@@ -38,8 +38,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
 
 PARTITIONS = ("base", "node", "workload", "tuple")
@@ -182,14 +185,25 @@ def _fit_linear_svm(
         C=1.0 / (2.0 * lam), loss="hinge", dual=True, fit_intercept=True,
         intercept_scaling=INTERCEPT_SCALING, random_state=seed, max_iter=max_iter, tol=tol,
     )
-    import warnings
-
-    from sklearn.exceptions import ConvergenceWarning
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)  # reported through the objective
-        svm.fit(Z, y_signed)
+    _fit_quietly(svm, Z, y_signed)
     return svm.coef_.ravel().copy(), float(svm.intercept_[0])
+
+
+def _fit_quietly(svm: LinearSVC, X, y) -> None:
+    """liblinear's convergence warnings silenced: the objective (MTL) or the model's
+    predictions (per tuple) are what the tests and tables check."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        svm.fit(X, y)
+
+
+def rows_by_key(keys: np.ndarray):
+    """(key, row positions) for each distinct key, keys in sorted order."""
+    unique, inverse = np.unique(keys, return_inverse=True)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(len(unique) + 1))
+    for k, key in enumerate(unique):
+        yield key, order[bounds[k]:bounds[k + 1]]
 
 
 class MultiTaskSVM:
@@ -327,43 +341,27 @@ class PerTupleSVM:
 
         X = _check_inputs(X, node, workload, y)
         y = np.asarray(y, dtype=bool)
-        keys = group_keys("tuple", node, workload)
         self.models_ = {}
         self.n_tuples_, self.n_tuples_without_model_ = 0, 0
-        order = np.argsort(keys, kind="stable")
-        sorted_keys = keys[order]
-        bounds = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1], True])
-        import warnings
-
-        from sklearn.exceptions import ConvergenceWarning
-
-        for first, stop in zip(bounds[:-1], bounds[1:]):
-            rows = order[first:stop]
+        for key, rows in rows_by_key(group_keys("tuple", node, workload)):
             self.n_tuples_ += 1
             labels = y[rows]
             if len(rows) < self.min_rows or labels.all() or not labels.any():
                 self.n_tuples_without_model_ += 1
                 continue
             svm = LinearSVC(C=self.C, loss="hinge", dual=True, random_state=self.seed, max_iter=self.max_iter)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)
-                svm.fit(X[rows], labels)
+            _fit_quietly(svm, X[rows], labels)
             decision = svm.decision_function(X[rows]).reshape(-1, 1)
             platt = LogisticRegression(C=1e6).fit(decision, labels)
-            self.models_[sorted_keys[first]] = (svm, platt)
+            self.models_[key] = (svm, platt)
         return self
 
     def predict_proba(self, X, node, workload) -> np.ndarray:
         """Platt confidence that each task straggles; NaN where its tuple has no model."""
         X = _check_inputs(X, node, workload)
-        keys = group_keys("tuple", node, workload)
         out = np.full(len(X), np.nan)
-        unique, inverse = np.unique(keys, return_inverse=True)
-        order = np.argsort(inverse, kind="stable")
-        bounds = np.searchsorted(inverse[order], np.arange(len(unique) + 1))
-        for k, key in enumerate(unique):
+        for key, rows in rows_by_key(group_keys("tuple", node, workload)):
             if key in self.models_:
-                rows = order[bounds[k]:bounds[k + 1]]
                 svm, platt = self.models_[key]
                 out[rows] = platt.predict_proba(svm.decision_function(X[rows]).reshape(-1, 1))[:, 1]
         self.n_without_model_ = int(np.isnan(out).sum())

@@ -143,18 +143,4 @@ def _curve_figures(curve: pd.DataFrame, figure_dir: Path) -> None:
         plt.close(fig)
 
 
-def launch_datasets(config: dict[str, Any]) -> list[str]:
-    """Datasets the launch stage runs on: `launch.datasets`, else every dataset whose kind has
-    machine state."""
-    from stragglers.datasets import machine_state_columns
-
-    launch = config.get("launch") or {}
-    if not launch.get("methods"):
-        return []
-    if "datasets" in launch:
-        unknown = sorted(set(launch["datasets"]) - set(config["datasets"]))
-        if unknown:
-            raise ValueError(f"launch.datasets: {unknown} are not datasets of the config")
-        return list(launch["datasets"])
-    return [name for name, spec in config["datasets"].items() if machine_state_columns(spec["kind"])]
 

@@ -160,6 +160,7 @@ def online_predictions(
     jobs = jobs.reset_index().sort_values(["job_start", "job_id"], kind="stable", ignore_index=True)
     fitted: FittedModel | None = None
     fitted_at_jobs = -1
+    job_ends = np.sort(jobs["job_end"].to_numpy(float))  # how many jobs finished by t
     task_frames, job_rows = [], []
     by_job = {job_id: frame for job_id, frame in tasks.groupby("job_id", sort=False)}
     for job in jobs.itertuples():
@@ -175,10 +176,9 @@ def online_predictions(
             "job_start": float(job.job_start), "job_end": float(job.job_end),
         }
         try:
-            finished = tasks["job_end"].to_numpy(float) <= float(job.job_start)
-            n_finished_jobs = int(tasks["job_id"][finished].nunique())
-            rows = training_rows(tasks, float(job.job_start), settings.max_train_jobs)
+            n_finished_jobs = int(np.searchsorted(job_ends, float(job.job_start), side="right"))
             if fitted is None or n_finished_jobs - fitted_at_jobs >= settings.retrain_every:
+                rows = training_rows(tasks, float(job.job_start), settings.max_train_jobs)
                 fitted = fit_model(
                     tasks, features, rows, method_class, params, settings,
                     derive_seed(seed, "launch", method_class.name, str(job.job_id)),

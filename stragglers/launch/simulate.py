@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from stragglers.launch.tasks import job_threshold
 from stragglers.policies import reference_jct
 from stragglers.simulate import replacement_durations, replacement_uniforms
 
@@ -73,7 +74,7 @@ def simulate_hold_back(
     frames = []
     for job_id, tasks in predictions.groupby("job_id", sort=True):
         start, end = tasks["task_start"].to_numpy(float), tasks["task_end"].to_numpy(float)
-        threshold = float(np.quantile(end - start, straggler_quantile))
+        threshold = job_threshold(end - start, "p90", straggler_quantile)
         frame = simulate_hold_back_job(
             str(job_id), start, end, tasks["flagged"].to_numpy(bool), interval, threshold,
             n_repeats, seed, deadline_factors,

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from stragglers.datasets import machine_state_columns
-from stragglers.jobdata import LAUNCH_PREFIX
+from stragglers.jobdata import launch_columns
 
 LABELS = ("p90", "wrangler")
 # per-job attributes the conversion writes to the manifest (workload_<name>)
@@ -35,7 +35,7 @@ ROW_COLUMNS = ["job_id", "task", "task_start", "task_end", "latency", "job_start
 
 
 def launch_feature_columns(kind: str) -> list[str]:
-    return [LAUNCH_PREFIX + c for c in machine_state_columns(kind)]
+    return launch_columns(machine_state_columns(kind))
 
 
 def check_workload(kind: str, workload: str) -> None:
@@ -47,10 +47,14 @@ def check_workload(kind: str, workload: str) -> None:
         )
 
 
-def job_threshold(latency: np.ndarray, label: str, quantile: float = 0.9, beta: float = 1.3) -> float:
-    """The latency at or above which a task of this job is a straggler under `label`."""
+def check_label(label: str) -> None:
     if label not in LABELS:
         raise ValueError(f"launch.label: {label!r} is not one of {list(LABELS)}")
+
+
+def job_threshold(latency: np.ndarray, label: str, quantile: float = 0.9, beta: float = 1.3) -> float:
+    """The latency at or above which a task of this job is a straggler under `label`."""
+    check_label(label)
     latency = np.asarray(latency, dtype=float)
     if label == "p90":
         return float(np.quantile(latency, quantile))  # as the replay's straggler_threshold
@@ -61,12 +65,13 @@ def job_threshold(latency: np.ndarray, label: str, quantile: float = 0.9, beta: 
 def straggler_labels(latency: np.ndarray, job: np.ndarray, label: str, quantile: float = 0.9,
                      beta: float = 1.3) -> np.ndarray:
     """Per-task labels from each job's own latencies (`job`: a job code per task)."""
+    check_label(label)
     frame = pd.DataFrame({"job": job, "latency": np.asarray(latency, dtype=float)})
+    if frame.empty:
+        return np.zeros(0, dtype=bool)
     threshold = frame.groupby("job")["latency"].transform(
         lambda values: job_threshold(values.to_numpy(), label, quantile, beta)
-    ) if len(frame) else frame["latency"]
-    if label not in LABELS:
-        raise ValueError(f"launch.label: {label!r} is not one of {list(LABELS)}")
+    )
     return (frame["latency"] >= threshold).to_numpy()
 
 

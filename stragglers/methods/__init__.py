@@ -45,11 +45,16 @@ def _methods_in(module) -> list[type[Method]]:
 
 @cache
 def _declared() -> dict[str, str]:
-    """Method name -> module, read from the modules' source (a class-level `name = "..."`),
-    so that listing methods or loading one does not import every method's dependencies."""
+    return declared_names(__path__)
+
+
+def declared_names(package_path) -> dict[str, str]:
+    """Method name -> module of a methods package, read from the modules' source (a
+    class-level `name = "..."`), so that listing methods or loading one does not import
+    every method's dependencies. Modules starting with `_` and `base` are helpers."""
     found: dict[str, str] = {}
-    folder = Path(__path__[0])
-    for module_info in pkgutil.iter_modules(__path__):
+    folder = Path(list(package_path)[0])
+    for module_info in pkgutil.iter_modules(package_path):
         if module_info.name.startswith("_") or module_info.name == "base":
             continue
         tree = ast.parse((folder / f"{module_info.name}.py").read_text())

@@ -62,6 +62,15 @@ class Checkpoint:
     running_launch_state: np.ndarray | None = None
 
 
+def merged_params(what: str, defaults: dict[str, Any], params: dict[str, Any] | None) -> dict[str, Any]:
+    """`params` over `defaults`; an unknown parameter is an error naming `what`."""
+    params = dict(params or {})
+    unknown = sorted(set(params) - set(defaults))
+    if unknown:
+        raise ValueError(f"{what}: unknown parameter(s) {unknown}; known: {sorted(defaults)}")
+    return {**defaults, **params}
+
+
 class Method(abc.ABC):
     """A straggler predictor. Subclasses set `name` and `family` and are found by the registry."""
 
@@ -76,14 +85,7 @@ class Method(abc.ABC):
     uses_machine_state: ClassVar[bool] = False
 
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):
-        params = dict(params or {})
-        unknown = sorted(set(params) - set(self.defaults))
-        if unknown:
-            raise ValueError(
-                f"method {self.name}: unknown parameter(s) {unknown}; "
-                f"known: {sorted(self.defaults)}"
-            )
-        self.params = {**self.defaults, **params}
+        self.params = merged_params(f"method {self.name}", self.defaults, params)
         self.seed = int(seed)
 
     def start_job(self, job: JobInfo) -> None:  # noqa: B027 - optional hook

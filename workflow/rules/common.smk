@@ -18,7 +18,7 @@ if _unknown:
         f"config methods: unknown method(s) {_unknown}; available: {available_methods()}"
     )
 # launch-time models (stragglers/launch): checked here so a typo fails before anything runs
-from stragglers.launch.pipeline import launch_datasets
+from stragglers.launch import launch_datasets
 
 LAUNCH_METHODS = list((config.get("launch") or {}).get("methods") or {})
 LAUNCH_DATASETS = launch_datasets(config)

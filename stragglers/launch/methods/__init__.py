@@ -1,33 +1,30 @@
-"""Launch-time models: every `LaunchMethod` subclass with a `name` in a module of this folder
-(modules starting with `_` or named base/registry are helpers)."""
+"""Launch-time models: every `LaunchMethod` subclass with a class-level `name = "..."` in a
+module of this folder (modules starting with `_` or named base are helpers). Names are read
+from the source, so listing them (the workflow does, to check the config) imports no model."""
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
+from functools import cache
 
 from stragglers.launch.methods.base import LaunchMethod
+from stragglers.methods import declared_names
 
 
-def available_launch_methods() -> dict[str, type[LaunchMethod]]:
-    found: dict[str, type[LaunchMethod]] = {}
-    for module in pkgutil.iter_modules(__path__):
-        if module.name.startswith("_") or module.name == "base":
-            continue
-        loaded = importlib.import_module(f"{__name__}.{module.name}")
-        for value in vars(loaded).values():
-            if (
-                isinstance(value, type) and issubclass(value, LaunchMethod)
-                and value.__module__ == loaded.__name__ and "name" in vars(value)
-            ):
-                if value.name in found:
-                    raise ValueError(f"launch method {value.name!r} defined twice ({loaded.__name__})")
-                found[value.name] = value
-    return found
+@cache
+def _declared() -> dict[str, str]:
+    return declared_names(__path__)
+
+
+def available_launch_methods() -> list[str]:
+    return sorted(_declared())
 
 
 def get_launch_method(name: str) -> type[LaunchMethod]:
-    methods = available_launch_methods()
-    if name not in methods:
-        raise ValueError(f"unknown launch method {name!r}; available: {sorted(methods)}")
-    return methods[name]
+    if name not in _declared():
+        raise ValueError(f"unknown launch method {name!r}; available: {available_launch_methods()}")
+    module = importlib.import_module(f"{__name__}.{_declared()[name]}")
+    for value in vars(module).values():
+        if isinstance(value, type) and issubclass(value, LaunchMethod) and vars(value).get("name") == name:
+            return value
+    raise ValueError(f"launch method {name!r}: no class with that name in {module.__name__}")

@@ -16,6 +16,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from stragglers.methods.base import merged_params
+
 
 class LaunchMethod(abc.ABC):
     name: ClassVar[str]
@@ -23,13 +25,7 @@ class LaunchMethod(abc.ABC):
     defaults: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):
-        params = dict(params or {})
-        unknown = sorted(set(params) - set(self.defaults))
-        if unknown:
-            raise ValueError(
-                f"launch method {self.name}: unknown parameter(s) {unknown}; known: {sorted(self.defaults)}"
-            )
-        self.params = {**self.defaults, **params}
+        self.params = merged_params(f"launch method {self.name}", self.defaults, params)
         self.seed = int(seed)
 
     @abc.abstractmethod

@@ -36,32 +36,40 @@ class _MultiTask(LaunchMethod):
 
 
 class MTLf0(_MultiTask):
-    name, formulation = "MTL-f0", "f0"
+    name = "MTL-f0"
+    formulation = "f0"
 
 
 class MTLfn(_MultiTask):
-    name, formulation = "MTL-fn", "fn"
+    name = "MTL-fn"
+    formulation = "fn"
 
 
 class MTLfl(_MultiTask):
-    name, formulation = "MTL-fl", "fl"
+    name = "MTL-fl"
+    formulation = "fl"
 
 
 class MTLf0nl(_MultiTask):
-    name, formulation = "MTL-f0nl", "f0nl"
+    name = "MTL-f0nl"
+    formulation = "f0nl"
 
 
 class MTLf0t(_MultiTask):
-    name, formulation = "MTL-f0t", "f0t"
+    name = "MTL-f0t"
+    formulation = "f0t"
 
 
 class MTLf0tl(_MultiTask):
-    name, formulation = "MTL-f0tl", "f0tl"
+    name = "MTL-f0tl"
+    formulation = "f0tl"
 
 
 class MTLfps(_MultiTask):
-    name, formulation = "MTL-fps", "fps"
+    name = "MTL-fps"
+    formulation = "fps"
 
 
 class MTLfgs(_MultiTask):
-    name, formulation = "MTL-fgs", "fgs"
+    name = "MTL-fgs"
+    formulation = "fgs"
