@@ -349,12 +349,16 @@ TASKS_FILE = "tasks.parquet"
 EVENT_KEYS_FILE = "event_keys.npz"
 LOOKUP_FILE = "trace_key_lookup.npz"
 REPORT_FILE = "report.json"
+# timeline code of a task's first machine (-1: unknown), for the launch-time machine usage
+LAUNCH_MACHINE_CODE = "launch_machine_code"
 # the per-task facts a gather needs (a row's position is its task_key)
 TASK_FILE_COLUMNS = [
     "job_id", "task_index", "first_schedule", "finish", "machine_id", "evictions", "failures",
-    "task_key", "shard", *machines.launch_columns(), "user", "scheduling_class",
+    "task_key", "shard", *machines.launch_columns(), "user", "scheduling_class", LAUNCH_MACHINE_CODE,
 ]
 TIMELINE_FILE = "machine_timeline.npz"
+# spilled window rows carry their machine's timeline code until the gather adds the usage
+MACHINE_CODE_COLUMN = "machine_code"
 
 
 def machine_timeline(
@@ -392,7 +396,9 @@ def add_launch_state(
     )
     state = machines.launch_state(timeline, machine, tasks["first_schedule"].to_numpy())
     report.count("tasks_launch_machine_unknown", int(np.isnan(state[:, 0]).sum()))
-    return tasks.assign(**dict(zip(machines.launch_columns(), state.T)))
+    code, known = timeline.codes(machine)
+    # the launch machine's code, for the machine usage the gather adds (-1: unknown)
+    return tasks.assign(**dict(zip(machines.launch_columns(), state.T)), **{LAUNCH_MACHINE_CODE: np.where(known, code, -1)})
 
 
 def _assign_shards(tasks: pd.DataFrame, n_shards: int) -> pd.DataFrame:
@@ -471,8 +477,10 @@ def spill_google_usage(
     timeline = machines.MachineTimeline.load(prepared_dir / TIMELINE_FILE)
     with _AtomicFolder(spill_dir) as staging:
         spill = ShardSpill(staging / "shards")
-        _spill_usage_windows(usage_parts, tasks, event_keys, spill, report, lookup, timeline)
+        machine_usage = machines.MachineUsageAccumulator()
+        _spill_usage_windows(usage_parts, tasks, event_keys, spill, report, lookup, timeline, machine_usage)
         spill.close()
+        machine_usage.save(staging)
         report.phase("task_usage")
         _write_report(staging / REPORT_FILE, report)
     return report.as_dict()
@@ -486,9 +494,12 @@ def _spill_usage_windows(
     report: ConversionReport,
     lookup: tuple[np.ndarray, np.ndarray],
     timeline: machines.MachineTimeline,
+    machine_usage: machines.MachineUsageAccumulator | None = None,
 ) -> None:
     """`lookup`: (sorted trace keys, their task_keys), made by `prepare_google`; `timeline`
-    gives each window its machine's state at the window's end."""
+    gives each window its machine's state at the window's end. Every row (any job, kept or
+    not) goes into `machine_usage`; each kept window carries its machine's code
+    (`MACHINE_CODE_COLUMN`, -1 if unknown) for the gather, which adds the machine usage."""
     job_ids = np.sort(tasks["job_id"].unique())
     # (job, task index) -> task_key through one sorted int64 key (job ids < 2**40, indices < 2**23)
     sorted_trace_keys, key_order = lookup
@@ -509,6 +520,8 @@ def _spill_usage_windows(
             skipped=report.skipped_rows,
         ):
             report.count("usage_rows_read", len(chunk))
+            if machine_usage is not None:
+                _add_machine_usage(chunk, timeline, machine_usage, report)
             job, task_index = chunk["job_id"].to_numpy(), chunk["task_index"].to_numpy()
             wanted = _trace_key(job, task_index)
             position = np.minimum(np.searchsorted(sorted_trace_keys, wanted), n_keys - 1)
@@ -530,8 +543,10 @@ def _spill_usage_windows(
             # one gather per column, grouped by shard, straight into Arrow (no DataFrame copies)
             rows = rows[np.argsort(task_shard[task_key[rows]], kind="stable")]
             task_key, start, end = task_key[rows], start[rows], end[rows]
-            state = timeline.state(chunk["machine_id"].to_numpy(np.float64)[rows], end)
+            window_machine = chunk["machine_id"].to_numpy(np.float64)[rows]
+            state = timeline.state(window_machine, end)
             report.count("usage_windows_machine_unknown", int(np.isnan(state[:, 0]).sum()))
+            code, known_machine = timeline.codes(window_machine)
             columns = {
                 "task_key": task_key,
                 "window_start": start / US,
@@ -541,12 +556,32 @@ def _spill_usage_windows(
                 "evictions_so_far": counts_before(event_keys["evictions"], task_key, end).astype(float),
                 "failures_so_far": counts_before(event_keys["failures"], task_key, end).astype(float),
                 **dict(zip(machines.MACHINE_STATE_COLUMNS, state.T)),
+                MACHINE_CODE_COLUMN: np.where(known_machine, code, -1),
             }
             table = pa.table(columns)
             shard_of_row = task_shard[task_key]
             bounds = np.flatnonzero(np.r_[True, shard_of_row[1:] != shard_of_row[:-1], True])
             for first, stop in zip(bounds[:-1], bounds[1:]):
                 spill.write(int(shard_of_row[first]), table.slice(first, stop - first))
+
+
+def _add_machine_usage(
+    chunk: pd.DataFrame, timeline: machines.MachineTimeline,
+    machine_usage: machines.MachineUsageAccumulator, report: ConversionReport,
+) -> None:
+    """A chunk's rows (every job and priority: a machine's load is everything on it) into
+    the per-(machine, period) sums; rows without a usable window or machine are counted."""
+    start_f, end_f = chunk["start_time"].to_numpy(), chunk["end_time"].to_numpy()
+    timed = ~(np.isnan(start_f) | np.isnan(end_f))
+    start = np.where(timed, start_f, 0).astype(np.int64)
+    end = np.where(timed, end_f, 0).astype(np.int64)
+    code, known = timeline.codes(chunk["machine_id"].to_numpy(np.float64))
+    usable = timed & (end > start) & known
+    report.count("machine_usage_rows_skipped", int((~usable).sum()))
+    machine_usage.cover(start[timed], end[timed])
+    if usable.any():
+        values = chunk[list(machines.MACHINE_USAGE_SOURCES)].to_numpy(np.float64)[usable]
+        machine_usage.add(code[usable], start[usable], end[usable], values)
 
 
 def read_spilled_shard(spill_dirs: list[Path | str], shard: int) -> pa.Table | None:
@@ -588,13 +623,38 @@ def gather_shard(
         else:
             tasks = pd.read_parquet(tasks_path)
             # only this shard's tasks: the per-task text columns cost time per task
-            task_table = google_task_table(tasks[tasks["shard"].to_numpy() == shard])
+            tasks = tasks[tasks["shard"].to_numpy() == shard]
+            if kind == "google-2011":
+                windows, tasks = add_machine_usage(windows, tasks, spill_dirs, report)
+            task_table = google_task_table(tasks)
             rows = _write_shard_jobs(
                 windows, shard, staging, relative, task_table, min_tasks, dataset, report,
                 latency_definition,
             )
     report.phase("write_jobs")
     return pd.DataFrame(rows, columns=manifest_columns(kind)), report.as_dict()
+
+
+def add_machine_usage(
+    windows: pa.Table | None, tasks: pd.DataFrame, spill_dirs: list[Path | str], report: ConversionReport
+) -> tuple[pa.Table | None, pd.DataFrame]:
+    """Every window's machine usage over the last period complete at its end, and every
+    task's over the last period complete before it started (`machines.MachineUsageLookup`,
+    from every group's spilled (machine, period) sums)."""
+    lookup = machines.MachineUsageLookup(spill_dirs)
+    code = tasks[LAUNCH_MACHINE_CODE].to_numpy(np.int64)
+    launch = lookup.state(code, code >= 0, tasks["first_schedule"].to_numpy(np.int64) - 1)
+    tasks = tasks.assign(**dict(zip(machines.launch_columns(machines.MACHINE_USAGE_COLUMNS), launch.T)))
+    if windows is None:
+        return None, tasks
+    code = windows.column(MACHINE_CODE_COLUMN).to_numpy()
+    end_us = np.rint(windows.column("window_end").to_numpy() * US).astype(np.int64)
+    usage = lookup.state(code, code >= 0, end_us)
+    report.count("usage_windows_machine_usage_unknown", int(np.isnan(usage[:, 0]).sum()))
+    windows = windows.drop_columns([MACHINE_CODE_COLUMN])
+    for name, values in zip(machines.MACHINE_USAGE_COLUMNS, usage.T):
+        windows = windows.append_column(name, pa.array(values))
+    return windows, tasks
 
 
 def merge_reports(dataset: str, reports: list[dict[str, Any]]) -> dict[str, Any]:
@@ -740,7 +800,7 @@ def google_task_table(tasks: pd.DataFrame) -> pd.DataFrame:
         }
     )
     table["latency"] = table["task_end"] - table["task_start"]
-    for column in machines.launch_columns():
+    for column in machines.launch_columns(machines.MACHINE_STATE_COLUMNS + machines.MACHINE_USAGE_COLUMNS):
         if column in tasks:
             table[column] = tasks[column].to_numpy(np.float64)
     if "user" in tasks:
@@ -774,7 +834,11 @@ def _write_shard_jobs(
     job_names = np.sort(task_table["job_id"].unique())
     facts = {c: task_table[c].to_numpy() for c in TASK_COLUMNS if c != "latency"}
     facts["latency"] = task_table["latency"].to_numpy()
-    facts.update({c: task_table[c].to_numpy() for c in machines.launch_columns() if c in task_table})
+    facts.update({
+        c: task_table[c].to_numpy()
+        for c in machines.launch_columns(machines.MACHINE_STATE_COLUMNS + machines.MACHINE_USAGE_COLUMNS)
+        if c in task_table
+    })
     workload = {c: task_table[c].to_numpy() for c in MANIFEST_WORKLOAD_COLUMNS["google-2011"] if c in task_table}
     rows = []
     # task_key -> row of task_table

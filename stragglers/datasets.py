@@ -91,8 +91,61 @@ ALIBABA_MACHINE_STATE = (
     Feature("machine_mem_size", "machine memory (machine_meta)", "last"),
 )
 
+# Google with task_usage: what every task on the machine used over the last complete 5-minute
+# period (stragglers.machines.MachineUsageLookup); sums are time-averaged machine totals
+GOOGLE_MACHINE_USAGE = (
+    Feature("machine_usage_tasks", "tasks reporting usage on the machine", "last"),
+    Feature("machine_cpu_rate_sum", "their summed CPU rate", "last"),
+    Feature("machine_canonical_memory_usage_sum", "their summed canonical memory", "last"),
+    Feature("machine_disk_io_time_sum", "their summed disk I/O time", "last"),
+    Feature("machine_local_disk_space_usage_sum", "their summed local disk space", "last"),
+    Feature("machine_cpu_rate_mean", "their mean CPU rate", "last"),
+    Feature("machine_canonical_memory_usage_mean", "their mean canonical memory", "last"),
+    Feature("machine_disk_io_time_mean", "their mean disk I/O time", "last"),
+    Feature("machine_local_disk_space_usage_mean", "their mean local disk space", "last"),
+)
+
+# The MTL paper's five counter categories (its §3.1: CPU, network, disk, memory, other system
+# counters), for the mixed norms that select features by category (MTL-ffs1 / ffs2). No
+# trace column measures the network; counts of tasks, evictions and failures are "system".
+FEATURE_CATEGORIES = ("cpu", "memory", "disk", "network", "system")
+MACHINE_FEATURE_CATEGORY = {
+    "machine_running_tasks": "system",
+    "machine_cpu_requested": "cpu",
+    "machine_memory_requested": "memory",
+    "machine_evictions_so_far": "system",
+    "machine_failures_so_far": "system",
+    "machine_cpu_capacity": "cpu",
+    "machine_memory_capacity": "memory",
+    "machine_usage_tasks": "system",
+    "machine_cpu_rate_sum": "cpu",
+    "machine_canonical_memory_usage_sum": "memory",
+    "machine_disk_io_time_sum": "disk",
+    "machine_local_disk_space_usage_sum": "disk",
+    "machine_cpu_rate_mean": "cpu",
+    "machine_canonical_memory_usage_mean": "memory",
+    "machine_disk_io_time_mean": "disk",
+    "machine_local_disk_space_usage_mean": "disk",
+    "machine_running_instances": "system",
+    "machine_failed_instances_so_far": "system",
+    "machine_cpu_util_percent": "cpu",
+    "machine_mem_util_percent": "memory",
+    "machine_disk_io_percent": "disk",
+    "machine_cpu_num": "cpu",
+    "machine_mem_size": "memory",
+}
+
+
+def machine_feature_category(column: str) -> str:
+    """The category of a machine-state column or of its launch_ copy."""
+    name = column.removeprefix("launch_")
+    if name not in MACHINE_FEATURE_CATEGORY:
+        raise ValueError(f"machine column {column!r} has no feature category (stragglers.datasets.MACHINE_FEATURE_CATEGORY)")
+    return MACHINE_FEATURE_CATEGORY[name]
+
+
 MACHINE_STATE_BY_KIND = {
-    "google-2011": GOOGLE_MACHINE_STATE,
+    "google-2011": GOOGLE_MACHINE_STATE + GOOGLE_MACHINE_USAGE,
     "google-2011-events": GOOGLE_MACHINE_STATE,
     "alibaba-2018": ALIBABA_MACHINE_STATE,
     "alibaba-2017": (),  # the 2017 trace's machine tables are not converted

@@ -464,3 +464,152 @@ class BinnedMachineState:
             state.has_meta_table = bool(stored["has_meta_table"])
         state.finished = True
         return state
+
+
+# ---------------------------------------------------------------------------------------------
+# Google task_usage: what every task on a machine used, per measurement period
+# ---------------------------------------------------------------------------------------------
+# The trace measures usage per 5-minute period (its schema document; task_usage windows lie
+# within one period and are shorter only where a task started or stopped inside it).
+USAGE_PERIOD_US = 300_000_000
+# the task_usage columns summed over a machine: CPU, memory, disk time and disk space
+MACHINE_USAGE_SOURCES = ("cpu_rate", "canonical_memory_usage", "disk_io_time", "local_disk_space_usage")
+MACHINE_USAGE_COLUMNS = (
+    "machine_usage_tasks",
+    *(f"machine_{source}_sum" for source in MACHINE_USAGE_SOURCES),
+    *(f"machine_{source}_mean" for source in MACHINE_USAGE_SOURCES),
+)
+USAGE_KEYS_FILE = "machine_usage_keys.npy"
+USAGE_SUMS_FILE = "machine_usage_sums.npy"
+USAGE_PERIODS_FILE = "machine_usage_periods.npy"
+
+
+def usage_period(time_us: np.ndarray) -> np.ndarray:
+    """The last period complete at `time_us` (period q = [q P, (q + 1) P)): its rows all ended
+    by then, so reading it is never reading the future."""
+    return np.asarray(time_us, dtype=np.int64) // USAGE_PERIOD_US - 1
+
+
+def usage_partials(
+    machine_code: np.ndarray, start_us: np.ndarray, end_us: np.ndarray, values: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """task_usage rows (machine code, window, (n, k) usage values with NaN = missing) ->
+    sorted unique (machine, period) keys and their sums, (cells, 1 + 2k):
+    [task time, k usage sums, k present task times], every row weighted by the share of the
+    period it covers (so a sum is the period's time-averaged total on the machine). A row
+    crossing a period boundary is split by overlap."""
+    machine_code = np.asarray(machine_code, dtype=np.int64)
+    start_us, end_us = np.asarray(start_us, dtype=np.int64), np.asarray(end_us, dtype=np.int64)
+    values = np.asarray(values, dtype=np.float64).reshape(len(machine_code), -1)
+    first = start_us // USAGE_PERIOD_US
+    n_periods = np.maximum((end_us - 1) // USAGE_PERIOD_US - first + 1, 1)
+    row = np.repeat(np.arange(len(machine_code)), n_periods)
+    period = first[row] + (np.arange(len(row)) - np.repeat(np.cumsum(n_periods) - n_periods, n_periods))
+    overlap = np.minimum(end_us[row], (period + 1) * USAGE_PERIOD_US) - np.maximum(start_us[row], period * USAGE_PERIOD_US)
+    weight = np.maximum(overlap, 0) / USAGE_PERIOD_US
+    present = ~np.isnan(values[row])
+    contributions = np.column_stack([
+        weight, np.where(present, values[row], 0.0) * weight[:, None], present * weight[:, None],
+    ])
+    return reduce_partials(composite_key(machine_code[row], period), contributions)
+
+
+def reduce_partials(keys: np.ndarray, sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows with equal keys summed; keys sorted and unique."""
+    if len(keys) == 0:
+        return np.array([], dtype=np.int64), np.zeros((0, sums.shape[1]))
+    order = np.argsort(keys, kind="stable")
+    keys, sums = keys[order], sums[order]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    return keys[starts], np.add.reduceat(sums, starts, axis=0)
+
+
+class MachineUsageAccumulator:
+    """Partial (machine, period) sums of the task_usage rows of one group of parts, compacted
+    as they grow: memory bounded by the cells the parts touch, not by their rows."""
+
+    COMPACT_ROWS = 4_000_000
+
+    def __init__(self, n_sources: int = len(MACHINE_USAGE_SOURCES)):
+        self.pieces: list[tuple[np.ndarray, np.ndarray]] = []
+        self.n_rows = 0
+        self.width = 1 + 2 * n_sources
+        self.periods = [np.iinfo(np.int64).max, np.iinfo(np.int64).min]  # covered [first, last]
+
+    def cover(self, start_us: np.ndarray, end_us: np.ndarray) -> None:
+        """The periods the parts read speak for (every row's, kept task or not)."""
+        if len(start_us):
+            self.periods[0] = min(self.periods[0], int(np.min(start_us)) // USAGE_PERIOD_US)
+            self.periods[1] = max(self.periods[1], (int(np.max(end_us)) - 1) // USAGE_PERIOD_US)
+
+    def add(self, machine_code, start_us, end_us, values) -> None:
+        keys, sums = usage_partials(machine_code, start_us, end_us, values)
+        self.pieces.append((keys, sums))
+        self.n_rows += len(keys)
+        if self.n_rows > self.COMPACT_ROWS:
+            self.pieces = [self.result()]
+            self.n_rows = len(self.pieces[0][0])
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        if not self.pieces:
+            return np.array([], dtype=np.int64), np.zeros((0, self.width))
+        return reduce_partials(
+            np.concatenate([k for k, _ in self.pieces]), np.vstack([s for _, s in self.pieces])
+        )
+
+    def save(self, folder: Path | str) -> None:
+        keys, sums = self.result()
+        folder = Path(folder)
+        np.save(folder / USAGE_KEYS_FILE, keys)
+        np.save(folder / USAGE_SUMS_FILE, sums)
+        np.save(folder / USAGE_PERIODS_FILE, np.array(self.periods, dtype=np.int64))
+
+
+class MachineUsageLookup:
+    """The machine usage of (machine code, time) queries from the spill folders of every group
+    of parts (a period at a group boundary has rows in two folders: their sums add). Each
+    folder's arrays are memory-mapped and only read for queries inside its periods, so a
+    lookup reads the pages it needs, not the whole trace's cells.
+
+    Columns MACHINE_USAGE_COLUMNS: time-averaged tasks reporting usage on the machine over the
+    last period complete at t; per usage source its time-averaged total and its mean per task
+    (NaN when no task reported it). NaN everywhere for an unknown machine, or a period no part
+    read covers (a machine with no row in a covered period was idle: 0 tasks, sums 0)."""
+
+    def __init__(self, folders: list[Path | str]):
+        self.folders = []
+        for folder in map(Path, folders):
+            if not (folder / USAGE_KEYS_FILE).exists():
+                raise FileNotFoundError(f"{folder}: no {USAGE_KEYS_FILE} (spilled before machine usage existed: reconvert)")
+            periods = np.load(folder / USAGE_PERIODS_FILE)
+            self.folders.append((folder, int(periods[0]), int(periods[1])))
+
+    def state(self, machine_code: np.ndarray, known: np.ndarray, time_us: np.ndarray) -> np.ndarray:
+        machine_code = np.asarray(machine_code, dtype=np.int64)
+        period = usage_period(time_us)
+        k = len(MACHINE_USAGE_SOURCES)
+        totals = np.zeros((len(period), 1 + 2 * k))
+        covered = np.zeros(len(period), dtype=bool)
+        wanted = composite_key(machine_code, np.maximum(period, 0))
+        for folder, first, last in self.folders:
+            inside = (period >= first) & (period <= last)
+            if not inside.any():
+                continue
+            covered |= inside
+            keys = np.load(folder / USAGE_KEYS_FILE, mmap_mode="r")
+            if len(keys) == 0:
+                continue
+            sums = np.load(folder / USAGE_SUMS_FILE, mmap_mode="r")
+            rows = np.flatnonzero(inside)
+            order = rows[np.argsort(wanted[rows], kind="stable")]  # sorted queries: local reads
+            position = np.minimum(np.searchsorted(keys, wanted[order]), len(keys) - 1)
+            hit = np.asarray(keys[position]) == wanted[order]
+            totals[order[hit]] += np.asarray(sums[position[hit]])
+        out = np.empty((len(period), len(MACHINE_USAGE_COLUMNS)))
+        out[:, 0] = totals[:, 0]
+        out[:, 1 : 1 + k] = totals[:, 1 : 1 + k]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            present = totals[:, 1 + k :]
+            out[:, 1 + k :] = np.where(present > 0, totals[:, 1 : 1 + k] / np.where(present > 0, present, 1), np.nan)
+        out[~(covered & np.asarray(known, dtype=bool) & (period >= 0))] = np.nan
+        return out

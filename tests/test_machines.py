@@ -162,6 +162,114 @@ def test_converted_machine_columns_match_a_brute_force(generated, tmp_path, conv
         np.testing.assert_allclose([getattr(row, "launch_" + c) for c in COLUMNS], expected, atol=1e-9)
 
 
+USAGE_COLUMNS = list(machines.MACHINE_USAGE_COLUMNS)
+PERIOD = machines.USAGE_PERIOD_US
+
+
+def brute_force_usage(task_usage, machine, time_us):
+    """Machine usage of the last period complete at `time_us`, row by row from the raw
+    task_usage (every job): time-weighted task count, sums and per-task means."""
+    period = time_us // PERIOD - 1
+    low, high = period * PERIOD, (period + 1) * PERIOD
+    tasks, sums, present = 0.0, [0.0] * 4, [0.0] * 4
+    for row in task_usage[task_usage.machine_id == machine].itertuples():
+        weight = max(min(row.end_time, high) - max(row.start_time, low), 0) / PERIOD
+        if weight == 0:
+            continue
+        tasks += weight
+        for j, source in enumerate(machines.MACHINE_USAGE_SOURCES):
+            value = getattr(row, source)
+            if not np.isnan(value):
+                sums[j] += value * weight
+                present[j] += weight
+    means = [s / p if p > 0 else np.nan for s, p in zip(sums, present)]
+    return [tasks, *sums, *means]
+
+
+def test_converted_machine_usage_matches_a_brute_force(generated, tmp_path):
+    # two parts, two spill folders (one per part): a period at the part boundary adds up
+    from stragglers.convert import gather_shard, prepare_google, spill_google_usage, write_manifest
+
+    task_usage = read_raw(generated / "task_usage", schema.GOOGLE_TASK_USAGE)
+    prepared, out = tmp_path / "prepared", tmp_path / "out"
+    reports = [prepare_google(sorted((generated / "task_events").glob("*.gz")), prepared, dataset="g",
+                              n_shards=1, machine_event_parts=[generated / schema.GOOGLE_MACHINE_EVENTS_PART])]
+    spills = []
+    for k, part in enumerate(sorted((generated / "task_usage").glob("*.gz"))):
+        reports.append(spill_google_usage([part], prepared, tmp_path / f"spill-{k}", dataset="g"))
+        spills.append(tmp_path / f"spill-{k}")
+    manifest, report = gather_shard(spills, 0, out / "jobs" / "shard-0", kind="google-2011", dataset="g",
+                                    tasks_path=prepared / "tasks.parquet")
+    write_manifest(out, [manifest], [*reports, report], kind="google-2011", dataset="g")
+    # (machine, period) cells with rows in both parts: their sums must add
+    keys = [set(np.load(folder / machines.USAGE_KEYS_FILE).tolist()) for folder in spills]
+    shared_periods = {key & ((1 << machines.TIME_BITS) - 1) for key in keys[0] & keys[1]}
+    assert shared_periods
+    frame = pd.read_parquet(out / manifest.path[0])
+    assert set(USAGE_COLUMNS) <= set(frame.columns) and "machine_code" not in frame
+    rng = np.random.default_rng(1)
+    single = frame[(frame.evictions == 0) & (frame.failures == 0)]
+    picked = single.iloc[rng.choice(len(single), 6, replace=False)]
+    period = machines.usage_period(np.rint(single.window_end.to_numpy() * 1e6))
+    straddling = single[np.isin(period, list(shared_periods))]
+    assert len(straddling)
+    for row in pd.concat([picked, straddling.head(4)]).itertuples():
+        expected = brute_force_usage(task_usage, int(row.machine_id), round(row.window_end * 1e6))
+        np.testing.assert_allclose([getattr(row, c) for c in USAGE_COLUMNS], expected, rtol=1e-9, atol=1e-12)
+    # launch: the first SCHEDULE's machine, the last period complete before it
+    task_events = read_raw(generated / "task_events", schema.GOOGLE_TASK_EVENTS)
+    tasks = frame.drop_duplicates("task")
+    job_id = int(manifest.job_id[0])
+    for row in tasks.iloc[rng.choice(len(tasks), 4, replace=False)].itertuples():
+        mine = task_events[(task_events.job_id == job_id) & (task_events.task_index == int(row.task_id))]
+        first = mine[mine.event_type == SCHEDULE].sort_values("timestamp").iloc[0]
+        expected = brute_force_usage(task_usage, first.machine_id, first.timestamp - 1)
+        np.testing.assert_allclose([getattr(row, "launch_" + c) for c in USAGE_COLUMNS], expected, rtol=1e-9, atol=1e-12)
+
+
+def test_machine_usage_by_hand():
+    """Machine 0: a row over a whole period (0.4 CPU), a half-period row crossing into the
+    next period (0.2 CPU, memory missing); machine 1: nothing. Periods 0-2 covered."""
+    P = PERIOD
+    keys, sums = machines.usage_partials(
+        np.array([0, 0]), np.array([0, P - P // 4]), np.array([P, P + P // 4]),
+        np.array([[0.4, 0.1, 0.0, 0.0], [0.2, np.nan, 0.0, 0.0]]),
+    )
+    assert list(keys) == [machines.composite_key(0, 0), machines.composite_key(0, 1)]
+    np.testing.assert_allclose(sums[0, :3], [1.25, 0.4 + 0.05, 0.1])  # tasks, cpu, memory
+    np.testing.assert_allclose(sums[1, :3], [0.25, 0.05, 0.0])
+    np.testing.assert_allclose(sums[0, 5:7], [1.25, 1.0])  # cpu and memory reported over 1.25, 1
+
+
+def test_machine_usage_lookup_by_hand(tmp_path):
+    P = PERIOD
+    accumulator = machines.MachineUsageAccumulator()
+    accumulator.cover(np.array([0]), np.array([3 * P]))
+    accumulator.add(np.array([0, 0]), np.array([0, P - P // 4]), np.array([P, P + P // 4]),
+                    np.array([[0.4, 0.1, 0.0, 0.0], [0.2, np.nan, 0.0, 0.0]]))
+    accumulator.save(tmp_path)
+    lookup = machines.MachineUsageLookup([tmp_path])
+    machine = np.array([0, 0, 0, 1, 0, 0, 0])
+    known = np.array([True, True, True, True, False, True, True])
+    time = np.array([P, P + 7, 2 * P, 2 * P, P, P - 1, 5 * P])
+    state = lookup.state(machine, known, time)
+    # at P: period 0 complete (tasks 1.25, cpu sum 0.45, cpu mean 0.45 / 1.25, memory 0.1 / 1)
+    np.testing.assert_allclose(state[0, [0, 1, 2, 5, 6]], [1.25, 0.45, 0.1, 0.36, 0.1])
+    np.testing.assert_allclose(state[1], state[0])  # still period 0 until 2P
+    np.testing.assert_allclose(state[2, [0, 1, 5]], [0.25, 0.05, 0.2])
+    assert np.isnan(state[2, 6])  # nobody reported memory in period 1
+    np.testing.assert_allclose(state[3, :5], 0.0)  # machine 1 was idle in a covered period
+    assert np.isnan(state[3, 5:]).all()
+    assert np.isnan(state[4]).all()  # unknown machine
+    assert np.isnan(state[5]).all()  # before any complete period
+    assert np.isnan(state[6]).all()  # period 4: no part read covers it
+
+
+def test_a_spill_without_machine_usage_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="reconvert"):
+        machines.MachineUsageLookup([tmp_path])
+
+
 def copy_tables(source, raw, tables):
     """A raw folder with only `tables` of `source` (e.g. without machine_events)."""
     for table in tables:
@@ -341,3 +449,11 @@ def test_alibaba_without_machine_tables_counts_them_missing(tmp_path):
     manifest = pd.read_parquet(tmp_path / "out" / "manifest.parquet")
     frame = pd.read_parquet(tmp_path / "out" / manifest.path[0])
     assert frame["machine_cpu_util_percent"].isna().all() and frame["machine_running_instances"].notna().all()
+
+
+def test_every_machine_column_has_a_feature_category():
+    from stragglers.datasets import FEATURE_CATEGORIES, MACHINE_STATE_BY_KIND, machine_feature_category
+
+    for kind in MACHINE_STATE_BY_KIND:
+        for column in machine_state_columns(kind):
+            assert machine_feature_category("launch_" + column) in FEATURE_CATEGORIES

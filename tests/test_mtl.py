@@ -118,10 +118,8 @@ def solve_mixed_directly(X, y, model):
     """The mixed-norm objective in its variational form (eq. 20-21), jointly convex in
     (w, eta, b, xi), by SLSQP; eta bounded away from 0."""
     Z = augment(X, model_node, model_workload, model.groups_, 1.0).toarray()
-    blocks = model.blocks()
-    d = model.groups_.n_features
-    columns = [np.concatenate([np.arange(g * d, (g + 1) * d) for g in members]) for members in blocks]
-    n, D, M = len(X), Z.shape[1], len(blocks)
+    columns = model.block_columns()
+    n, D, M = len(X), Z.shape[1], len(columns)
     ys = np.where(y, 1.0, -1.0)
 
     def split(v):
@@ -143,13 +141,17 @@ def solve_mixed_directly(X, y, model):
     return result.fun
 
 
-@pytest.mark.parametrize("name", ["fps", "fgs"])
+@pytest.mark.parametrize("name", ["fps", "fgs", "ffs1", "ffs2"])
 def test_mixed_norm_solver_converges_to_the_optimum(name):
     global model_node, model_workload
     X, y, model_node, model_workload = tiny_problem(n=24)
     # block coordinate descent on (w, eta) converges slowly once a block heads to 0: the
     # default tolerance stops within 0.5% of the optimum here
-    model = MultiTaskSVM(name, mixed_max_iter=100, tol=1e-6, max_iter=20000).fit(X, y, model_node, model_workload)
+    categories = ["cpu", "disk", "cpu"] if name.startswith("ffs") else None
+    model = MultiTaskSVM(name, mixed_max_iter=100, tol=1e-6, max_iter=20000, feature_categories=categories)
+    model.fit(X, y, model_node, model_workload)
+    assert len(model.eta_) == {"fps": 3, "fgs": model.groups_.n_groups,
+                               "ffs1": 2 * model.groups_.n_groups, "ffs2": 2}[name]
     path = np.array(model.objective_path_)
     assert model.converged_ and model.n_iter_ >= 2
     assert np.all(np.diff(path) <= 1e-6 * path[:-1])  # non-increasing (liblinear's tolerance)
@@ -172,6 +174,31 @@ def test_mixed_norm_selects_the_partition_the_labels_need():
     model = MultiTaskSVM("fps", mixed_max_iter=100).fit(X, y, node, workload)
     eta = dict(zip(model.groups_.partitions, model.eta_))
     assert eta["node"] > 0.8 and eta["workload"] < 0.1 and eta["base"] < 0.1
+
+
+def test_category_mixed_norm_keeps_the_category_the_labels_need():
+    # the label is a function of the two "cpu" columns; "memory" and "disk" are noise: the
+    # global category norm (ffs2) keeps cpu, and ffs1 shrinks noise blocks more often
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 5))
+    node = rng.choice([f"n{k}" for k in range(4)], 400)
+    workload = rng.choice(["wa", "wb"], 400)
+    y = X[:, 0] - 0.8 * X[:, 1] > 0
+    categories = ["cpu", "cpu", "memory", "disk", "disk"]
+    ffs2 = MultiTaskSVM("ffs2", mixed_max_iter=100, feature_categories=categories).fit(X, y, node, workload)
+    eta = dict(zip(ffs2.categories(), ffs2.eta_))
+    assert eta["cpu"] > 0.9 and eta["memory"] < 0.05 and eta["disk"] < 0.05
+    ffs1 = MultiTaskSVM("ffs1", mixed_max_iter=100, feature_categories=categories).fit(X, y, node, workload)
+    eta = ffs1.eta_.reshape(ffs1.groups_.n_groups, -1)  # groups x (cpu, disk, memory)
+    assert eta[:, 0].sum() > 0.9
+
+
+def test_category_mixed_norm_needs_one_category_per_feature():
+    X, y, node, workload = tiny_problem()
+    with pytest.raises(ValueError, match="needs feature_categories"):
+        MultiTaskSVM("ffs1")
+    with pytest.raises(ValueError, match="2 entries for 3 features"):
+        MultiTaskSVM("ffs2", feature_categories=["cpu", "disk"]).fit(X, y, node, workload)
 
 
 def test_per_tuple_svm():
@@ -218,3 +245,16 @@ def test_launch_methods_describe_what_the_mixed_norms_kept():
     f0 = get_launch_method("MTL-f0")({}, seed=1)
     f0.fit(X, y, node, workload)
     assert f0.describe() == {}
+    # the category norms read the categories of the protocol's launch columns
+    ffs2 = get_launch_method("MTL-ffs2")({}, seed=1)
+    ffs2.feature_names = ["launch_machine_cpu_requested", "launch_machine_running_tasks",
+                          "launch_machine_disk_io_time_sum"]
+    ffs2.fit(X, y, node, workload)
+    assert set(ffs2.describe()) == {"eta_cpu", "eta_disk", "eta_system"}
+    ffs1 = get_launch_method("MTL-ffs1")({}, seed=1)
+    ffs1.feature_names = ffs2.feature_names
+    ffs1.fit(X, y, node, workload)
+    assert set(ffs1.describe()) == {"shrunk_share_cpu", "shrunk_share_disk", "shrunk_share_system"}
+    ffs1.feature_names = ["launch_machine_mystery", *ffs2.feature_names[1:]]
+    with pytest.raises(ValueError, match="launch_machine_mystery"):
+        ffs1.fit(X, y, node, workload)

@@ -18,9 +18,12 @@ sqrt(lambda / lambda_{p,g}) in the block of every group the row belongs to (eqs.
 lambda ||w~||^2 + sum hinge is a standard SVM (eq. 13), solved by liblinear (scikit-learn's
 LinearSVC, hinge loss) with C = 1 / (2 lambda).
 
-The mixed-norm formulations (§4.3, eqs. 15-16, 26-27) minimise
-lambda (sum_m ||w~_m||_2)^2 + sum hinge over blocks m (fps: one block per partition; fgs: one
-per group). As the paper (Aflalo et al., 2011), we use the variational form (eq. 20):
+The mixed-norm formulations (§4.3, eqs. 15-16, 26-30) minimise
+lambda (sum_m ||w~_m||_2)^2 + sum hinge over blocks m of w~'s entries (fps: one block per
+partition; fgs: one per group; ffs1: one per group and feature category, eq. 28; ffs2: one
+per feature category across every group, eqs. 29-30). The categories are the paper's (CPU,
+memory, disk, network, other system counters; `stragglers.datasets.MACHINE_FEATURE_CATEGORY`
+places the traces' machine columns; no trace column measures the network). As the paper (Aflalo et al., 2011), we use the variational form (eq. 20):
 (sum_m ||w_m||)^2 = min over eta in the simplex of sum_m ||w_m||^2 / eta_m, and alternate
 (a) for fixed eta, a standard SVM on features whose block m is scaled by sqrt(eta_m), and
 (b) eta_m = ||w_m|| / sum_k ||w_k|| (closed form), until the objective stops decreasing.
@@ -67,7 +70,11 @@ FORMULATIONS = {
     "f0tl": Formulation("f0tl", ("base", "workload", "tuple"), "l2"),
     "fps": Formulation("fps", ("base", "node", "workload"), "partition_sparse"),
     "fgs": Formulation("fgs", ("base", "node", "workload"), "group_sparse"),
+    # §5.2 evaluates f_fs1 / f_fs2 on the same partitions as fps / fgs
+    "ffs1": Formulation("ffs1", ("base", "node", "workload"), "category_per_group"),
+    "ffs2": Formulation("ffs2", ("base", "node", "workload"), "category_global"),
 }
+CATEGORY_REGULARISERS = ("category_per_group", "category_global")
 
 
 def formulation(name: str) -> Formulation:
@@ -210,19 +217,28 @@ class MultiTaskSVM:
     """One MTL formulation (see the module docstring); y True = straggler."""
 
     def __init__(self, formulation: str, lam: float = 1.0, seed: int = 0, max_iter: int = 2000,
-                 tol: float = 1e-4, mixed_max_iter: int = 30, mixed_tol: float = 1e-4):
+                 tol: float = 1e-4, mixed_max_iter: int = 30, mixed_tol: float = 1e-4,
+                 feature_categories=None):
         """`max_iter`, `tol`: liblinear's (scikit-learn's defaults: the tests solve to 1e-6);
         `mixed_max_iter`, `mixed_tol`: alternations of the mixed-norm solver and the relative
-        decrease of the objective under which it stops."""
+        decrease of the objective under which it stops (bench/mixed_norm_solver.py measures
+        the objective against liblinear's epochs); `feature_categories`: one category name per feature column (ffs1 / ffs2 only)."""
         self.formulation = globals()["formulation"](formulation)
         if not lam > 0:
             raise ValueError(f"lam must be > 0, got {lam}")
+        self.feature_categories = None if feature_categories is None else np.asarray(feature_categories, dtype=str)
+        if self.formulation.regulariser in CATEGORY_REGULARISERS and self.feature_categories is None:
+            raise ValueError(f"formulation {formulation!r} needs feature_categories (one per feature)")
         self.lam, self.seed, self.max_iter, self.tol = float(lam), int(seed), int(max_iter), float(tol)
         self.mixed_max_iter, self.mixed_tol = int(mixed_max_iter), float(mixed_tol)
 
     # -- fitting ------------------------------------------------------------------------------
     def fit(self, X, y, node, workload) -> "MultiTaskSVM":
         X = _check_inputs(X, node, workload, y)
+        if self.feature_categories is not None and len(self.feature_categories) != X.shape[1]:
+            raise ValueError(
+                f"feature_categories has {len(self.feature_categories)} entries for {X.shape[1]} features"
+            )
         y_signed = np.where(np.asarray(y, dtype=bool), 1.0, -1.0)
         self.groups_ = Groups.learn(self.formulation.partitions, node, workload, X.shape[1])
         if self.formulation.regulariser == "l2":
@@ -235,47 +251,66 @@ class MultiTaskSVM:
         return self
 
     def block_of_group(self) -> np.ndarray:
-        """The mixed-norm block of every group (block order): its partition's (fps) or its
-        own (fgs)."""
+        """fps / fgs: the mixed-norm block of every group (block order): its partition's
+        (fps) or its own (fgs)."""
         groups = self.groups_
         if self.formulation.regulariser == "partition_sparse":
             return np.concatenate([np.full(len(groups.keys[p]), k) for k, p in enumerate(groups.partitions)])
         return np.arange(groups.n_groups)
 
-    def blocks(self) -> list[np.ndarray]:
-        """Group indices of each mixed-norm block."""
-        block = self.block_of_group()
+    def categories(self) -> np.ndarray:
+        """The feature categories present, sorted (the category blocks' order)."""
+        return np.unique(self.feature_categories)
+
+    def block_of_column(self) -> np.ndarray:
+        """The mixed-norm block of every entry of w~ (group-major, d entries per group)."""
+        n_groups, d = self.groups_.n_groups, self.groups_.n_features
+        regulariser = self.formulation.regulariser
+        if regulariser in CATEGORY_REGULARISERS:
+            category = np.searchsorted(self.categories(), self.feature_categories)
+            if regulariser == "category_global":
+                return np.tile(category, n_groups)
+            return (np.arange(n_groups)[:, None] * len(self.categories()) + category[None, :]).ravel()
+        return np.repeat(self.block_of_group(), d)
+
+    def block_columns(self) -> list[np.ndarray]:
+        """Entries of w~ in each mixed-norm block."""
+        block = self.block_of_column()
         return [np.flatnonzero(block == b) for b in range(block.max() + 1)]
 
     def _block_norms(self, w_tilde: np.ndarray) -> np.ndarray:
-        per_group = (w_tilde.reshape(self.groups_.n_groups, -1) ** 2).sum(axis=1)
-        return np.sqrt(np.bincount(self.block_of_group(), weights=per_group))
+        block = self.block_of_column()
+        return np.sqrt(np.bincount(block, weights=w_tilde ** 2, minlength=int(block.max()) + 1))
 
     def _fit_mixed(self, X, y_signed, node, workload) -> None:
-        block = self.block_of_group()
+        block = self.block_of_column()
         n_blocks = int(block.max()) + 1
         eta = np.full(n_blocks, 1.0 / n_blocks)
         path = []
         base = augment(X, node, workload, self.groups_, self.lam)
         self.converged_ = False
+        best = np.inf
         for iteration in range(1, self.mixed_max_iter + 1):
-            column_scale = np.repeat(np.sqrt(eta)[block], self.groups_.n_features)
+            column_scale = np.sqrt(eta)[block]
             Z = base @ sp.diags(column_scale)
             u, b0 = _fit_linear_svm(Z, y_signed, self.lam, self.seed, self.max_iter, self.tol)
             w_tilde = u * column_scale  # back to w~ (w_m = sqrt(eta_m) u_m)
             norms = self._block_norms(w_tilde)
             objective = self.lam * norms.sum() ** 2 + hinge(y_signed, base @ w_tilde + b0)
             path.append(objective)
-            self.w_tilde_, self.intercept_ = w_tilde, b0
+            if objective < best:  # liblinear stops at its epoch cap: keep the best iterate
+                best = objective
+                self.w_tilde_, self.intercept_ = w_tilde, b0
+                self.eta_ = norms / norms.sum() if norms.sum() > 0 else eta
             if norms.sum() == 0:
                 self.converged_ = True
                 break
             eta = norms / norms.sum()
-            if iteration > 1 and path[-2] - objective <= self.mixed_tol * max(abs(path[-2]), 1e-12):
+            # an increase is an inexact inner solve, not convergence: go on
+            if iteration > 1 and 0 <= path[-2] - objective <= self.mixed_tol * max(abs(path[-2]), 1e-12):
                 self.converged_ = True
                 break
         self.n_iter_, self.objective_path_ = iteration, path
-        self.eta_ = eta
 
     def _group_weights(self) -> dict[tuple[str, str], np.ndarray]:
         """w_{p,g} = w~_{p,g} * sqrt(lam / lambda_{p,g}) (eq. 8 inverted)."""
@@ -314,13 +349,12 @@ class MultiTaskSVM:
         if self.formulation.regulariser == "l2":
             penalty = sum(term for _, _, term in penalty_terms)
         else:
-            # ||w~_{p,g}|| = sqrt(lambda_{p,g} / lam) ||w_{p,g}||: squared terms / lam
-            per_group = {(p, g): np.sqrt(term / self.lam) for p, g, term in penalty_terms}
-            if self.formulation.regulariser == "partition_sparse":
-                norms = [np.sqrt(sum(v ** 2 for (p, _), v in per_group.items() if p == part)) for part in groups.partitions]
-            else:
-                norms = list(per_group.values())
-            penalty = self.lam * float(np.sum(norms)) ** 2
+            # w~_{p,g} = sqrt(lambda_{p,g} / lam) w_{p,g} (eq. 8), then the blocks' norms
+            w_tilde = np.concatenate([
+                self.group_weights[(partition, str(key))] * np.sqrt(groups.lam_pg[partition][g] / self.lam)
+                for partition in groups.partitions for g, key in enumerate(groups.keys[partition])
+            ])
+            penalty = self.lam * float(self._block_norms(w_tilde).sum()) ** 2
         return float(penalty + hinge(y_signed, score))
 
 

@@ -142,6 +142,7 @@ def fit_model(
     if settings.oversample:
         picked = oversample_stragglers(labels, np.random.default_rng(seed))
     model = method_class(params, seed=seed)
+    model.feature_names = list(features)
     model.fit(
         scale(train[features].to_numpy(float))[picked], labels[picked],
         train["node"].to_numpy()[picked], train["workload"].to_numpy()[picked],

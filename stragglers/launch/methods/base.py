@@ -5,6 +5,7 @@ The protocol (`stragglers.launch.protocol`) hands a model only rows of tasks who
 finished before the prediction time, already standardised and with stragglers oversampled:
 
     model = ModelClass(params, seed)
+    model.feature_names = [...]                    # the d launch columns, in X's order
     model.fit(X, straggler, node, workload)       # X: (n, d) launch features; the rest (n,)
     predicted = model.predict(X, node, workload)   # bool per task about to be placed
 """
@@ -27,6 +28,7 @@ class LaunchMethod(abc.ABC):
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):
         self.params = merged_params(f"launch method {self.name}", self.defaults, params)
         self.seed = int(seed)
+        self.feature_names: list[str] = []  # set by the protocol before fit
 
     @abc.abstractmethod
     def fit(self, X: np.ndarray, straggler: np.ndarray, node: np.ndarray, workload: np.ndarray) -> None:

@@ -1,6 +1,7 @@
 """The MTL paper's formulations (§5.2, Table 4) as launch-time methods, one class each:
 lambda = 1 for every partition as the paper sets; see stragglers/launch/mtl.py."""
 
+from stragglers.datasets import machine_feature_category
 from stragglers.launch.methods.base import LaunchMethod
 from stragglers.launch.mtl import MultiTaskSVM
 
@@ -11,21 +12,31 @@ class _MultiTask(LaunchMethod):
     defaults = {"lam": 1.0}
 
     def fit(self, X, straggler, node, workload):
-        self.model = MultiTaskSVM(self.formulation, lam=self.params["lam"], seed=self.seed)
+        categories = None
+        if self.formulation in ("ffs1", "ffs2"):
+            categories = [machine_feature_category(name) for name in self.feature_names]
+        self.model = MultiTaskSVM(self.formulation, lam=self.params["lam"], seed=self.seed,
+                                  feature_categories=categories)
         self.model.fit(X, straggler, node, workload)
 
     def predict(self, X, node, workload):
         return self.model.predict(X, node, workload)
 
     def describe(self):
-        """Mixed norms: the weight (eta) each partition kept (fps), or the share of each
-        partition's groups whose block shrank below 1e-3 of the largest (fgs)."""
+        """Mixed norms: the weight (eta) each partition kept (fps) or each feature category
+        (ffs2), the share of each partition's groups whose block shrank below 1e-3 of the
+        largest (fgs), or of each category's (group, category) blocks (ffs1)."""
         model = self.model
         if model.formulation.regulariser == "l2":
             return {}
         partitions = model.groups_.partitions
         if model.formulation.regulariser == "partition_sparse":
             return {f"eta_{p}": float(eta) for p, eta in zip(partitions, model.eta_)}
+        if model.formulation.regulariser == "category_global":
+            return {f"eta_{c}": float(eta) for c, eta in zip(model.categories(), model.eta_)}
+        if model.formulation.regulariser == "category_per_group":
+            small = (model.eta_ < 1e-3 * model.eta_.max()).reshape(model.groups_.n_groups, -1)
+            return {f"shrunk_share_{c}": float(small[:, k].mean()) for k, c in enumerate(model.categories())}
         block = model.block_of_group()
         small = model.eta_[block] < 1e-3 * model.eta_.max()
         out = {}
@@ -73,3 +84,13 @@ class MTLfps(_MultiTask):
 class MTLfgs(_MultiTask):
     name = "MTL-fgs"
     formulation = "fgs"
+
+
+class MTLffs1(_MultiTask):
+    name = "MTL-ffs1"
+    formulation = "ffs1"
+
+
+class MTLffs2(_MultiTask):
+    name = "MTL-ffs2"
+    formulation = "ffs2"
