@@ -86,6 +86,10 @@ ALIBABA_MACHINE_STATE = (
     Feature("machine_failed_instances_so_far", "Failed instances on the machine so far", "last"),
     Feature("machine_cpu_util_percent", "machine CPU utilisation (machine_usage)", "last"),
     Feature("machine_mem_util_percent", "machine memory utilisation (machine_usage)", "last"),
+    Feature("machine_mem_gps", "machine memory bandwidth (machine_usage)", "last"),
+    Feature("machine_mkpi", "machine cache misses per kilo-instruction (machine_usage)", "last"),
+    Feature("machine_net_in", "machine network in (machine_usage)", "last"),
+    Feature("machine_net_out", "machine network out (machine_usage)", "last"),
     Feature("machine_disk_io_percent", "machine disk I/O (machine_usage)", "last"),
     Feature("machine_cpu_num", "machine cores (machine_meta)", "last"),
     Feature("machine_mem_size", "machine memory (machine_meta)", "last"),
@@ -106,8 +110,9 @@ GOOGLE_MACHINE_USAGE = (
 )
 
 # The MTL paper's five counter categories (its §3.1: CPU, network, disk, memory, other system
-# counters), for the mixed norms that select features by category (MTL-ffs1 / ffs2). No
-# trace column measures the network; counts of tasks, evictions and failures are "system".
+# counters), for the mixed norms that select features by category (MTL-ffs1 / ffs2). Only
+# Alibaba 2018's machine_usage measures the network; counts of tasks, evictions and failures
+# are "system"; cache misses (mkpi) count as memory, as the paper's cache-space counters.
 FEATURE_CATEGORIES = ("cpu", "memory", "disk", "network", "system")
 MACHINE_FEATURE_CATEGORY = {
     "machine_running_tasks": "system",
@@ -130,6 +135,10 @@ MACHINE_FEATURE_CATEGORY = {
     "machine_failed_instances_so_far": "system",
     "machine_cpu_util_percent": "cpu",
     "machine_mem_util_percent": "memory",
+    "machine_mem_gps": "memory",
+    "machine_mkpi": "memory",
+    "machine_net_in": "network",
+    "machine_net_out": "network",
     "machine_disk_io_percent": "disk",
     "machine_cpu_num": "cpu",
     "machine_mem_size": "memory",

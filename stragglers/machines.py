@@ -299,16 +299,20 @@ def launch_state(timeline: MachineTimeline, machine: np.ndarray, start_us: np.nd
 # ---------------------------------------------------------------------------------------------
 # Alibaba 2018: batch_instance (every instance of every job), machine_usage, machine_meta
 # ---------------------------------------------------------------------------------------------
+# machine_usage: every counter the table has (CPU, memory, memory bandwidth, cache misses per
+# kilo-instruction, network in / out, disk I/O)
+ALIBABA_USAGE_COLUMNS = (
+    "cpu_util_percent", "mem_util_percent", "mem_gps", "mkpi", "net_in", "net_out", "disk_io_percent",
+)
 ALIBABA_MACHINE_STATE_COLUMNS = (
     "machine_running_instances",
     "machine_failed_instances_so_far",
-    "machine_cpu_util_percent",
-    "machine_mem_util_percent",
-    "machine_disk_io_percent",
+    *(f"machine_{column}" for column in ALIBABA_USAGE_COLUMNS),
     "machine_cpu_num",
     "machine_mem_size",
 )
-ALIBABA_USAGE_COLUMNS = ("cpu_util_percent", "mem_util_percent", "disk_io_percent")
+_USAGE_SLICE = slice(2, 2 + len(ALIBABA_USAGE_COLUMNS))
+_META_SLICE = slice(2 + len(ALIBABA_USAGE_COLUMNS), 4 + len(ALIBABA_USAGE_COLUMNS))
 
 
 def alibaba_machine_number(names) -> np.ndarray:
@@ -422,7 +426,7 @@ class BinnedMachineState:
         self.finished = True
 
     def state(self, machine: np.ndarray, time_s: np.ndarray) -> np.ndarray:
-        """(n, 7) ALIBABA_MACHINE_STATE_COLUMNS at `time_s`; unknown machine (NaN): NaN."""
+        """(n, 11) ALIBABA_MACHINE_STATE_COLUMNS at `time_s`; unknown machine (NaN): NaN."""
         if not self.finished:
             raise RuntimeError("BinnedMachineState.state before finish()")
         machine = np.asarray(machine, dtype=float)
@@ -438,11 +442,11 @@ class BinnedMachineState:
             out[:, 1] = self.failed.values[m, column, 0] if n_machines else 0
             previous = boundary - 1  # the bin before B holds the latest sample before B
             usage = self.usage.values[m, np.clip(previous, 0, n_bins - 1)] if n_machines else np.nan
-            out[:, 2:5] = np.where((previous >= 0)[:, None], usage, np.nan)
+            out[:, _USAGE_SLICE] = np.where((previous >= 0)[:, None], usage, np.nan)
         else:
             out[:, 0:2] = 0
         if len(self.meta_keys):
-            out[:, 5:7] = last_value_at(self.meta_keys, self.meta_values, m, np.round(time_s * 1e6))
+            out[:, _META_SLICE] = last_value_at(self.meta_keys, self.meta_values, m, np.round(time_s * 1e6))
         out[~known] = np.nan
         return out
 

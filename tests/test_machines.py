@@ -384,7 +384,9 @@ def test_binned_alibaba_state_by_hand():
     # machine 1: instance 10-130 (ok), 70-100 (failed), 200- (still running); machine 2: 0-60
     state.add_instances(np.array([1, 1, 1, 2]), np.array([10.0, 70, 200, 0]), np.array([130.0, 100, np.nan, 60]),
                         np.array([False, True, False, False]))
-    state.add_usage(np.array([1, 1, 1]), np.array([50.0, 65, 110]), np.array([[10.0, 20, 1], [30, 40, 2], [50, 60, 3]]))
+    # usage: 7 counters per sample; this test varies cpu, memory and disk and keeps the rest
+    counters = np.array([[10.0, 20, 1], [30, 40, 2], [50, 60, 3]])
+    state.add_usage(np.array([1, 1, 1]), np.array([50.0, 65, 110]), wide_usage(counters))
     state.set_meta(np.array([1, 1]), np.array([0.0, 150]), np.array([[96.0, 100], [48, 50]]))
     state.finish()
     times = np.array([59.0, 60, 119, 120, 180, 250, 60])
@@ -399,8 +401,16 @@ def test_binned_alibaba_state_by_hand():
         [1, 1, 50, 60, 3, 48, 50],  # B = 240: the instance started at 200 runs on
         [1, 0, np.nan, np.nan, np.nan, np.nan, np.nan],  # machine 2 at B = 60: ends at 60 (start < B <= end)
     ])
-    np.testing.assert_allclose(got, expected)
+    np.testing.assert_allclose(got[:, [0, 1, 2, 3, 8, 9, 10]], expected)
+    np.testing.assert_allclose(got[1:6, 4:8], np.tile([5.0, 6, 7, 8], (5, 1)))  # mem_gps .. net_out
     assert np.isnan(state.state(np.array([np.nan, 7.0]), np.array([60.0, 60]))).all()
+
+
+def wide_usage(cpu_mem_disk):
+    """machine_usage counters in ALIBABA_USAGE_COLUMNS order: the given cpu, memory and disk;
+    mem_gps, mkpi, net_in, net_out fixed at 5, 6, 7, 8."""
+    rows = len(cpu_mem_disk)
+    return np.column_stack([cpu_mem_disk[:, :2], np.tile([5.0, 6, 7, 8], (rows, 1)), cpu_mem_disk[:, 2]])
 
 
 def test_binned_state_survives_save_and_load(tmp_path):
@@ -430,8 +440,8 @@ def test_alibaba_converted_machine_columns_match_a_brute_force(tmp_path):
         samples = usage[(usage.machine_id == row.machine_id) & (usage.time_stamp < boundary)]
         latest = samples.sort_values("time_stamp").iloc[-1] if len(samples) else None
         expected = [running, failed] + (
-            [latest.cpu_util_percent, latest.mem_util_percent, latest.disk_io_percent] if latest is not None
-            else [np.nan] * 3
+            [getattr(latest, c) for c in machines.ALIBABA_USAGE_COLUMNS] if latest is not None
+            else [np.nan] * len(machines.ALIBABA_USAGE_COLUMNS)
         ) + [96, 100]
         got = [getattr(row, c) for c in machines.ALIBABA_MACHINE_STATE_COLUMNS]
         np.testing.assert_allclose(got, expected)
