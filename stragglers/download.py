@@ -11,7 +11,8 @@ not used for this, and the exact behaviour on each failure.
 Command line:
 
     python -m stragglers.download google --out resources/google-2011 \
-        --tables task_events task_usage job_events --parts 0-1
+        --tables task_events task_usage job_events machine_events --parts 0-1
+    (machine_events has one part, fetched whole whatever --parts says)
     python -m stragglers.download url URL --out FILE --sha256 HEX
     python -m stragglers.download verify /work/shared/data/google-2011
 """
@@ -34,7 +35,7 @@ import urllib.request
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from stragglers.schema import GOOGLE_TABLES, google_part_name
+from stragglers.schema import GOOGLE_TABLE_PART_COUNTS, GOOGLE_TABLES, google_part_name
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ GOOGLE_SHA256SUM_NAME = "SHA256SUM"
 ALIBABA_BASE_URL = "http://aliopentrace.oss-cn-beijing.aliyuncs.com"
 # Archives per trace version; their sha256 sums come from the pipeline's config.
 ALIBABA_ARCHIVES = {
-    "v2018": ("batch_instance.tar.gz", "batch_task.tar.gz"),
+    "v2018": ("batch_instance.tar.gz", "batch_task.tar.gz", "machine_meta.tar.gz", "machine_usage.tar.gz"),
     "v2017": ("alibaba-trace-2017.tar.gz",),
 }
 
@@ -251,12 +252,20 @@ def _check_part_range(index: int, total: int, setting: str) -> None:
         raise ValueError(f"{setting}: part {index} is outside 0..{total - 1}")
 
 
-def google_part_relpath(table: str, index: int, total: int = GOOGLE_PARTS_PER_TABLE) -> str:
-    """`task_usage/part-00000-of-00500.csv.gz`: the path in the bucket and in SHA256SUM."""
+def google_table_parts(table: str, total: int = GOOGLE_PARTS_PER_TABLE) -> int:
+    """How many parts `table` has in the bucket: `total` (500 in clusterdata-2011-2), except
+    for a table whose count is fixed (machine_events: 1, part-00000-of-00001)."""
     if table not in GOOGLE_TABLES:
         raise ValueError(f"table: {table!r} is not one of {sorted(GOOGLE_TABLES)}")
-    _check_part_range(index, total, "part")
-    return f"{table}/{google_part_name(index, total)}"
+    return GOOGLE_TABLE_PART_COUNTS.get(table, total)
+
+
+def google_part_relpath(table: str, index: int, total: int = GOOGLE_PARTS_PER_TABLE) -> str:
+    """`task_usage/part-00000-of-00500.csv.gz`: the path in the bucket and in SHA256SUM.
+    `total` is the part count of the 500-part tables; machine_events keeps its own (1)."""
+    n_parts = google_table_parts(table, total)
+    _check_part_range(index, n_parts, "part")
+    return f"{table}/{google_part_name(index, n_parts)}"
 
 
 def google_part_url(
@@ -272,13 +281,20 @@ def google_downloads(
     base_url: str = GOOGLE_BASE_URL,
     total: int = GOOGLE_PARTS_PER_TABLE,
 ) -> list[tuple[str, str]]:
-    """(url, relative path) for each selected part of each table, tables in the given order."""
+    """(url, relative path) for each selected part of each table, tables in the given order.
+
+    The selection `parts` applies to the 500-part tables; a table with a fixed part count
+    (machine_events, one part) is always fetched whole: its part 0 is not the task tables'."""
     indices = select_parts(parts, total)
-    return [
-        (google_part_url(table, index, base_url, total), google_part_relpath(table, index, total))
-        for table in tables
-        for index in indices
-    ]
+    pairs = []
+    for table in tables:
+        fixed = table in GOOGLE_TABLE_PART_COUNTS
+        chosen = range(google_table_parts(table, total)) if fixed else indices
+        pairs += [
+            (google_part_url(table, index, base_url, total), google_part_relpath(table, index, total))
+            for index in chosen
+        ]
+    return pairs
 
 
 def alibaba_archive_url(version: str, archive: str, base_url: str = ALIBABA_BASE_URL) -> str:
@@ -568,7 +584,8 @@ def download_google(
     total: int = GOOGLE_PARTS_PER_TABLE,
 ) -> list[Path]:
     """Fetch the bucket's SHA256SUM into `out`, then each selected part, verified with it.
-    `total` is the number of parts per table (500 in clusterdata-2011-2).
+    `total` is the number of parts per table (500 in clusterdata-2011-2); machine_events, one
+    part, is fetched whole whatever `parts` says.
 
     A part missing from SHA256SUM is refused (it could not be verified). Every part is
     attempted; failures are collected and raised together at the end as one DownloadError.
@@ -635,7 +652,10 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     google.add_argument("--out", required=True, type=Path)
     google.add_argument("--tables", nargs="+", required=True, choices=sorted(GOOGLE_TABLES))
-    google.add_argument("--parts", required=True, help='"all", or indices and ranges like 0-4,7')
+    google.add_argument(
+        "--parts", required=True,
+        help='"all", or indices and ranges like 0-4,7 (machine_events has one part, always fetched)',
+    )
     google.add_argument("--base-url", default=GOOGLE_BASE_URL)
     add_transfer_options(google)
 
@@ -664,7 +684,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.out, args.tables, args.parts, base_url=args.base_url,
                 timeout=args.timeout, retries=args.retries, backoff=args.backoff,
             )
-            print(f"{len(paths)} parts verified under {args.out}")
+            print(f"{len(paths)} files verified under {args.out}")
         elif args.command == "url":
             path = download(args.url, args.out, sha256=args.sha256,
                             timeout=args.timeout, retries=args.retries, backoff=args.backoff)

@@ -263,31 +263,33 @@ def generate_trace(*, kind: str, out_dir: Path | str, generator: dict[str, Any],
     return summary
 
 
-from stragglers.scatter import ALIBABA_ARCHIVES, GOOGLE_TABLES_NEEDED  # noqa: E402
+from stragglers.scatter import (  # noqa: E402
+    ALIBABA_ARCHIVES, GOOGLE_TABLES_NEEDED, alibaba_downloads, machine_tables_wanted,
+)
 
 
 def download_trace(*, kind: str, download: dict[str, Any], folder: str, out: str) -> dict:
-    """Fetch what a dataset needs into `folder`, every file verified before it is kept."""
+    """Fetch what a dataset needs into `folder`, every file verified before it is kept (with
+    `download.machine_tables`, default true, the machine tables too)."""
     from stragglers import download as fetch
 
     if kind in GOOGLE_TABLES_NEEDED:
         if "parts" not in download:
             raise ValueError("download.parts: which Google parts to fetch (e.g. \"0-4\" or \"all\")")
+        tables = list(GOOGLE_TABLES_NEEDED[kind])
+        if machine_tables_wanted(download):
+            tables.append("machine_events")
         paths = fetch.download_google(
             folder,
-            GOOGLE_TABLES_NEEDED[kind],
+            tables,
             download["parts"],
             base_url=download.get("base_url", fetch.GOOGLE_BASE_URL),
             total=int(download.get("parts_per_table", fetch.GOOGLE_PARTS_PER_TABLE)),
         )
     elif kind in ALIBABA_ARCHIVES:
-        missing = [key for key in ("url", "sha256") if key not in download]
-        if missing:
-            raise ValueError(f"download: {kind} needs {missing} (the archive's URL and SHA-256)")
         paths = [
-            fetch.download(
-                download["url"], Path(folder) / ALIBABA_ARCHIVES[kind], sha256=download["sha256"]
-            )
+            fetch.download(url, Path(folder) / archive, sha256=sha256)
+            for archive, url, sha256 in alibaba_downloads(kind, download).values()
         ]
     else:
         raise ValueError(f"no download for dataset kind {kind!r}")

@@ -5,7 +5,9 @@ will have (its generator's `n_parts`), the parts a download selects, or the part
 local folder. From them:
 
 - download: one job per file (`download_file`), after the Google bucket's SHA256SUM
-  (`download_checksums`); the Alibaba tarball is one file;
+  (`download_checksums`); the Alibaba tarball is one file. With `download.machine_tables`
+  (default true) the machine tables are files of the layout too: Google's machine_events
+  (one part), Alibaba 2018's machine_meta.tar.gz and machine_usage.tar.gz;
 - conversion: `convert_prepare` (google-2011: the task_events of every part, since a task's
   outcome needs all its events), then one `convert_part` job per group of `parts_per_job`
   task_usage parts, one `gather_shard` job per shard and one `convert_manifest` job.
@@ -24,6 +26,7 @@ import functools
 import json
 import logging
 import os
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +37,14 @@ log = logging.getLogger(__name__)
 
 ALIBABA_KINDS = ("alibaba-2018", "alibaba-2017")
 ALIBABA_ARCHIVES = {"alibaba-2018": "batch_instance.tar.gz", "alibaba-2017": "alibaba-trace-2017.tar.gz"}
+# the machine tables a download fetches beside the batch_instance archive (same folder of the
+# server), table -> (archive, the download setting holding its SHA-256); 2017's are not converted
+ALIBABA_MACHINE_ARCHIVES = {
+    "alibaba-2018": {
+        "machine_meta": ("machine_meta.tar.gz", "machine_meta_sha256"),
+        "machine_usage": ("machine_usage.tar.gz", "machine_usage_sha256"),
+    },
+}
 GOOGLE_TABLES_NEEDED = {"google-2011": ["task_events", "task_usage"], "google-2011-events": ["task_events"]}
 
 
@@ -42,7 +53,9 @@ class RawLayout:
     """The raw files of one dataset, relative to its raw folder, known before anything runs."""
 
     kind: str
-    tables: dict[str, list[str]]  # table -> part paths (Google); {"batch_instance": [archive]}
+    # table -> part paths (Google, machine_events included); Alibaba: {"batch_instance":
+    # [archive]}, plus {"machine_meta": [archive], "machine_usage": [archive]} when downloaded
+    tables: dict[str, list[str]]
     parts_per_job: int = 1
 
     @functools.cached_property
@@ -59,17 +72,39 @@ class RawLayout:
     def files(self) -> list[str]:
         return [path for paths in self.tables.values() for path in paths]
 
+    @functools.cached_property
+    def machine_files(self) -> list[str]:
+        """The machine tables' files (Google machine_events, Alibaba machine_meta/usage)."""
+        names = ["machine_events", *ALIBABA_MACHINE_ARCHIVES.get(self.kind, {})]
+        return [path for name in names for path in self.tables.get(name, [])]
+
+    def group_inputs(self, group: int) -> list[str]:
+        """The files one `convert_part` job reads: its group, and the machine tables for the
+        kinds whose part stage reads them (google-2011-events, Alibaba); google-2011 reads
+        machine_events in `convert_prepare`."""
+        files = self.groups[group]
+        if self.kind == "google-2011-events" or self.kind in ALIBABA_KINDS:
+            files = files + self.machine_files
+        return files
+
 
 def raw_layout(kind: str, dataset_config: dict[str, Any], raw_dir: str | None) -> RawLayout:
     """The raw files a dataset will have, from its config (and, for `local`, its folder)."""
     source = dataset_config["source"]
     parts_per_job = int((dataset_config.get("convert") or {}).get("parts_per_job", 1))
     if kind in ALIBABA_KINDS:
-        # one part: the table inside the tarball (or an extracted CSV found at run time)
+        # one part: the table inside the tarball (or an extracted CSV found at run time); a
+        # download lists every archive it fetches (the machine tables' too)
+        if source == "download":
+            tables = {table: [archive] for table, (archive, _, _) in
+                      alibaba_downloads(kind, dataset_config["download"]).items()}
+            return RawLayout(kind, tables, parts_per_job)
         return RawLayout(kind, {"batch_instance": [ALIBABA_ARCHIVES[kind]]}, parts_per_job)
     if kind not in GOOGLE_TABLES_NEEDED:
         raise ValueError(f"no conversion for dataset kind {kind!r}")
-    tables: dict[str, list[str]] = {"machine_events": _machine_event_parts(source, raw_dir)}
+    tables: dict[str, list[str]] = {
+        "machine_events": _machine_event_parts(source, raw_dir, dataset_config.get("download") or {})
+    }
     for table in GOOGLE_TABLES_NEEDED[kind]:
         if source == "generate":
             from stragglers.generate import GoogleGeneratorConfig
@@ -94,12 +129,55 @@ def raw_layout(kind: str, dataset_config: dict[str, Any], raw_dir: str | None) -
     return RawLayout(kind, tables, parts_per_job)
 
 
-def _machine_event_parts(source: str, raw_dir: str | None) -> list[str]:
+def machine_tables_wanted(download: dict[str, Any]) -> bool:
+    """`download.machine_tables` (default true): fetch the machine tables with the trace."""
+    value = download.get("machine_tables", True)
+    if not isinstance(value, bool):
+        raise ValueError(f"download.machine_tables: expected true or false, got {value!r}")
+    return value
+
+
+def alibaba_downloads(kind: str, download: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
+    """table -> (archive, url, sha256) of every archive an Alibaba download fetches: the
+    batch_instance archive (`download.url`, `download.sha256`) and, with
+    `download.machine_tables` (default true) for 2018, machine_meta.tar.gz and
+    machine_usage.tar.gz from the same folder of the server, each verified against its
+    `download.<table>_sha256`. A missing setting is a ValueError naming it."""
+    from stragglers.download import normalise_sha256
+
+    missing = [key for key in ("url", "sha256") if key not in download]
+    if missing:
+        raise ValueError(f"download: {kind} needs {missing} (the archive's URL and SHA-256)")
+    files = {"batch_instance": (
+        ALIBABA_ARCHIVES[kind], str(download["url"]), normalise_sha256(download["sha256"], "download.sha256")
+    )}
+    if not machine_tables_wanted(download):
+        return files
+    for table, (archive, setting) in ALIBABA_MACHINE_ARCHIVES.get(kind, {}).items():
+        if setting not in download:
+            raise ValueError(
+                f"download.{setting}: {kind} also downloads {archive} (the machine state's "
+                f"{table} table) and needs its SHA-256 to verify it; set download.{setting}, or "
+                f"download.machine_tables: false to go without the machine tables"
+            )
+        # urljoin replaces the last path segment: .../v2018Traces/batch_instance.tar.gz ->
+        # .../v2018Traces/machine_meta.tar.gz
+        files[table] = (
+            archive, urllib.parse.urljoin(str(download["url"]), archive),
+            normalise_sha256(download[setting], f"download.{setting}"),
+        )
+    return files
+
+
+def _machine_event_parts(source: str, raw_dir: str | None, download: dict[str, Any]) -> list[str]:
     """machine_events gives the machines' capacities; the conversion does without it (the
     capacities stay unknown and the report says so). Generated traces write it; a local
-    folder is used if it has it; downloads do not fetch it (see README, machine state)."""
+    folder is used if it has it; a download fetches its one part (verified against the
+    bucket's SHA256SUM) unless `download.machine_tables` is false."""
     if source == "generate":
         return [GOOGLE_MACHINE_EVENTS_PART]
+    if source == "download":
+        return [GOOGLE_MACHINE_EVENTS_PART] if machine_tables_wanted(download) else []
     if source == "local" and raw_dir is not None:
         from stragglers import convert
 
@@ -249,20 +327,24 @@ def download_checksums(*, download: dict[str, Any], folder: str, out: str) -> di
 
 def download_file(*, kind: str, download: dict[str, Any], folder: str, file: str, out: str) -> dict[str, Any]:
     """One raw file, resumable, moved into place only once its SHA-256 matches (Google: the
-    bucket's SHA256SUM, fetched by `download_checksums`; Alibaba: the config's `sha256`)."""
+    bucket's SHA256SUM, fetched by `download_checksums`; Alibaba: the config's `sha256`, or
+    `machine_meta_sha256` / `machine_usage_sha256` for the machine tables)."""
     from stragglers import download as fetch
 
     folder_path = Path(folder)
     if kind in ALIBABA_KINDS:
-        missing = [key for key in ("url", "sha256") if key not in download]
-        if missing:
-            raise ValueError(f"download: {kind} needs {missing} (the archive's URL and SHA-256)")
-        path = fetch.download(download["url"], folder_path / file, sha256=download["sha256"])
+        archives = {archive: (url, sha256) for archive, url, sha256 in alibaba_downloads(kind, download).values()}
+        if file not in archives:
+            raise ValueError(f"{file}: not one of the files a {kind} download fetches ({sorted(archives)})")
+        url, sha256 = archives[file]
+        path = fetch.download(url, folder_path / file, sha256=sha256)
     else:
         sums_path = folder_path / fetch.GOOGLE_SHA256SUM_NAME
         sums = fetch.parse_sha256sum(sums_path.read_text(), source=str(sums_path))
         if file not in sums:
-            raise fetch.DownloadError(f"{file}: no entry in {sums_path}, refusing an unverifiable download")
+            hint = (" (download.machine_tables: false goes without the machine tables)"
+                    if file == GOOGLE_MACHINE_EVENTS_PART else "")
+            raise fetch.DownloadError(f"{file}: no entry in {sums_path}, refusing an unverifiable download{hint}")
         base_url = download.get("base_url", fetch.GOOGLE_BASE_URL).rstrip("/")
         path = fetch.download(f"{base_url}/{file}", folder_path / file, sha256=sums[file])
     result = {"file": str(path), "bytes": path.stat().st_size}

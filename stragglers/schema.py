@@ -76,7 +76,10 @@ GOOGLE_TABLES = {
     "job_events": GOOGLE_JOB_EVENTS,
     "task_events": GOOGLE_TASK_EVENTS,
     "task_usage": GOOGLE_TASK_USAGE,
+    "machine_events": GOOGLE_MACHINE_EVENTS,
 }
+# tables whose number of parts is fixed (the others have 500 parts each)
+GOOGLE_TABLE_PART_COUNTS = {"machine_events": 1}
 
 
 class EventType(IntEnum):

@@ -198,9 +198,26 @@ def test_google_urls_and_paths():
     ]
     assert pairs == [(f"http://h/b/{relpath}", relpath) for relpath in relpaths]
     with pytest.raises(ValueError, match="table"):
-        dl.google_part_url("machine_events", 0)
+        dl.google_part_url("machine_attributes", 0)
     with pytest.raises(ValueError, match="part 500"):
         dl.google_part_url("task_usage", 500)
+    # machine_events: one part in the bucket, whatever the 500-part tables' selection
+    assert dl.google_part_url("machine_events", 0) == (
+        "https://storage.googleapis.com/clusterdata-2011-2/machine_events/part-00000-of-00001.csv.gz"
+    )
+    with pytest.raises(ValueError, match="part 1 is outside 0..0"):
+        dl.google_part_relpath("machine_events", 1)
+    for selection in ("3-5", "all", [499]):
+        assert dl.google_downloads(["machine_events", "task_usage"], selection, total=500)[0] == (
+            "https://storage.googleapis.com/clusterdata-2011-2/machine_events/part-00000-of-00001.csv.gz",
+            "machine_events/part-00000-of-00001.csv.gz",
+        )
+    assert len(dl.google_downloads(["machine_events", "task_usage"], "all")) == 1 + 500
+    with pytest.raises(ValueError, match="parts: part 500"):  # the selection is still checked
+        dl.google_downloads(["machine_events"], "500")
+    assert dl.alibaba_archive_url("v2018", "machine_usage.tar.gz") == (
+        "http://aliopentrace.oss-cn-beijing.aliyuncs.com/v2018Traces/machine_usage.tar.gz"
+    )
     assert dl.alibaba_archive_url("v2018", "batch_instance.tar.gz") == (
         "http://aliopentrace.oss-cn-beijing.aliyuncs.com/v2018Traces/batch_instance.tar.gz"
     )
@@ -456,6 +473,42 @@ def test_google_cli_fetches_sums_then_verified_parts(server, tmp_path):
     n_requests = len(server.requests)
     assert dl.main(argv) == 0
     assert len(server.requests) == n_requests
+
+
+MACHINE_EVENTS = "machine_events/part-00000-of-00001.csv.gz"
+
+
+def test_google_cli_fetches_machine_events_whatever_the_parts(server, tmp_path, capsys):
+    """machine_events has one part (part-00000-of-00001): fetched and verified with SHA256SUM
+    like the others, not numbered out of 500 and not subject to --parts."""
+    parts = {
+        MACHINE_EVENTS: _payload(3_000, seed=40),
+        **{f"task_events/part-{i:05d}-of-00500.csv.gz": _payload(1_000, seed=41 + i) for i in (2, 3)},
+    }
+    base = _serve_google_bucket(server, parts)
+    out = tmp_path / "g"
+    argv = ["google", "--out", str(out), "--tables", "task_events", "machine_events", "--parts", "2-3",
+            "--base-url", base, "--timeout", "2", "--backoff", "0.01"]
+    assert dl.main(argv) == 0
+    assert "3 files verified" in capsys.readouterr().out
+    assert (out / MACHINE_EVENTS).read_bytes() == parts[MACHINE_EVENTS]
+    assert set(dl.check_local_copy(out)) == set(parts)
+    assert [p for p, _ in server.requests].count(f"/bucket/{MACHINE_EVENTS}") == 1
+
+
+def test_google_refuses_a_corrupted_machine_events(server, tmp_path):
+    served = b"machine events, tampered in transit"
+    base = _serve_google_bucket(server, {MACHINE_EVENTS: served}, listed={MACHINE_EVENTS: b"the original"})
+    with pytest.raises(dl.DownloadError, match=rf"(?s)1 of 1 parts failed.*sha256 mismatch.*{MACHINE_EVENTS}"):
+        dl.download_google(tmp_path, ["machine_events"], "0", base_url=base, **FAST)
+    assert not (tmp_path / MACHINE_EVENTS).exists()
+    assert (tmp_path / f"{MACHINE_EVENTS}.bad-sha256-{_sha(served)[:12]}").read_bytes() == served
+    # unlisted in SHA256SUM: refused, never requested
+    other = tmp_path / "other"
+    server.files["/bucket/SHA256SUM"] = b""
+    with pytest.raises(dl.DownloadError, match="machine_events.*no entry in"):
+        dl.download_google(other, ["machine_events"], "0", base_url=base, **FAST)
+    assert [p for p, _ in server.requests].count(f"/bucket/{MACHINE_EVENTS}") == 1
 
 
 def test_google_cli_reports_a_tampered_part(server, tmp_path, capsys):

@@ -147,7 +147,12 @@ def test_raw_layout_from_config(tmp_path):
     assert [len(g) for g in generate.groups] == [2, 2, 1]
     download = scatter.raw_layout("google-2011", {"source": "download", "download": {"parts": "0-2,7"}}, None)
     assert download.tables["task_events"] == [f"task_events/part-{i:05d}-of-00500.csv.gz" for i in (0, 1, 2, 7)]
-    assert len(download.files) == 8 and len(download.groups) == 4
+    # 4 task_events + 4 task_usage parts, and machine_events' one part (whatever the selection)
+    assert len(download.files) == 9 and len(download.groups) == 4
+    assert download.tables["machine_events"] == ["machine_events/part-00000-of-00001.csv.gz"]
+    without = scatter.raw_layout("google-2011", {"source": "download", "download": {
+        "parts": "0-2,7", "machine_tables": False}}, None)
+    assert without.tables["machine_events"] == [] and len(without.files) == 8
     events = scatter.raw_layout("google-2011-events", {"source": "download", "download": {"parts": "all"}}, None)
     assert len(events.groups) == 1 and len(events.groups[0]) == 500
     with pytest.raises(ValueError, match="download.parts"):
@@ -178,9 +183,12 @@ def test_dag_of_a_download_scatters_per_file_part_and_shard(tmp_path):
         (line.split()[0], int(line.split()[1])) for line in run.stdout.splitlines()
         if len(line.split()) == 2 and line.split()[1].isdigit()
     )
-    assert counts["download_checksums"] == 1 and counts["download_file"] == 10
+    assert counts["download_checksums"] == 1 and counts["download_file"] == 11  # 5 + 5 parts, machine_events
     assert counts["convert_prepare"] == 1 and counts["convert_part"] == 3
     assert counts["gather_shard"] == 3 and counts["convert_manifest"] == 1
     assert counts["predict"] == 3
     predict_inputs = [line for line in run.stdout.splitlines() if "input:" in line and "manifest.parquet, resources" in line]
     assert any(line.strip().endswith("jobs/shard-1") for line in predict_inputs)
+    # convert_prepare waits for the machine_events download (it reads the capacities)
+    machine_marker = "resources/download/g.files/machine_events/part-00000-of-00001.csv.gz.json"
+    assert any("input:" in line and machine_marker in line and "task_events" in line for line in run.stdout.splitlines())

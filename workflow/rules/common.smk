@@ -176,9 +176,8 @@ def prepared_input(dataset):
 
 
 def convert_part_input(wildcards):
-    files = layout(wildcards.dataset).groups[int(wildcards.group)]
-    if dataset_config(wildcards.dataset)["kind"] == "google-2011-events":
-        files = files + layout(wildcards.dataset).tables["machine_events"]
+    # the group's parts, and the machine tables when this stage reads them (events kind, Alibaba)
+    files = layout(wildcards.dataset).group_inputs(int(wildcards.group))
     return {"raw": raw_files_input(wildcards.dataset, files), **prepared_input(wildcards.dataset)}
 
 

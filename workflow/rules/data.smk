@@ -38,7 +38,10 @@ rule verify_local_trace:
 # declared output: Snakemake deletes the outputs of a failed job, and an interrupted 20 GB
 # transfer must keep its .part file to resume. Each file has its own job and a marker written
 # only once the file is fetched and verified; `--resources download_slots=N` bounds how many
-# run at once (each job holds one slot).
+# run at once (each job holds one slot). The files are the layout's (stragglers/scatter.py):
+# with `download.machine_tables` (default true) the machine tables too, Google's machine_events
+# part (verified with SHA256SUM) and Alibaba 2018's machine_meta / machine_usage archives
+# (verified with download.machine_meta_sha256 / machine_usage_sha256).
 rule download_checksums:
     output:
         "resources/download/{dataset}.sha256sum.json",
