@@ -983,8 +983,8 @@ def alibaba_chunks(raw_dir: Path, layout: AlibabaLayout, report: ConversionRepor
             report.skipped_rows.add(
                 archive, None, f"{column}: not a number", "unparsable value", n=int(bad.sum())
             )
-            chunk[column] = values
-            chunk = chunk[~bad]
+            # a new frame per column: assigning into a filtered slice would write to a copy
+            chunk = chunk.assign(**{column: values})[~bad.to_numpy()]
         yield chunk
 
 
