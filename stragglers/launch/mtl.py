@@ -298,7 +298,10 @@ class MultiTaskSVM:
             norms = self._block_norms(w_tilde)
             objective = self.lam * norms.sum() ** 2 + hinge(y_signed, base @ w_tilde + b0)
             path.append(objective)
-            if objective < best:  # liblinear stops at its epoch cap: keep the best iterate
+            # liblinear may stop at its epoch cap, so an alternation can end above the one
+            # before: the model is the best iterate, and no decrease (or one below mixed_tol)
+            # ends the alternation
+            if objective < best:
                 best = objective
                 self.w_tilde_, self.intercept_ = w_tilde, b0
                 self.eta_ = norms / norms.sum() if norms.sum() > 0 else eta
@@ -306,8 +309,7 @@ class MultiTaskSVM:
                 self.converged_ = True
                 break
             eta = norms / norms.sum()
-            # an increase is an inexact inner solve, not convergence: go on
-            if iteration > 1 and 0 <= path[-2] - objective <= self.mixed_tol * max(abs(path[-2]), 1e-12):
+            if iteration > 1 and path[-2] - objective <= self.mixed_tol * max(abs(path[-2]), 1e-12):
                 self.converged_ = True
                 break
         self.n_iter_, self.objective_path_ = iteration, path

@@ -21,6 +21,8 @@ as the MTL paper does for training; test rows are never resampled.
 
 from __future__ import annotations
 
+import warnings
+
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -84,7 +86,9 @@ class Standardiser:
     """Column means and s.d. of the training rows; NaN -> the training mean (0 after)."""
 
     def __init__(self, X: np.ndarray):
-        with np.errstate(invalid="ignore"):
+        # a column without any value (a counter the trace leaves empty) has mean 0, s.d. 1
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
             self.mean = np.nan_to_num(np.nanmean(X, axis=0)) if len(X) else np.zeros(X.shape[1])
             sd = np.nanstd(X, axis=0) if len(X) else np.ones(X.shape[1])
         self.sd = np.where(np.isnan(sd) | (sd == 0), 1.0, sd)
