@@ -978,8 +978,11 @@ def alibaba_chunks(raw_dir: Path, layout: AlibabaLayout, report: ConversionRepor
     report.files_read.append(f"{archive}:{layout.member}")
     for chunk in iter_tar_csv(archive, layout.member, layout.columns, dtype=str):
         for column in layout.numeric:
-            values = pd.to_numeric(chunk[column].replace("", np.nan), errors="coerce")
-            bad = values.isna() & chunk[column].notna() & (chunk[column] != "")
+            text = chunk[column]
+            values = pd.to_numeric(text.replace("", np.nan), errors="coerce")
+            # an empty field is missing, not bad; read as text it may arrive as NaN or "nan"
+            empty = text.isna() | text.astype(str).str.strip().str.lower().isin(["", "nan"])
+            bad = values.isna() & ~empty
             report.skipped_rows.add(
                 archive, None, f"{column}: not a number", "unparsable value", n=int(bad.sum())
             )

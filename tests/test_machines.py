@@ -373,7 +373,8 @@ def test_reading_machine_state_a_file_lacks_is_a_clear_error(tmp_path):
                  machine_state_columns("google-2011"))
     job = read_job(tmp_path / "out" / manifest.path[0], manifest.job_id[0], feature_columns("alibaba-2018"),
                    machine_state_columns("alibaba-2018"))
-    assert job.window_machine_state.shape[1] == 7 and job.launch_machine_state.shape == (job.n_tasks, 7)
+    n = len(machine_state_columns("alibaba-2018"))
+    assert job.window_machine_state.shape[1] == n and job.launch_machine_state.shape == (job.n_tasks, n)
     assert machine_state_columns("alibaba-2017") == []
 
 
