@@ -357,6 +357,8 @@ TASK_FILE_COLUMNS = [
     "task_key", "shard", *machines.launch_columns(), "user", "scheduling_class", LAUNCH_MACHINE_CODE,
 ]
 TIMELINE_FILE = "machine_timeline.npz"
+# every per-task launch column of the Google kinds: the timeline's and the task_usage one's
+GOOGLE_LAUNCH_COLUMNS = machines.launch_columns(machines.MACHINE_STATE_COLUMNS + machines.MACHINE_USAGE_COLUMNS)
 # spilled window rows carry their machine's timeline code until the gather adds the usage
 MACHINE_CODE_COLUMN = "machine_code"
 
@@ -520,19 +522,25 @@ def _spill_usage_windows(
             skipped=report.skipped_rows,
         ):
             report.count("usage_rows_read", len(chunk))
+            # every row's window and machine code, once: the machine usage takes all rows,
+            # the spilled windows the kept ones
+            start_f, end_f = chunk["start_time"].to_numpy(), chunk["end_time"].to_numpy()
+            has_time = ~(np.isnan(start_f) | np.isnan(end_f))
+            start_all = np.where(has_time, start_f, 0).astype(np.int64)
+            end_all = np.where(has_time, end_f, 0).astype(np.int64)
+            code_all, known_machine_all = timeline.codes(chunk["machine_id"].to_numpy(np.float64))
             if machine_usage is not None:
-                _add_machine_usage(chunk, timeline, machine_usage, report)
+                _add_machine_usage(chunk, start_all, end_all, has_time, code_all, known_machine_all,
+                                   machine_usage, report)
             job, task_index = chunk["job_id"].to_numpy(), chunk["task_index"].to_numpy()
             wanted = _trace_key(job, task_index)
             position = np.minimum(np.searchsorted(sorted_trace_keys, wanted), n_keys - 1)
             known = sorted_trace_keys[position] == wanted
             report.count("usage_rows_of_dropped_tasks", int((~known & _isin_sorted(job, job_ids)).sum()))
             task_key = key_order[position]  # meaningful where known
-            start_f, end_f = chunk["start_time"].to_numpy(), chunk["end_time"].to_numpy()
-            timed = known & ~(np.isnan(start_f) | np.isnan(end_f))
+            timed = known & has_time
             report.count("usage_windows_missing_time", int((known & ~timed).sum()))
-            start = np.where(timed, start_f, 0).astype(np.int64)
-            end = np.where(timed, end_f, 0).astype(np.int64)
+            start, end = start_all, end_all
             empty = timed & (end <= start)
             outside = timed & ~empty & ((start < first_schedule[task_key]) | (end > finish[task_key]))
             report.count("usage_windows_zero_length", int(empty.sum()))
@@ -543,10 +551,8 @@ def _spill_usage_windows(
             # one gather per column, grouped by shard, straight into Arrow (no DataFrame copies)
             rows = rows[np.argsort(task_shard[task_key[rows]], kind="stable")]
             task_key, start, end = task_key[rows], start[rows], end[rows]
-            window_machine = chunk["machine_id"].to_numpy(np.float64)[rows]
-            state = timeline.state(window_machine, end)
+            state = timeline.state(chunk["machine_id"].to_numpy(np.float64)[rows], end)
             report.count("usage_windows_machine_unknown", int(np.isnan(state[:, 0]).sum()))
-            code, known_machine = timeline.codes(window_machine)
             columns = {
                 "task_key": task_key,
                 "window_start": start / US,
@@ -556,7 +562,7 @@ def _spill_usage_windows(
                 "evictions_so_far": counts_before(event_keys["evictions"], task_key, end).astype(float),
                 "failures_so_far": counts_before(event_keys["failures"], task_key, end).astype(float),
                 **dict(zip(machines.MACHINE_STATE_COLUMNS, state.T)),
-                MACHINE_CODE_COLUMN: np.where(known_machine, code, -1),
+                MACHINE_CODE_COLUMN: np.where(known_machine_all[rows], code_all[rows], -1),
             }
             table = pa.table(columns)
             shard_of_row = task_shard[task_key]
@@ -566,16 +572,12 @@ def _spill_usage_windows(
 
 
 def _add_machine_usage(
-    chunk: pd.DataFrame, timeline: machines.MachineTimeline,
-    machine_usage: machines.MachineUsageAccumulator, report: ConversionReport,
+    chunk: pd.DataFrame, start: np.ndarray, end: np.ndarray, timed: np.ndarray, code: np.ndarray,
+    known: np.ndarray, machine_usage: machines.MachineUsageAccumulator, report: ConversionReport,
 ) -> None:
-    """A chunk's rows (every job and priority: a machine's load is everything on it) into
-    the per-(machine, period) sums; rows without a usable window or machine are counted."""
-    start_f, end_f = chunk["start_time"].to_numpy(), chunk["end_time"].to_numpy()
-    timed = ~(np.isnan(start_f) | np.isnan(end_f))
-    start = np.where(timed, start_f, 0).astype(np.int64)
-    end = np.where(timed, end_f, 0).astype(np.int64)
-    code, known = timeline.codes(chunk["machine_id"].to_numpy(np.float64))
+    """A chunk's rows (every job and priority: a machine's load is everything on it; their
+    windows in µs, `timed` where both ends exist, machine codes and whether known) into the
+    per-(machine, period) sums; rows without a usable window or machine are counted."""
     usable = timed & (end > start) & known
     report.count("machine_usage_rows_skipped", int((~usable).sum()))
     machine_usage.cover(start[timed], end[timed])
@@ -800,7 +802,7 @@ def google_task_table(tasks: pd.DataFrame) -> pd.DataFrame:
         }
     )
     table["latency"] = table["task_end"] - table["task_start"]
-    for column in machines.launch_columns(machines.MACHINE_STATE_COLUMNS + machines.MACHINE_USAGE_COLUMNS):
+    for column in GOOGLE_LAUNCH_COLUMNS:
         if column in tasks:
             table[column] = tasks[column].to_numpy(np.float64)
     if "user" in tasks:
@@ -834,11 +836,7 @@ def _write_shard_jobs(
     job_names = np.sort(task_table["job_id"].unique())
     facts = {c: task_table[c].to_numpy() for c in TASK_COLUMNS if c != "latency"}
     facts["latency"] = task_table["latency"].to_numpy()
-    facts.update({
-        c: task_table[c].to_numpy()
-        for c in machines.launch_columns(machines.MACHINE_STATE_COLUMNS + machines.MACHINE_USAGE_COLUMNS)
-        if c in task_table
-    })
+    facts.update({c: task_table[c].to_numpy() for c in GOOGLE_LAUNCH_COLUMNS if c in task_table})
     workload = {c: task_table[c].to_numpy() for c in MANIFEST_WORKLOAD_COLUMNS["google-2011"] if c in task_table}
     rows = []
     # task_key -> row of task_table

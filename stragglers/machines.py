@@ -610,8 +610,7 @@ class MachineUsageLookup:
             hit = np.asarray(keys[position]) == wanted[order]
             totals[order[hit]] += np.asarray(sums[position[hit]])
         out = np.empty((len(period), len(MACHINE_USAGE_COLUMNS)))
-        out[:, 0] = totals[:, 0]
-        out[:, 1 : 1 + k] = totals[:, 1 : 1 + k]
+        out[:, : 1 + k] = totals[:, : 1 + k]  # task time and the sums
         with np.errstate(invalid="ignore", divide="ignore"):
             present = totals[:, 1 + k :]
             out[:, 1 + k :] = np.where(present > 0, totals[:, 1 : 1 + k] / np.where(present > 0, present, 1), np.nan)
