@@ -62,7 +62,7 @@ def main() -> None:
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-convert-"))
     raw = work / "raw"
     if not (raw / "task_usage").exists():
-        from stragglers.generate import GoogleGeneratorConfig, generate_google
+        from stragglers.traces.generate import GoogleGeneratorConfig, generate_google
 
         # the generator writes at least two parts (balanced by rows); keep the first usage part
         # only, with all task_events: one real-size part, converted with its jobs' events

@@ -59,11 +59,13 @@ def bench_nurd_vs_gbr(n_jobs: int, seed: int) -> None:
     """Same jobs, same run: NURD as configured by default (native XGBoost refit when tasks
     have finished, Newton-method propensity) against the reference code's loop (scikit-learn's
     GradientBoostingRegressor refit at every checkpoint)."""
-    from stragglers.generate import GoogleGeneratorConfig, generate_google
-    from stragglers.convert import convert_google
+    from stragglers.traces.generate import GoogleGeneratorConfig, generate_google
+    from stragglers.convert.one_process import convert_google
     from stragglers.methods import get_method
-    from stragglers.pipeline import iter_shard_jobs, last_columns
-    from stragglers.replay import ReplaySettings, run_method_on_jobs
+    from stragglers.formats.jobs import iter_shard_jobs
+    from stragglers.formats.datasets import last_columns
+    from stragglers.replay.core import ReplaySettings
+    from stragglers.replay.runner import run_method_on_jobs
 
     work = Path(tempfile.mkdtemp(prefix="bench-nurd-"))
     generate_google(work / "raw", GoogleGeneratorConfig.from_dict({"n_jobs": n_jobs, "seed": seed}))

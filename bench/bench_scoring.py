@@ -1,4 +1,4 @@
-"""Cost of the time-aware scoring (stragglers/scoring/timing.py) beside the existing metrics.
+"""Cost of the time-aware scoring (stragglers/evaluate/timing.py) beside the existing metrics.
 
     python bench/bench_scoring.py RUN_DIR    # RUN_DIR: a finished run's --directory
 
@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from stragglers import evaluate, report
-from stragglers.scoring import timing
+from stragglers.evaluate import timing
 
 
 def main(run_dir: str) -> None:

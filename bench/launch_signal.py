@@ -14,8 +14,8 @@ import sys
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from stragglers.launch.pipeline import launch_settings
-from stragglers.launch.protocol import add_labels
+from stragglers.rules.launch import launch_settings
+from stragglers.launch.crossjob import add_labels
 from stragglers.launch.tasks import load_launch_tasks
 
 

@@ -20,9 +20,14 @@ from pathlib import Path
 
 import numpy as np
 
-from stragglers.datasets import machine_feature_category
+from stragglers.formats.datasets import machine_feature_category
 from stragglers.launch.mtl import MultiTaskSVM
-from stragglers.launch.protocol import LaunchSettings, Standardiser, add_labels, oversample_stragglers
+from stragglers.launch.crossjob import (
+    LaunchSettings,
+    Standardiser,
+    add_labels,
+    oversample_stragglers,
+)
 from stragglers.launch.tasks import load_launch_tasks
 
 BUDGETS = (200, 500, 1000, 2000, 20000)

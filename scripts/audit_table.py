@@ -1,6 +1,6 @@
 """Rule audit_table: results/tables/reproduction_audit.{csv,md} and its figure."""
-from stragglers.audit import audit_table
-from stragglers.pipeline import run_rule
+from stragglers.report.audit import audit_table
+from stragglers.io import run_rule
 
 run_rule(snakemake.log[0], lambda: audit_table(
     variant_files=list(snakemake.input.variants),

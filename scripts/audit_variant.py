@@ -1,8 +1,8 @@
 """Rule audit_variant: every audit method under one protocol variant on one dataset."""
 from pathlib import Path
 
-from stragglers.audit import run_variant
-from stragglers.pipeline import run_rule
+from stragglers.report.audit import run_variant
+from stragglers.io import run_rule
 
 run_rule(snakemake.log[0], lambda: run_variant(
     converted_dir=Path(snakemake.input.manifest).parent,

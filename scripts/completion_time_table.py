@@ -1,5 +1,6 @@
 """Rule completion_time_table: mean reduction in job completion time, all datasets."""
-from stragglers.pipeline import completion_time_table, run_rule
+from stragglers.rules.simulate import completion_time_table
+from stragglers.io import run_rule
 
 run_rule(snakemake.log[0], lambda: completion_time_table(
     unlimited_files=list(snakemake.input.unlimited),

@@ -1,8 +1,8 @@
 """Rule convert_manifest: the shards' pieces and every stage's report -> manifest + report.json."""
 from pathlib import Path
 
-from stragglers.pipeline import run_rule
-from stragglers.scatter import manifest
+from stragglers.io import run_rule
+from stragglers.convert.layout import manifest
 
 run_rule(snakemake.log[0], lambda: manifest(
     kind=snakemake.params.kind,

@@ -1,6 +1,6 @@
 """Rule convert_part: one group of raw parts -> window rows spilled per shard + a report."""
-from stragglers.pipeline import run_rule
-from stragglers.scatter import convert_part
+from stragglers.io import run_rule
+from stragglers.convert.layout import convert_part
 
 run_rule(snakemake.log[0], lambda: convert_part(
     kind=snakemake.params.kind,

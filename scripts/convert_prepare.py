@@ -1,6 +1,6 @@
 """Rule convert_prepare (google-2011): task events of every part -> kept tasks and their shards."""
-from stragglers.pipeline import run_rule
-from stragglers.scatter import prepare
+from stragglers.io import run_rule
+from stragglers.convert.layout import prepare
 
 run_rule(snakemake.log[0], lambda: prepare(
     raw_dir=snakemake.params.raw_dir,

@@ -1,5 +1,6 @@
 """Rule cost_table: seconds per job and per checkpoint, with the rules' benchmark totals."""
-from stragglers.pipeline import cost_table, run_rule
+from stragglers.rules.evaluate import cost_table
+from stragglers.io import run_rule
 
 run_rule(snakemake.log[0], lambda: cost_table(
     job_files=list(snakemake.input.jobs),

@@ -1,6 +1,6 @@
 """Rule download_checksums: the Google bucket's SHA256SUM, which every part is verified against."""
-from stragglers.pipeline import run_rule
-from stragglers.scatter import download_checksums
+from stragglers.io import run_rule
+from stragglers.convert.layout import download_checksums
 
 run_rule(snakemake.log[0], lambda: download_checksums(
     download=dict(snakemake.params.download),

@@ -1,6 +1,6 @@
 """Rule download_file: one raw file, verified, resuming an interrupted transfer."""
-from stragglers.pipeline import run_rule
-from stragglers.scatter import download_file
+from stragglers.io import run_rule
+from stragglers.convert.layout import download_file
 
 run_rule(snakemake.log[0], lambda: download_file(
     kind=snakemake.params.kind,

@@ -1,6 +1,6 @@
 """Rule download_trace: every file of a dataset fetched and verified (the list of files)."""
-from stragglers.pipeline import run_rule
-from stragglers.scatter import download_done
+from stragglers.io import run_rule
+from stragglers.convert.layout import download_done
 
 run_rule(snakemake.log[0], lambda: download_done(
     kind=snakemake.params.kind,

@@ -1,5 +1,6 @@
 """Rule evaluate_dataset: per-job metrics and F1 over normalised time for one dataset."""
-from stragglers.pipeline import evaluate_dataset, run_rule
+from stragglers.rules.evaluate import evaluate_dataset
+from stragglers.io import run_rule
 
 run_rule(snakemake.log[0], lambda: evaluate_dataset(
     task_files=list(snakemake.input.tasks),

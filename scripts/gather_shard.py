@@ -1,6 +1,6 @@
 """Rule gather_shard: one shard's spilled rows from every part group -> its per-job files."""
-from stragglers.pipeline import run_rule
-from stragglers.scatter import gather
+from stragglers.io import run_rule
+from stragglers.convert.layout import gather
 
 run_rule(snakemake.log[0], lambda: gather(
     kind=snakemake.params.kind,

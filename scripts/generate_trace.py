@@ -1,5 +1,6 @@
 """Rule generate_trace: write the embedded synthetic trace in its raw format."""
-from stragglers.pipeline import generate_trace, run_rule
+from stragglers.rules.data import generate_trace
+from stragglers.io import run_rule
 
 run_rule(snakemake.log[0], lambda: generate_trace(
     kind=snakemake.params.kind,

@@ -1,8 +1,8 @@
 """Rule launch_predict: one launch-time method on one dataset (predictions, curve, simulation)."""
 from pathlib import Path
 
-from stragglers.launch.pipeline import launch_predict
-from stragglers.pipeline import run_rule
+from stragglers.rules.launch import launch_predict
+from stragglers.io import run_rule
 
 run_rule(snakemake.log[0], lambda: launch_predict(
     converted_dir=str(Path(snakemake.input.manifest).parent),

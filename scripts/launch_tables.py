@@ -1,8 +1,8 @@
 """Rule launch_tables: launch-time Table 3, learning curve (MTL Table 5 / Fig. 3), hold-back simulation."""
 from pathlib import Path
 
-from stragglers.launch.pipeline import launch_tables
-from stragglers.pipeline import run_rule
+from stragglers.rules.launch import launch_tables
+from stragglers.io import run_rule
 
 run_rule(snakemake.log[0], lambda: launch_tables(
     tasks=list(snakemake.input.tasks),

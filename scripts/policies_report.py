@@ -1,6 +1,6 @@
 """Rule policies_report: PoCD / machine time / reduction per method and policy, one dataset."""
-from stragglers.pipeline import run_rule
-from stragglers.policy_pipeline import policies_report
+from stragglers.io import run_rule
+from stragglers.rules.simulate import policies_report
 
 run_rule(snakemake.log[0], lambda: policies_report(
     simulation_files=list(snakemake.input),

@@ -1,8 +1,9 @@
 """Rule predict: replay one method over one shard of a dataset's jobs."""
 from pathlib import Path
 
-from stragglers.pipeline import predict_shard, run_rule
-from stragglers.replay import ReplaySettings
+from stragglers.rules.predict import predict_shard
+from stragglers.io import run_rule
+from stragglers.replay.core import ReplaySettings
 
 run_rule(snakemake.log[0], lambda: predict_shard(
     converted_dir=Path(snakemake.input.manifest).parent,

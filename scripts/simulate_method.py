@@ -1,6 +1,7 @@
 """Rule simulate_method: completion-time simulation (Algorithms 2-3) for one method."""
-from stragglers.pipeline import simulate_method, run_rule
-from stragglers.protocol import resolve_rules
+from stragglers.rules.simulate import simulate_method
+from stragglers.io import run_rule
+from stragglers.replay.protocols import resolve_rules
 
 replay = snakemake.params.replay
 rules = resolve_rules(replay.get("protocol", "causal"), replay.get("overrides"))

@@ -1,6 +1,6 @@
 """Rule simulate_policies: relaunch / speculative copy / speculative resume for one method."""
-from stragglers.pipeline import run_rule
-from stragglers.policy_pipeline import simulate_policies_method
+from stragglers.io import run_rule
+from stragglers.rules.simulate import simulate_policies_method
 
 run_rule(snakemake.log[0], lambda: simulate_policies_method(
     task_files=list(snakemake.input.tasks),

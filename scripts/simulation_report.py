@@ -1,5 +1,6 @@
 """Rule simulation_report: completion-time tables and figures for one dataset."""
-from stragglers.pipeline import simulation_report, run_rule
+from stragglers.rules.simulate import simulation_report
+from stragglers.io import run_rule
 
 run_rule(snakemake.log[0], lambda: simulation_report(
     simulation_files=list(snakemake.input),

@@ -1,5 +1,6 @@
 """Rule table3: the paper's Table 3 for every dataset, next to the published numbers."""
-from stragglers.pipeline import table3, run_rule
+from stragglers.rules.evaluate import table3
+from stragglers.io import run_rule
 
 run_rule(snakemake.log[0], lambda: table3(
     job_metric_files=list(snakemake.input.job_metrics),

@@ -1,8 +1,9 @@
 """Rule tune_method: the paper's tuning protocol for one method on one dataset's tuning jobs."""
 from pathlib import Path
 
-from stragglers.pipeline import run_rule, tune_method
-from stragglers.replay import ReplaySettings
+from stragglers.io import run_rule
+from stragglers.rules.predict import tune_method
+from stragglers.replay.core import ReplaySettings
 
 run_rule(snakemake.log[0], lambda: tune_method(
     converted_dir=Path(snakemake.input.manifest).parent,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from stragglers.history import JobHistory
-from stragglers.jobdata import job_from_frame
+from stragglers.replay.history import JobHistory
+from stragglers.formats.jobs import job_from_frame
 
 FEATURES = ["cpu", "io", "noise", "evictions_so_far"]
 LAST = np.array([False, False, False, True])

@@ -8,7 +8,7 @@ import http.server
 import threading
 from pathlib import Path
 
-from stragglers.generate import GoogleGeneratorConfig, generate_google
+from stragglers.traces.generate import GoogleGeneratorConfig, generate_google
 
 
 def write_google_bucket(source: Path, n_jobs: int = 3, seed: int = 5) -> Path:

@@ -7,11 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stragglers import schema
-from stragglers.convert import convert_alibaba, convert_google
-from stragglers.datasets import feature_columns
-from stragglers.jobdata import read_job
-from stragglers.rawcsv import RawTraceError
+from stragglers.formats import raw as schema
+from stragglers.convert.one_process import convert_alibaba
+from stragglers.convert.one_process import convert_google
+from stragglers.formats.datasets import feature_columns
+from stragglers.formats.jobs import read_job
+from stragglers.traces.rawcsv import RawTraceError
 
 S = 1_000_000  # µs per second
 SUBMIT, SCHEDULE, EVICT, FAIL, FINISH, KILL = 0, 1, 2, 3, 4, 5

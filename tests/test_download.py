@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stragglers import download as dl
+from stragglers.traces import download as dl
 
 SHARED_GOOGLE = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "google-2011"
 
@@ -284,7 +284,7 @@ def test_progress_is_logged_without_callback(server, tmp_path, caplog, monkeypat
     data = _payload(50_000, seed=2)
     server.files["/f.bin"] = data
     monkeypatch.setattr(dl, "PROGRESS_LOG_SECONDS", 0.0)
-    with caplog.at_level(logging.INFO, logger="stragglers.download"):
+    with caplog.at_level(logging.INFO, logger="stragglers.traces.download"):
         dl.download(
             server.url("/f.bin"), tmp_path / "f.bin", sha256=_sha(data), chunk_size=10_000, **FAST
         )

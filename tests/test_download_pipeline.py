@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from served_bucket import served_folder, write_google_bucket
-from stragglers.convert import convert_google
-from stragglers.pipeline import download_trace
+from stragglers.convert.one_process import convert_google
+from stragglers.rules.data import download_trace
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def test_download_then_convert_matches_the_source(served_trace, tmp_path):
 
 
 def test_machine_tables_off_fetches_no_machine_events(served_trace, tmp_path):
-    from stragglers import scatter
+    from stragglers.convert import layout as scatter
 
     source, url = served_trace
     n_parts = len(list((source / "task_events").glob("part-*")))
@@ -69,7 +69,7 @@ def test_download_settings_are_checked(tmp_path):
         download_trace(kind="google-2011", download={"parts": "0", "machine_tables": "yes"},
                        folder=str(tmp_path), out=str(tmp_path / "x"))
     # the machine archives' digests are settings of their own, checked before any request
-    from stragglers import scatter
+    from stragglers.convert import layout as scatter
 
     batch_only = {"url": "http://127.0.0.1:1/v2018Traces/batch_instance.tar.gz", "sha256": "a" * 64}
     for call in (
@@ -94,7 +94,7 @@ def test_download_settings_are_checked(tmp_path):
 def test_per_file_download_jobs_then_scattered_conversion(served_trace, tmp_path):
     """The workflow's download jobs (SHA256SUM, then one job per file) and the scattered
     conversion of what they fetched equal the single-process conversion of the source."""
-    from stragglers import scatter
+    from stragglers.convert import layout as scatter
 
     source, url = served_trace
     n_parts = len(list((source / "task_events").glob("part-*")))
@@ -118,7 +118,7 @@ def test_per_file_download_jobs_then_scattered_conversion(served_trace, tmp_path
     (folder / "SHA256SUM").write_text("".join(
         line + "\n" for line in (folder / "SHA256SUM").read_text().splitlines() if layout.files[-1] not in line
     ))
-    from stragglers.download import DownloadError
+    from stragglers.traces.download import DownloadError
 
     with pytest.raises(DownloadError, match="no entry"):
         scatter.download_file(kind="google-2011", download=download, folder=str(folder), file=layout.files[-1],
@@ -145,7 +145,7 @@ def test_per_file_download_jobs_then_scattered_conversion(served_trace, tmp_path
 def test_alibaba_archive_is_one_download_job(served_trace, tmp_path):
     """An Alibaba archive is one file (one `download_file` job) verified against the config's
     sha256; a wrong digest fails the job and the file is not kept under its name."""
-    from stragglers import scatter
+    from stragglers.convert import layout as scatter
 
     source, url = served_trace
     archive = source / "batch_instance.tar.gz"
@@ -160,7 +160,7 @@ def test_alibaba_archive_is_one_download_job(served_trace, tmp_path):
     assert (folder / "batch_instance.tar.gz").read_bytes() == archive.read_bytes()
     assert result["bytes"] == archive.stat().st_size
     other = tmp_path / "other"
-    from stragglers.download import ChecksumMismatchError
+    from stragglers.traces.download import ChecksumMismatchError
 
     with pytest.raises(ChecksumMismatchError):
         scatter.download_file(kind="alibaba-2018", download={**download, "sha256": "0" * 64},
@@ -175,7 +175,7 @@ MACHINE_EVENTS = "machine_events/part-00000-of-00001.csv.gz"
 def served_alibaba(tmp_path):
     """A generated Alibaba 2018 trace packed as the real archives (<table>.tar.gz holding
     <table>.csv), served over HTTP, with each archive's SHA-256."""
-    from stragglers.generate import AlibabaGeneratorConfig, generate_alibaba
+    from stragglers.traces.generate import AlibabaGeneratorConfig, generate_alibaba
 
     source = tmp_path / "alibaba"
     generate_alibaba(source, AlibabaGeneratorConfig.from_dict({"n_jobs": 2, "seed": 3}))
@@ -194,8 +194,8 @@ def test_alibaba_machine_archives_are_downloaded_verified_and_converted(served_a
     """With machine_tables (the default) an Alibaba 2018 download also fetches machine_meta.tar.gz
     and machine_usage.tar.gz from the batch_instance archive's folder, each its own job verified
     against its own setting; the conversion then reads them (the part job waits for them)."""
-    from stragglers import scatter
-    from stragglers.download import ChecksumMismatchError
+    from stragglers.convert import layout as scatter
+    from stragglers.traces.download import ChecksumMismatchError
     from test_scatter import run_scattered, run_single
 
     source, served, base, digests = served_alibaba

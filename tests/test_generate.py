@@ -12,18 +12,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stragglers import calibrate
-from stragglers.generate import (
+from stragglers.traces import calibrate
+from stragglers.traces.generate import (
     AlibabaGeneratorConfig,
     GoogleGeneratorConfig,
     generate_alibaba,
     generate_google,
 )
-from stragglers.generate import writing
-from stragglers.generate.__main__ import main as generate_main
-from stragglers.generate.google import enumerate_windows, part_boundaries, window_bounds
-from stragglers.generate.latent import round_significant
-from stragglers.schema import (
+from stragglers.traces.generate import writing
+from stragglers.traces.generate.__main__ import main as generate_main
+from stragglers.traces.generate.google import enumerate_windows, part_boundaries, window_bounds
+from stragglers.traces.generate.latent import round_significant
+from stragglers.formats.raw import (
     ALIBABA_2018_BATCH_INSTANCE,
     GOOGLE_JOB_EVENTS,
     GOOGLE_TASK_EVENTS,

@@ -9,12 +9,19 @@ import pytest
 from jobfactory import FEATURES as FACTORY_FEATURES
 from jobfactory import (
     FEATURES_KIND, LAST, RecordingHistory, make_job, make_job_frame, write_jobs)
-from stragglers.history import JobHistory
-from stragglers.jobdata import job_from_frame
+from stragglers.replay.history import JobHistory
+from stragglers.formats.jobs import job_from_frame
 from stragglers.methods import Checkpoint, JobInfo, get_method
 from stragglers.methods._laser_model import (
-    choose_attempts, fit_regressor, predict_regressor, simulate_resume, task_training_set)
-from stragglers.replay import ReplaySettings, iterate_checkpoints, replay_job, run_method_on_jobs
+    choose_attempts,
+    fit_regressor,
+    predict_regressor,
+    simulate_resume,
+    task_training_set,
+)
+from stragglers.replay.core import ReplaySettings
+from stragglers.replay.wallclock import iterate_checkpoints
+from stragglers.replay.runner import replay_job, run_method_on_jobs
 
 FEATURES = ["cpu_rate", "io", "noise", "evictions_so_far"]
 
@@ -192,8 +199,8 @@ def earlier_trace(tmp_path, monkeypatch):
     import stragglers.methods.laser as laser
 
     monkeypatch.setattr(laser, "_earlier_examples", {})
-    monkeypatch.setattr("stragglers.pipeline.last_columns", lambda kind: LAST)
-    monkeypatch.setattr("stragglers.history.FEATURES_BY_KIND", {"test": FEATURES_KIND})
+    monkeypatch.setattr("stragglers.formats.datasets.last_columns", lambda kind: LAST)
+    monkeypatch.setattr("stragglers.replay.history.FEATURES_BY_KIND", {"test": FEATURES_KIND})
     return tmp_path, write_jobs(tmp_path, n_jobs=5, n_tasks=50)
 
 

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from stragglers.launch.methods.base import LaunchMethod
-from stragglers.launch.protocol import (
+from stragglers.launch.crossjob import (
     LaunchSettings,
     add_labels,
     learning_curve,
@@ -80,7 +80,7 @@ def test_no_model_ever_trains_on_a_job_unfinished_at_prediction_time():
         seen_times.append((time, frame["job_end"].to_numpy()[rows]))
         return rows
 
-    import stragglers.launch.protocol as protocol
+    from stragglers.launch import crossjob as protocol
 
     original = protocol.training_rows
     protocol.training_rows = spy

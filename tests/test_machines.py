@@ -1,4 +1,4 @@
-"""Machine state (stragglers.machines): hand counts, a brute force on a generated trace, the
+"""Machine state (stragglers.convert.machines): hand counts, a brute force on a generated trace, the
 converted columns, missing tables and unknown machines, and what the replay hands a method."""
 
 import gzip
@@ -8,15 +8,19 @@ import pandas as pd
 import pytest
 from test_convert import trace  # noqa: F401  (fixture: a hand-made two-part trace)
 
-from stragglers import machines, schema
-from stragglers.convert import convert_alibaba, convert_google, convert_google_events
-from stragglers.datasets import feature_columns, machine_state_columns
-from stragglers.generate import generate_alibaba, generate_google
-from stragglers.jobdata import read_job
+from stragglers.convert import machines
+from stragglers.formats import raw as schema
+from stragglers.convert.one_process import convert_alibaba
+from stragglers.convert.one_process import convert_google
+from stragglers.convert.one_process import convert_google_events
+from stragglers.formats.datasets import feature_columns, machine_state_columns
+from stragglers.traces.generate import generate_alibaba, generate_google
+from stragglers.formats.jobs import read_job
 from stragglers.methods.base import Method
-from stragglers.pipeline import last_columns
-from stragglers.replay import ReplaySettings, replay_job
-from stragglers.scatter import raw_layout
+from stragglers.formats.datasets import last_columns
+from stragglers.replay.core import ReplaySettings
+from stragglers.replay.runner import replay_job
+from stragglers.convert.layout import raw_layout
 
 SCHEDULE, EVICT, FAIL, FINISH = 1, 2, 3, 4
 COLUMNS = list(machines.MACHINE_STATE_COLUMNS)
@@ -188,7 +192,9 @@ def brute_force_usage(task_usage, machine, time_us):
 
 def test_converted_machine_usage_matches_a_brute_force(generated, tmp_path):
     # two parts, two spill folders (one per part): a period at the part boundary adds up
-    from stragglers.convert import gather_shard, prepare_google, spill_google_usage, write_manifest
+    from stragglers.convert.gather import gather_shard
+    from stragglers.convert.google import prepare_google, spill_google_usage
+    from stragglers.convert.common import write_manifest
 
     task_usage = read_raw(generated / "task_usage", schema.GOOGLE_TASK_USAGE)
     prepared, out = tmp_path / "prepared", tmp_path / "out"
@@ -463,7 +469,11 @@ def test_alibaba_without_machine_tables_counts_them_missing(tmp_path):
 
 
 def test_every_machine_column_has_a_feature_category():
-    from stragglers.datasets import FEATURE_CATEGORIES, MACHINE_STATE_BY_KIND, machine_feature_category
+    from stragglers.formats.datasets import (
+        FEATURE_CATEGORIES,
+        MACHINE_STATE_BY_KIND,
+        machine_feature_category,
+    )
 
     for kind in MACHINE_STATE_BY_KIND:
         for column in machine_state_columns(kind):

@@ -529,7 +529,8 @@ def test_wrangler_through_the_replay_detects_stragglers():
     sys.path.insert(0, str(Path(__file__).parent))
     from jobfactory import LAST, make_job
 
-    from stragglers.replay import ReplaySettings, run_method_on_jobs
+    from stragglers.replay.core import ReplaySettings
+    from stragglers.replay.runner import run_method_on_jobs
 
     jobs = [make_job(240, seed=s) for s in range(3)]
     tasks, rows = run_method_on_jobs(iter(jobs), get_method("Wrangler"), {}, ReplaySettings(),

@@ -14,7 +14,8 @@ from stragglers.methods.nurd import (
     predict_logistic,
     propensity_weight,
 )
-from stragglers.replay import ReplaySettings, run_method_on_jobs
+from stragglers.replay.core import ReplaySettings
+from stragglers.replay.runner import run_method_on_jobs
 
 
 def test_centroid_ratio_by_hand():

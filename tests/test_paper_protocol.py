@@ -11,15 +11,17 @@ import pandas as pd
 import pytest
 
 from jobfactory import LAST, make_job
-from stragglers import aligned, simulate
-from stragglers.audit import VARIANTS
-from stragglers.jobdata import job_from_frame
+from stragglers.replay import aligned
+from stragglers import simulate
+from stragglers.report.audit import VARIANTS
+from stragglers.formats.jobs import job_from_frame
 from stragglers.methods.base import Method
 from stragglers.methods.gbtr import GBTR
 from stragglers.methods.nurd import NURD
 from stragglers.methods.oracle import Oracle
-from stragglers.protocol import PRESETS, resolve_rules
-from stragglers.replay import ReplaySettings, pruned_tasks, replay_job, run_method_on_jobs
+from stragglers.replay.protocols import PRESETS, resolve_rules
+from stragglers.replay.core import ReplaySettings, pruned_tasks
+from stragglers.replay.runner import replay_job, run_method_on_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -272,7 +274,7 @@ def test_audit_variants_walk_from_paper_to_causal():
 
 
 def test_audit_table_one_markdown_table_per_dataset_with_paper_numbers(tmp_path):
-    from stragglers.audit import audit_table
+    from stragglers.report.audit import audit_table
 
     methods = {"NURD a=0": {"method": "NURD", "params": {"alpha": 0}},
                "NURD a=0.5": {"method": "NURD"}, "Oracle": {"method": "Oracle"}}

@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stragglers import policies, simulate
+from stragglers.simulate import policies
+from stragglers import simulate
 
 # t0 [0,300), t1 [0,600), t2 [0,1500) flagged at 600; tau = 600 -> reference JCT 600
 START = np.array([0.0, 0.0, 0.0])
@@ -123,7 +124,7 @@ def test_per_task_attempts_and_their_validation():
 
 def test_replay_writes_the_chosen_attempts_and_evaluation_checks_them():
     from stragglers import evaluate
-    from stragglers.replay import empty_tasks_frame
+    from stragglers.formats.predictions import empty_tasks_frame
 
     assert "resume_attempts" in empty_tasks_frame()
     tasks = pd.DataFrame({

@@ -5,11 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stragglers.methods._progress import (
-    estimate_progress,
-    progress_column,
-    progress_scores,
-)
+from stragglers.methods._progress import estimate_progress, progress_column, progress_scores
 from stragglers.methods.base import Checkpoint
 
 
@@ -68,7 +64,7 @@ def test_bad_input_is_refused():
 
 
 def test_column_choice_per_dataset_kind():
-    from stragglers.datasets import feature_columns
+    from stragglers.formats.datasets import feature_columns
 
     assert progress_column(feature_columns("google-2011")) == "cpu_rate"
     assert progress_column(feature_columns("alibaba-2018")) == "cpu_avg"

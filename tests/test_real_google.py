@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stragglers import schema
-from stragglers.convert import convert_google_events
-from stragglers.datasets import feature_columns
-from stragglers.jobdata import read_job
+from stragglers.formats import raw as schema
+from stragglers.convert.one_process import convert_google_events
+from stragglers.formats.datasets import feature_columns
+from stragglers.formats.jobs import read_job
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "google-2011"
 PART = SHARED / "task_events" / "part-00000-of-00500.csv.gz"
@@ -57,7 +57,7 @@ def independent_counts(min_tasks=100):
 
 
 def test_official_checksum_verifies():
-    from stragglers.download import check_local_copy
+    from stragglers.traces.download import check_local_copy
 
     assert check_local_copy(SHARED, SHARED / "SHA256SUM") == ["task_events/part-00000-of-00500.csv.gz"]
 

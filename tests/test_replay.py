@@ -6,17 +6,12 @@ import numpy as np
 import pytest
 from jobfactory import FEATURES, LAST, make_job, make_job_frame
 
-from stragglers.jobdata import job_from_frame
+from stragglers.formats.jobs import job_from_frame
 from stragglers.methods.base import Checkpoint, Method
-from stragglers.replay import (
-    ReplaySettings,
-    checkpoint_times,
-    iterate_checkpoints,
-    prediction_start_count,
-    replay_job,
-    run_method_on_jobs,
-    straggler_threshold,
-)
+from stragglers.replay.core import ReplaySettings, checkpoint_times, straggler_threshold
+from stragglers.replay.wallclock import iterate_checkpoints
+from stragglers.formats.features import prediction_start_count
+from stragglers.replay.runner import replay_job, run_method_on_jobs
 
 
 class Recorder(Method):

@@ -10,10 +10,15 @@ import pandas as pd
 import pytest
 import yaml
 
-from stragglers import scatter
-from stragglers.convert import ShardSpill, list_parts
-from stragglers.generate import AlibabaGeneratorConfig, GoogleGeneratorConfig, generate_alibaba, generate_google
-from stragglers.pipeline import convert_trace
+from stragglers.convert import layout as scatter
+from stragglers.convert.common import ShardSpill, list_parts
+from stragglers.traces.generate import (
+    AlibabaGeneratorConfig,
+    GoogleGeneratorConfig,
+    generate_alibaba,
+    generate_google,
+)
+from stragglers.rules.data import convert_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_GOOGLE = ROOT.parent / "shared" / "data" / "google-2011"

@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 from jobfactory import LAST, make_job_frame
-from stragglers.jobdata import job_from_frame
+from stragglers.formats.jobs import job_from_frame
 from stragglers.methods import Checkpoint, JobInfo, get_method
 from stragglers.methods.late import late_selection, speculation_cap
-from stragglers.replay import ReplaySettings, iterate_checkpoints
+from stragglers.replay.core import ReplaySettings
+from stragglers.replay.wallclock import iterate_checkpoints
 
 FEATURES = ["cpu_rate", "io", "noise", "evictions_so_far"]
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stragglers.simulate import (
+from stragglers.simulate.jct import (
     DEFAULT_MACHINES,
     RESULT_COLUMNS,
     mitigated_jct_limited,

@@ -4,7 +4,11 @@ import numpy as np
 import pytest
 
 from stragglers.methods._srquant_model import (
-    choose_attempts, expected_machine_time, fit_pareto, pocd)
+    choose_attempts,
+    expected_machine_time,
+    fit_pareto,
+    pocd,
+)
 from stragglers.methods.base import Checkpoint, JobInfo
 from stragglers.methods.srquant import SRQuant, hadoop_estimate
 
@@ -88,7 +92,7 @@ def test_tight_latencies_do_not_overflow():
 
 
 def test_chosen_attempts_reach_the_replay():
-    from stragglers.replay import JobRun  # noqa: F401 - the field the replay fills
+    from stragglers.replay.core import JobRun  # noqa: F401 - the field the replay fills
     job = JobInfo("j", 6, ("x",), straggler_threshold=95.0, seed=0)
     method = SRQuant()
     method.start_job(job)

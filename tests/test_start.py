@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from jobfactory import FEATURES, FEATURES_KIND, LAST, RecordingHistory, make_job_frame, write_jobs
-from stragglers.history import JobHistory
-from stragglers.jobdata import job_from_frame
+from stragglers.replay.history import JobHistory
+from stragglers.formats.jobs import job_from_frame
 from stragglers.methods import declared_cross_job, get_method
 from stragglers.methods._start import (
     expected_stragglers,
@@ -20,7 +20,8 @@ from stragglers.methods._start import (
     start_rule,
 )
 from stragglers.methods.start import _latest_machine_state, moving_average, step_input
-from stragglers.replay import ReplaySettings, run_method_on_jobs
+from stragglers.replay.core import ReplaySettings
+from stragglers.replay.runner import run_method_on_jobs
 
 SETTINGS = ReplaySettings(grid_origin=600.0, checkpoint_interval=300.0)
 FAST_START = {"epochs": 15, "retrain_every": 2}
@@ -124,8 +125,8 @@ def trace(tmp_path, monkeypatch):
     monkeypatch.setattr(start, "_sequence_cache", {})
     monkeypatch.setattr(start, "_model_cache", {})
     manifest = write_jobs(tmp_path)
-    monkeypatch.setattr("stragglers.pipeline.last_columns", lambda kind: LAST)
-    monkeypatch.setattr("stragglers.history.FEATURES_BY_KIND", {"test": FEATURES_KIND})
+    monkeypatch.setattr("stragglers.formats.datasets.last_columns", lambda kind: LAST)
+    monkeypatch.setattr("stragglers.replay.history.FEATURES_BY_KIND", {"test": FEATURES_KIND})
     return tmp_path, manifest
 
 

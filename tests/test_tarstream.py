@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stragglers.schema import ALIBABA_2017_BATCH_INSTANCE, ALIBABA_2018_BATCH_INSTANCE
-from stragglers.tarstream import TarStreamError, iter_tar_csv
+from stragglers.formats.raw import ALIBABA_2017_BATCH_INSTANCE, ALIBABA_2018_BATCH_INSTANCE
+from stragglers.traces.tarstream import TarStreamError, iter_tar_csv
 
 
 def _rows_2018(n_rows: int, seed: int) -> bytes:

@@ -1,4 +1,4 @@
-"""Lead and early flags (stragglers/scoring/timing.py) on a hand-made job, by hand."""
+"""Lead and early flags (stragglers/evaluate/timing.py) on a hand-made job, by hand."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stragglers.scoring.timing import (
+from stragglers.evaluate.timing import (
     early_flags,
     flag_lead,
     flag_leads,
@@ -109,7 +109,7 @@ def test_a_late_flag_is_always_on_a_straggler():
 
 def test_lead_figure_is_written_even_for_a_method_that_found_nothing(tmp_path):
     from stragglers import report
-    from stragglers.evaluate import job_metrics
+    from stragglers.evaluate.metrics import job_metrics
 
     tasks, jobs = hand_made_job()
     t2, j2 = hand_made_job(method="Silent")

@@ -9,10 +9,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from stragglers.convert import convert_google
-from stragglers.generate import GoogleGeneratorConfig, generate_google
-from stragglers.pipeline import parameter_grid, predict_shard, read_manifest, tune_method, tuning_job_ids
-from stragglers.replay import ReplaySettings
+from stragglers.convert.one_process import convert_google
+from stragglers.traces.generate import GoogleGeneratorConfig, generate_google
+from stragglers.rules.predict import parameter_grid, predict_shard, tune_method
+from stragglers.formats.jobs import read_manifest, tuning_job_ids
+from stragglers.replay.core import ReplaySettings
 
 ROOT = Path(__file__).resolve().parents[1]
 

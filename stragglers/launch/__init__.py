@@ -7,7 +7,7 @@ and the online replay, `methods/` the models, `simulate` the hold-back mitigatio
 def launch_datasets(config: dict) -> list[str]:
     """Datasets the launch stage runs on: `launch.datasets`, else every dataset whose kind has
     machine state (light: the workflow calls it when it loads)."""
-    from stragglers.datasets import machine_state_columns
+    from stragglers.formats.datasets import machine_state_columns
 
     launch = config.get("launch") or {}
     if not launch.get("methods"):

@@ -22,7 +22,7 @@ The mixed-norm formulations (§4.3, eqs. 15-16, 26-30) minimise
 lambda (sum_m ||w~_m||_2)^2 + sum hinge over blocks m of w~'s entries (fps: one block per
 partition; fgs: one per group; ffs1: one per group and feature category, eq. 28; ffs2: one
 per feature category across every group, eqs. 29-30). The categories are the paper's (CPU,
-memory, disk, network, other system counters; `stragglers.datasets.MACHINE_FEATURE_CATEGORY`
+memory, disk, network, other system counters; `stragglers.formats.datasets.MACHINE_FEATURE_CATEGORY`
 places the traces' machine columns; no trace column measures the network). As the paper (Aflalo et al., 2011), we use the variational form (eq. 20):
 (sum_m ||w_m||)^2 = min over eta in the simplex of sum_m ||w_m||^2 / eta_m, and alternate
 (a) for fixed eta, a standard SVM on features whose block m is scaled by sqrt(eta_m), and
@@ -39,9 +39,8 @@ unseen node uses the other partitions' weights.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp

@@ -10,7 +10,7 @@ back) is the baseline: JCT = the trace's.
 Per (job, repeat): jct_base, jct_mitigated, reduction = (base - mitigated) / base, machine
 time (sum of the durations that ran: the held-back task never ran its first placement), and
 whether the job met its deadline D = factor x the job's reference JCT
-(`stragglers.policies.reference_jct`: every latency cut to the straggler threshold), for PoCD.
+(`stragglers.simulate.policies.reference_jct`: every latency cut to the straggler threshold), for PoCD.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 from stragglers.launch.tasks import job_threshold
-from stragglers.policies import reference_jct
-from stragglers.simulate import replacement_durations, replacement_uniforms
+from stragglers.simulate.jct import replacement_durations, replacement_uniforms
+from stragglers.simulate.policies import reference_jct
 
 
 def hold_back_ends(

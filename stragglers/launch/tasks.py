@@ -3,7 +3,7 @@
 A row is what is known when the task is placed: its job, its node (the machine of its first
 SCHEDULE, `machine_id` of the converted files), its workload (a per-job attribute of the
 manifest chosen by the `workload` setting) and its machine's state just before it started
-(`launch_machine_*`, `stragglers.machines`); plus, for scoring only, its latency and label.
+(`launch_machine_*`, `stragglers.convert.machines`); plus, for scoring only, its latency and label.
 
 Labels (setting `label`):
 - `p90`: latency at or above its job's p90 (`straggler_quantile`), the label of Table 3;
@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from stragglers.datasets import machine_state_columns
-from stragglers.jobdata import launch_columns
+from stragglers.formats.datasets import machine_state_columns
+from stragglers.formats.jobs import launch_columns
 
 LABELS = ("p90", "wrangler")
 # per-job attributes the conversion writes to the manifest (workload_<name>)

@@ -32,7 +32,7 @@ class JobInfo:
     seed: int  # per (method, job) seed derived from the config's seed
     true_latency: np.ndarray | None = None  # only for privileged methods
     # cross-job methods only (Method.cross_job): the dataset's jobs, handed out once finished
-    # (stragglers.history.JobHistory), and this job's start on the trace's clock
+    # (stragglers.replay.history.JobHistory), and this job's start on the trace's clock
     history: Any = None
     job_start: float = float("nan")
     # methods with uses_machine_state: the columns of the Checkpoint's machine state arrays
@@ -55,7 +55,7 @@ class Checkpoint:
     prescaled: bool = False
     # methods with uses_machine_state only (None otherwise, and for kinds without it): the
     # state of each task's machine at its latest window available now (`*_machine_state`)
-    # and just before the task started (`*_launch_state`); see stragglers.machines
+    # and just before the task started (`*_launch_state`); see stragglers.convert.machines
     finished_machine_state: np.ndarray | None = None  # (n_fin, m)
     running_machine_state: np.ndarray | None = None  # (n_run, m)
     finished_launch_state: np.ndarray | None = None

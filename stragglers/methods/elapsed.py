@@ -3,7 +3,7 @@
 A floor, not a contender: a task still running at elapsed time tau will have latency > tau,
 so every flag is a true straggler, but it is raised exactly when the label can be read off the
 clock, too late to help. It shows how much of a method's F1 can come from the clock alone
-(see the early-flag metrics of `stragglers.scoring.timing`). Uses no feature and no model.
+(see the early-flag metrics of `stragglers.evaluate.timing`). Uses no feature and no model.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ At each checkpoint (tau_est):
    checkpoints that have since finished, plus each finished task at fixed shares of its
    latency) and, with ``earlier_jobs`` > 0, on the finished tasks of the latest
    ``earlier_jobs`` jobs of the dataset that had finished by the checkpoint (the paper trains
-   on earlier jobs; ``stragglers.history.JobHistory`` never hands out a job still running).
+   on earlier jobs; ``stragglers.replay.history.JobHistory`` never hands out a job still running).
    Times are in units of each job's median finished latency, so jobs of different lengths
    share one model. Fitted at the first prediction checkpoint and refitted every
    ``refit_every`` checkpoints. It never sees a running task's latency.
@@ -30,10 +30,14 @@ from __future__ import annotations
 import numpy as np
 
 from stragglers.methods._laser_model import (
-    choose_attempts, fit_regressor, predict_regressor, simulate_resume, task_training_set)
+    choose_attempts,
+    fit_regressor,
+    predict_regressor,
+    simulate_resume,
+    task_training_set,
+)
 from stragglers.methods._online import validate_checkpoint
 from stragglers.methods.base import Checkpoint, JobInfo, Method
-
 
 # examples of earlier jobs, per (converted dir, job, fractions): shared by the LASER instances
 # of one process (one per job), bounded
@@ -46,7 +50,7 @@ def earlier_job_examples(job, last_columns: np.ndarray, elapsed_fractions: np.nd
     """A finished earlier job's tasks as task-network examples: each task's final features at
     elapsed = f x its latency for f in `elapsed_fractions`, elapsed and target in units of the
     job's median latency. Tasks with no usage window are left out."""
-    from stragglers.replay import FeatureAccumulator, fill_missing
+    from stragglers.formats.features import FeatureAccumulator, fill_missing
 
     accumulator = FeatureAccumulator(job, last_columns)
     accumulator.advance(np.inf)
@@ -162,7 +166,7 @@ class LASER(Method):
         if history is None:
             raise ValueError("method LASER: earlier_jobs > 0 needs the dataset's job history "
                              "(JobInfo.history), which this run did not provide")
-        from stragglers.pipeline import last_columns
+        from stragglers.formats.datasets import last_columns
 
         fractions = np.asarray(self.params["elapsed_fractions"], dtype=np.float64)
         finished = history.finished_before(time).tail(int(self.params["earlier_jobs"]))

@@ -12,7 +12,7 @@ zero-padded) do not fit jobs of 100-400 tasks, so each is summarised to a fixed 
   running tasks; shares of finished and running tasks; the finished latencies and running
   elapsed times over the smallest finished latency, in logs (mean, std, max);
 - host matrix: mean and std of the sign-log machine state of the running tasks' machines
-  (`Checkpoint.running_machine_state`, `stragglers.machines`), absent when the dataset has
+  (`Checkpoint.running_machine_state`, `stragglers.convert.machines`), absent when the dataset has
   none.
 
 Outputs: (ln(beta / x_min), ln(alpha - 1)), x_min the smallest finished latency at that step,
@@ -35,7 +35,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from stragglers.methods._start import ALPHA_MAX, ALPHA_MIN, clip_alpha, pareto_mle, start_rule
+from stragglers.methods._start import (
+    ALPHA_MAX,
+    ALPHA_MIN,
+    clip_alpha,
+    pareto_mle,
+    start_rule,
+)
 from stragglers.methods.base import Checkpoint, JobInfo
 from stragglers.methods.start_mle import StartMLE
 
@@ -114,7 +120,11 @@ def _latest_machine_state(job, t: float, tasks: np.ndarray) -> np.ndarray | None
 def job_sequence(job, last_columns: np.ndarray, start_fraction: float, max_steps: int,
                  n_machine_features: int) -> tuple[np.ndarray, np.ndarray]:
     """A finished earlier job replayed on its own checkpoint grid: (inputs (T, D), x_min (T,))."""
-    from stragglers.replay import FeatureAccumulator, fill_missing, prediction_start_count
+    from stragglers.formats.features import (
+        FeatureAccumulator,
+        fill_missing,
+        prediction_start_count,
+    )
 
     step = float(np.median(job.window_end - job.window_start)) if len(job.window_end) else 0.0
     needed = prediction_start_count(job.n_tasks, start_fraction)
@@ -242,7 +252,7 @@ class Start(StartMLE):
         key = (str(history.converted_dir), job_id, self.params["start_fraction"],
                self.params["max_steps"], self.n_machine_features)
         if key not in _sequence_cache:
-            from stragglers.pipeline import last_columns
+            from stragglers.formats.datasets import last_columns
 
             job = history.load(job_id, time)
             inputs, minima = job_sequence(

@@ -28,7 +28,6 @@ from pyod.models.xgbod import XGBOD as PyodXGBOD
 from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Checkpoint
 
-
 TOS_CHOICES = ("compact", "pyod_default")
 
 

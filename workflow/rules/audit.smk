@@ -1,5 +1,5 @@
 # The reproduction audit (`snakemake --cores 2 audit`): the paper's experiment, then one rule
-# at a time to our causal protocol (stragglers/audit.py, docs/protocols.md).
+# at a time to our causal protocol (stragglers/report/audit.py, docs/protocols.md).
 
 
 rule audit_variant:

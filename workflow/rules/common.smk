@@ -136,8 +136,8 @@ def final_targets():
     return targets
 
 
-# --- scatter-gather conversion (stragglers/scatter.py): raw files known when the DAG is built
-from stragglers.scatter import raw_layout
+# --- scatter-gather conversion (stragglers/convert/layout.py): raw files known when the DAG is built
+from stragglers.convert.layout import raw_layout
 
 _LAYOUTS = {}
 
@@ -237,7 +237,7 @@ def converted_all_shards(wildcards):
 
 
 # The reproduction audit (workflow/rules/audit.smk).
-from stragglers.audit import VARIANTS as AUDIT_VARIANTS
+from stragglers.report.audit import VARIANTS as AUDIT_VARIANTS
 
 
 def audit_replay(dataset):

@@ -38,7 +38,7 @@ rule verify_local_trace:
 # declared output: Snakemake deletes the outputs of a failed job, and an interrupted 20 GB
 # transfer must keep its .part file to resume. Each file has its own job and a marker written
 # only once the file is fetched and verified; `--resources download_slots=N` bounds how many
-# run at once (each job holds one slot). The files are the layout's (stragglers/scatter.py):
+# run at once (each job holds one slot). The files are the layout's (stragglers/convert/layout.py):
 # with `download.machine_tables` (default true) the machine tables too, Google's machine_events
 # part (verified with SHA256SUM) and Alibaba 2018's machine_meta / machine_usage archives
 # (verified with download.machine_meta_sha256 / machine_usage_sha256).
@@ -92,7 +92,7 @@ rule download_trace:
         "../../scripts/download_trace.py"
 
 
-# Conversion, scattered (stragglers/scatter.py): prepare (google-2011: the task events of every
+# Conversion, scattered (stragglers/convert/layout.py): prepare (google-2011: the task events of every
 # part) -> one convert_part job per group of raw parts (spills rows per shard) -> one
 # gather_shard job per shard (its per-job files) -> convert_manifest (manifest + report.json).
 rule convert_prepare:

@@ -1,7 +1,7 @@
 """The interface of a launch-time model (one file per model in this folder, found by
 `stragglers.launch.methods.registry`).
 
-The protocol (`stragglers.launch.protocol`) hands a model only rows of tasks whose jobs had
+The protocol (`stragglers.launch.crossjob`) hands a model only rows of tasks whose jobs had
 finished before the prediction time, already standardised and with stragglers oversampled:
 
     model = ModelClass(params, seed)

@@ -1,7 +1,7 @@
 """The MTL paper's formulations (§5.2, Table 4) as launch-time methods, one class each:
 lambda = 1 for every partition as the paper sets; see stragglers/launch/mtl.py."""
 
-from stragglers.datasets import machine_feature_category
+from stragglers.formats.datasets import machine_feature_category
 from stragglers.launch.methods.base import LaunchMethod
 from stragglers.launch.mtl import MultiTaskSVM
 

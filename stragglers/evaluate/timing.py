@@ -1,0 +1,222 @@
+"""How early a flag came: lead, early flags, early-TPR / early-F1.
+
+Works on the replay's prediction tables (`stragglers.formats.predictions`),
+never on method code. Definitions, for an evaluated task with start s, end e, flag time f and
+its job's straggler threshold tau:
+
+- **lead** of a flagged true straggler = (e - f) / (e - s): the share of its life still ahead
+  when it was flagged (1 = flagged as it started, near 0 = flagged as it finished). Only true
+  positives have a lead.
+- A flag is **early** when f - s < tau: raised while the task's elapsed time is still below
+  tau, i.e. before the label could be read off the clock. A flag with f - s >= tau is **late**.
+  A task still running at elapsed time tau has latency > tau, so a late flag is always on a
+  true straggler; late flags on non-stragglers cannot happen.
+- **early-TPR / early-F1**: the confusion matrix in which only early flags are predicted
+  positives: early_tp = stragglers flagged early, early_fn = stragglers not flagged or flagged
+  late (a late flag is a miss), early_fp = non-stragglers flagged (all such flags are early,
+  see above), early_tn = the rest. Rates as in `stragglers.evaluate.rates`, with the same edge
+  cases (a job without scored straggler is unscorable; failed jobs have no metrics).
+- **early share** = early_tp / tp: the share of found stragglers that were found early.
+
+Per dataset and method the summary gives the means over scored jobs of early-TPR and
+early-F1 (as Table 3 averages TPR and F1) and the **median lead** over all flagged true
+stragglers of all scored jobs pooled (each straggler counts once, so large jobs weigh more).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from stragglers.evaluate.metrics import rates, sort_rows, validate_predictions
+from stragglers.formats.predictions import KEYS
+
+TIMING_COLUMNS = ["early_tp", "early_fp", "early_fn", "early_tn", "early_TPR",
+                  "early_precision", "early_F1", "early_share", "median_lead"]
+LEAD_COLUMNS = ["dataset", "method", "family", "privileged", "job_id", "task", "task_start",
+                "task_end", "flag_time", "elapsed_at_flag", "straggler_threshold", "lead",
+                "early"]
+
+
+def flag_lead(task_start, task_end, flag_time) -> np.ndarray:
+    """(task_end - flag_time) / (task_end - task_start); NaN where not flagged or latency 0."""
+    start = np.asarray(task_start, dtype=np.float64)
+    end = np.asarray(task_end, dtype=np.float64)
+    flag = np.asarray(flag_time, dtype=np.float64)
+    latency = end - start
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(latency > 0, (end - flag) / latency, np.nan)
+
+
+def early_flags(task_start, flag_time, straggler_threshold) -> np.ndarray:
+    """True where a flag was raised while elapsed time (flag - start) was below tau."""
+    elapsed = np.asarray(flag_time, dtype=np.float64) - np.asarray(task_start, dtype=np.float64)
+    return elapsed < np.asarray(straggler_threshold, dtype=np.float64)  # NaN flag -> False
+
+
+def _scored_rows(tasks: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
+    """Evaluated task rows of jobs that ran, with their job's threshold, family and flags."""
+    scored = tasks[tasks["evaluated"].to_numpy(bool)]
+    job_part = jobs.loc[jobs["status"] == "ok",
+                        KEYS + ["family", "privileged", "straggler_threshold"]]
+    rows = scored.merge(job_part, on=KEYS, how="inner")
+    rows["early"] = early_flags(rows["task_start"], rows["flag_time"],
+                                rows["straggler_threshold"])
+    rows["lead"] = flag_lead(rows["task_start"], rows["task_end"], rows["flag_time"])
+    return rows
+
+
+def flag_leads(tasks: pd.DataFrame, jobs: pd.DataFrame, validated: bool = False) -> pd.DataFrame:
+    """One row per flagged, evaluated true straggler: its lead and whether the flag was early.
+
+    `validated=True` skips `validate_predictions` (the tables came from `load_predictions`)."""
+    if not validated:
+        validate_predictions(tasks, jobs)
+    rows = _scored_rows(tasks, jobs)
+    hits = rows[rows["flagged"].to_numpy(bool) & rows["is_straggler"].to_numpy(bool)].copy()
+    hits["elapsed_at_flag"] = hits["flag_time"] - hits["task_start"]
+    return sort_rows(hits[LEAD_COLUMNS].reset_index(drop=True), extra=["job_id", "task"])
+
+
+def timing_job_metrics(tasks: pd.DataFrame, jobs: pd.DataFrame,
+                       validated: bool = False) -> pd.DataFrame:
+    """Per (dataset, method, job_id) of every job in `jobs`: the early confusion matrix,
+    early-TPR/precision/F1, early share and the job's median lead (NaN: failed, unscorable
+    or, for the lead, no straggler found). `validated` as in `flag_leads`."""
+    if not validated:
+        validate_predictions(tasks, jobs)
+    rows = _scored_rows(tasks, jobs)
+    truth = rows["is_straggler"].to_numpy(bool)
+    flagged = rows["flagged"].to_numpy(bool)
+    early = rows["early"].to_numpy(bool) & flagged
+    counts = pd.DataFrame({
+        **{k: rows[k].to_numpy() for k in KEYS},
+        "early_tp": (truth & early).astype(np.int64),
+        "early_fp": (~truth & early).astype(np.int64),
+        "early_fn": (truth & ~early).astype(np.int64),
+        "early_tn": (~truth & ~early).astype(np.int64),
+        "tp": (truth & flagged).astype(np.int64),
+        "lead": np.where(truth & flagged, rows["lead"].to_numpy(float), np.nan),
+    })
+    grouped = counts.groupby(KEYS, sort=False, observed=True)
+    per_job = grouped[["early_tp", "early_fp", "early_fn", "early_tn", "tp"]].sum()
+    per_job["median_lead"] = grouped["lead"].median()
+    per_job = per_job.reset_index()
+    out = jobs[KEYS].merge(per_job, on=KEYS, how="left")
+    has_stragglers = (out["early_tp"] + out["early_fn"]).fillna(0).to_numpy() > 0
+    computed = rates(*(out[c].fillna(0).to_numpy(float)
+                       for c in ("early_tp", "early_fp", "early_fn", "early_tn")))
+    out["early_TPR"] = np.where(has_stragglers, computed["TPR"], np.nan)
+    out["early_precision"] = np.where(has_stragglers, computed["precision"], np.nan)
+    out["early_F1"] = np.where(has_stragglers, computed["F1"], np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["early_share"] = np.where(out["tp"].fillna(0) > 0,
+                                      out["early_tp"] / out["tp"], np.nan)
+    out["median_lead"] = np.where(has_stragglers, out["median_lead"], np.nan)
+    for column in ("early_tp", "early_fp", "early_fn", "early_tn"):
+        out[column] = out[column].astype("Int64")
+    return out[KEYS + TIMING_COLUMNS]
+
+
+def timing_summary(job_metrics: pd.DataFrame, leads: pd.DataFrame) -> pd.DataFrame:
+    """Per (dataset, method): mean early-TPR and early-F1 over scored jobs (status "ok" in
+    `job_metrics`, which must carry the TIMING_COLUMNS), early share and median lead over the
+    pooled flagged stragglers of those jobs, and how many stragglers were flagged."""
+    missing = [c for c in KEYS + ["status", "early_TPR", "early_F1"] if c not in job_metrics]
+    if missing:
+        raise ValueError(f"job metrics lack timing columns {missing}")
+    scored = job_metrics[job_metrics["status"] == "ok"]
+    group = ["dataset", "method"]
+    out = (
+        scored.groupby(group, sort=False, observed=True)
+        .agg(early_TPR=("early_TPR", "mean"), early_F1=("early_F1", "mean"),
+             early_F1_std=("early_F1", "std"))
+        .reset_index()
+    )
+    pooled = leads.merge(scored[KEYS], on=KEYS, how="inner")
+    lead_stats = (
+        pooled.groupby(group, sort=False, observed=True)
+        .agg(stragglers_flagged=("lead", "size"), early_share=("early", "mean"),
+             median_lead=("lead", "median"))
+        .reset_index()
+    )
+    everything = job_metrics[group].drop_duplicates()
+    out = everything.merge(out, on=group, how="left").merge(lead_stats, on=group, how="left")
+    out["stragglers_flagged"] = out["stragglers_flagged"].fillna(0).astype(np.int64)
+    return out
+
+
+def lead_over_time(
+    tasks: pd.DataFrame, jobs: pd.DataFrame, n_points: int = 10, validated: bool = False
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Early-F1 and lead at the normalised times of `evaluate.f1_over_time`.
+
+    At t_k = job_start + k / n_points * (job_end - job_start): early_F1 counts only early
+    flags raised by t_k as positives; median_lead is the median lead of the true stragglers
+    flagged by t_k (NaN if none yet). Returns (per_job, mean) keyed like f1_over_time's
+    frames (dataset, method, job_id, k) / (dataset, method, k); mean has the mean early_F1
+    over jobs and the median lead over the pooled flagged stragglers of all jobs.
+    `validated` as in `flag_leads`.
+    """
+    if int(n_points) != n_points or n_points < 1:
+        raise ValueError(f"n_points must be a positive integer, got {n_points!r}")
+    n_points = int(n_points)
+    if not validated:
+        validate_predictions(tasks, jobs)
+    rows = _scored_rows(tasks, jobs).merge(
+        jobs[KEYS + ["job_start", "job_end"]], on=KEYS, how="left"
+    )
+    fractions = np.arange(1, n_points + 1) / n_points
+    start = rows["job_start"].to_numpy(float)[:, None]
+    end = rows["job_end"].to_numpy(float)[:, None]
+    times = np.where(fractions == 1.0, end, start + fractions * (end - start))
+    flagged_by = rows["flag_time"].to_numpy(float)[:, None] <= times  # NaN -> False
+    truth = rows["is_straggler"].to_numpy(bool)[:, None]
+    early = rows["early"].to_numpy(bool)[:, None] & flagged_by
+    group_ids = rows.groupby(KEYS, sort=False, observed=True).ngroup().to_numpy()
+    job_keys = rows[KEYS].drop_duplicates().reset_index(drop=True)
+    n_groups = len(job_keys)
+
+    def per_group(values: np.ndarray) -> np.ndarray:
+        return np.stack([np.bincount(group_ids, weights=values[:, j], minlength=n_groups)
+                         for j in range(values.shape[1])], axis=1)
+
+    early_tp = per_group(truth & early)
+    early_fp = per_group(~truth & early)
+    stragglers = per_group(np.broadcast_to(truth, early.shape))
+    computed = rates(early_tp, early_fp, stragglers - early_tp,
+                     per_group(np.broadcast_to(~truth, early.shape)) - early_fp)
+    # leads of the true stragglers flagged by each t_k, in long form: (job group, k, lead)
+    hit_row, hit_k = np.nonzero(truth & flagged_by)
+    hits = pd.DataFrame({"g": group_ids[hit_row], "k": hit_k + 1,
+                         "lead": rows["lead"].to_numpy(float)[hit_row]})
+    per_job_lead = np.full((n_groups, n_points), np.nan)
+    if len(hits):
+        medians = hits.groupby(["g", "k"], sort=False)["lead"].median()
+        g_index = medians.index.get_level_values("g").to_numpy()
+        k_index = medians.index.get_level_values("k").to_numpy()
+        per_job_lead[g_index, k_index - 1] = medians.to_numpy()
+    per_job = pd.DataFrame({
+        **{k: np.repeat(job_keys[k].to_numpy(), n_points) for k in KEYS},
+        "k": np.tile(np.arange(1, n_points + 1), n_groups),
+        "early_F1": computed["F1"].ravel(),
+        "early_TPR": computed["TPR"].ravel(),
+        "median_lead": per_job_lead.ravel(),
+    })
+    scorable_job = stragglers[:, 0] > 0
+    per_job = per_job[np.repeat(scorable_job, n_points)].reset_index(drop=True)
+    # pooled median lead per (dataset, method, k) over the scorable jobs' flagged stragglers
+    hits = hits[scorable_job[hits["g"].to_numpy()]]
+    pooled = (
+        hits.assign(dataset=job_keys["dataset"].to_numpy()[hits["g"].to_numpy()],
+                    method=job_keys["method"].to_numpy()[hits["g"].to_numpy()])
+        .groupby(["dataset", "method", "k"], sort=False)["lead"].median()
+        .rename("median_lead").reset_index()
+    )
+    mean = (
+        per_job.groupby(["dataset", "method", "k"], sort=False, observed=True)
+        .agg(early_F1=("early_F1", "mean"), early_TPR=("early_TPR", "mean"))
+        .reset_index()
+    )
+    mean = mean.merge(pooled, on=["dataset", "method", "k"], how="left")
+    return per_job, mean

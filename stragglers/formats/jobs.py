@@ -1,0 +1,203 @@
+"""The converted per-job format shared by conversion, replay and evaluation.
+
+One Parquet file per trace job, one row per measurement window of a task:
+
+    task            int32    task position in the job, 0..n_tasks-1 (dense)
+    window_start    float64  seconds on the trace's clock
+    window_end      float64  seconds on the trace's clock (> window_start)
+    available_from  float64  seconds: when a monitor could first read this window's values
+                             (Google: the window's end; Alibaba: see README, deviations)
+    <features>      float64  the dataset kind's feature columns (stragglers.formats.datasets)
+    task_id         string   the task's identity in the raw trace (Google task index,
+                             Alibaba instance name)
+    task_start      float64  seconds: first time the task was scheduled / started
+    task_end        float64  seconds: the time it finished
+    latency         float64  task_end - task_start, seconds
+    machine_id      string   machine of the finishing attempt
+    evictions       int32    evictions over the task's life (per-task total)
+    failures        int32    failures over the task's life (per-task total)
+
+Google kinds also carry the machine's state (stragglers.convert.machines, stragglers.formats.datasets
+MACHINE_STATE_BY_KIND): `machine_*` per window (at the window's end) and `launch_machine_*`
+per task (just before its first SCHEDULE); read only when asked for (`machine_state`).
+
+Per-task columns repeat on each of the task's rows (Parquet's dictionary/RLE encoding keeps
+that cheap). The manifest (one per dataset) lists the jobs kept: dataset, job_id, n_tasks,
+n_windows, shard, path (relative to the manifest), job_start, job_end, and the job's workload
+attributes (`workload_*`, MANIFEST_WORKLOAD_COLUMNS: what groups similar jobs for the
+launch-time models; Google: user and scheduling class; Alibaba 2018: task type and task-name
+family).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+from stragglers.formats.datasets import FEATURES_BY_KIND, machine_state_columns
+
+WINDOW_COLUMNS = ["task", "window_start", "window_end", "available_from"]
+# per-task facts, repeated on each of the task's window rows of a converted job file
+TASK_FACT_COLUMNS = [
+    "task_id",
+    "task_start",
+    "task_end",
+    "latency",
+    "machine_id",
+    "evictions",
+    "failures",
+]
+MANIFEST_COLUMNS = [
+    "dataset",
+    "job_id",
+    "n_tasks",
+    "n_windows",
+    "shard",
+    "path",
+    "job_start",
+    "job_end",
+]
+MANIFEST_WORKLOAD_COLUMNS = {
+    "google-2011": ["workload_user", "workload_scheduling_class"],
+    "google-2011-events": ["workload_user", "workload_scheduling_class"],
+    "alibaba-2018": ["workload_task_type", "workload_task_family"],
+    "alibaba-2017": [],
+}
+
+
+def manifest_columns(kind: str) -> list[str]:
+    return MANIFEST_COLUMNS + MANIFEST_WORKLOAD_COLUMNS.get(kind, [])
+
+
+@dataclass
+class Job:
+    """One converted job, in arrays: windows sorted by (available_from, task)."""
+
+    job_id: str
+    feature_names: list[str]
+    # windows
+    window_task: np.ndarray  # int, task position
+    window_start: np.ndarray
+    window_end: np.ndarray
+    available_from: np.ndarray
+    window_features: np.ndarray  # (n_windows, d)
+    # tasks
+    task_id: np.ndarray  # str
+    task_start: np.ndarray
+    task_end: np.ndarray
+    latency: np.ndarray
+    machine_id: np.ndarray
+    evictions: np.ndarray
+    failures: np.ndarray
+    # the machine's state, when read (machine_state columns)
+    machine_state_names: list[str] = field(default_factory=list)
+    window_machine_state: np.ndarray | None = None  # (n_windows, m), at each window's end
+    launch_machine_state: np.ndarray | None = None  # (n_tasks, m), just before each task started
+
+    @property
+    def n_tasks(self) -> int:
+        return len(self.latency)
+
+
+LAUNCH_PREFIX = "launch_"
+
+
+def launch_columns(machine_state) -> list[str]:
+    """The per-task columns of the machine state just before each task started."""
+    return [LAUNCH_PREFIX + c for c in machine_state]
+
+
+def job_from_frame(
+    job_id: str, frame: pd.DataFrame, feature_names: list[str], machine_state: list[str] = ()
+) -> Job:
+    """Split a converted job's window rows into window arrays and per-task arrays."""
+    missing = [c for c in WINDOW_COLUMNS + TASK_FACT_COLUMNS + feature_names if c not in frame]
+    if missing:
+        raise ValueError(f"job {job_id}: converted file lacks columns {missing}")
+    machine_state = list(machine_state)
+    launch = launch_columns(machine_state)
+    missing = [c for c in machine_state + launch if c not in frame]
+    if missing:
+        raise ValueError(
+            f"job {job_id}: converted file lacks the machine state columns {missing}: it was "
+            "converted before they existed; delete resources/converted/<dataset> and rerun"
+        )
+    frame = frame.sort_values(["available_from", "task", "window_start"], kind="stable")
+    tasks = frame.drop_duplicates("task").sort_values("task")
+    n_tasks = len(tasks)
+    if not np.array_equal(tasks["task"].to_numpy(), np.arange(n_tasks)):
+        raise ValueError(f"job {job_id}: task positions are not dense 0..{n_tasks - 1}")
+    return Job(
+        job_id=str(job_id),
+        feature_names=list(feature_names),
+        window_task=frame["task"].to_numpy(np.int64),
+        window_start=frame["window_start"].to_numpy(np.float64),
+        window_end=frame["window_end"].to_numpy(np.float64),
+        available_from=frame["available_from"].to_numpy(np.float64),
+        window_features=frame[feature_names].to_numpy(np.float64),
+        task_id=tasks["task_id"].astype(str).to_numpy(),
+        task_start=tasks["task_start"].to_numpy(np.float64),
+        task_end=tasks["task_end"].to_numpy(np.float64),
+        latency=tasks["latency"].to_numpy(np.float64),
+        machine_id=tasks["machine_id"].astype(str).to_numpy(),
+        evictions=tasks["evictions"].to_numpy(np.int64),
+        failures=tasks["failures"].to_numpy(np.int64),
+        machine_state_names=machine_state,
+        window_machine_state=frame[machine_state].to_numpy(np.float64) if machine_state else None,
+        launch_machine_state=tasks[launch].to_numpy(np.float64) if machine_state else None,
+    )
+
+
+def read_job(
+    path: str | Path, job_id: str, feature_names: list[str], machine_state: list[str] = ()
+) -> Job:
+    """`machine_state`: machine columns to read too (`stragglers.formats.datasets.machine_state_columns`)."""
+    wanted = list(machine_state) + launch_columns(machine_state)
+    columns = WINDOW_COLUMNS + TASK_FACT_COLUMNS + list(feature_names)
+    if wanted:
+        present = set(pq.read_schema(path).names)
+        missing = [c for c in wanted if c not in present]
+        if missing:
+            raise ValueError(
+                f"{path}: converted file lacks the machine state columns {missing}: it was "
+                "converted before they existed (or its dataset kind has none); delete "
+                "resources/converted/<dataset> and rerun"
+            )
+    frame = pd.read_parquet(path, columns=columns + wanted)
+    return job_from_frame(job_id, frame, feature_names, machine_state)
+
+def read_manifest(converted_dir: Path | str) -> pd.DataFrame:
+    path = Path(converted_dir) / "manifest.parquet"
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no manifest; run the conversion first")
+    return pd.read_parquet(path)
+
+
+def tuning_job_ids(manifest: pd.DataFrame, n_jobs: int) -> list[str]:
+    """The paper's tuning protocol sets aside a few jobs per dataset (6): here the first
+    `n_jobs` by job id (the paper's Alibaba choice; its six Google jobs are not identified)."""
+    return sorted(manifest["job_id"].astype(str))[:n_jobs] if n_jobs > 0 else []
+
+
+def iter_shard_jobs(
+    converted_dir: Path | str, kind: str, shard: int | None, skip_tuning_jobs: int = 0,
+    only_jobs: list[str] | None = None, machine_state: bool = False,
+) -> Iterator[Job]:
+    """Jobs of one shard (None: all shards), without the tuning jobs, or only `only_jobs`;
+    with `machine_state`, the kind's machine state columns too."""
+    manifest = read_manifest(converted_dir)
+    features = [f.column for f in FEATURES_BY_KIND[kind]]
+    machine = machine_state_columns(kind) if machine_state else []
+    selected = manifest if shard is None else manifest[manifest["shard"] == shard]
+    if only_jobs is not None:
+        selected = selected[selected["job_id"].astype(str).isin(only_jobs)]
+    tuning = set(tuning_job_ids(manifest, skip_tuning_jobs))
+    for row in selected.sort_values("job_id").itertuples():
+        if str(row.job_id) in tuning:
+            continue
+        yield read_job(Path(converted_dir) / row.path, row.job_id, features, machine)

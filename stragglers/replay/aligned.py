@@ -1,0 +1,181 @@
+"""The reference script's aligned timeline (`replay.overrides.timeline: aligned`).
+
+Every task starts at 0; checkpoint k is each task's k-th usage window (counted from its own
+start, k = 0 first). Rules, each a small function tested by hand (docs/protocols.md):
+
+1. A task's latency is the sum of its window durations (`AlignedView.latency`).
+2. Features at window k: `divided_by_final` = sum over j <= k of duration_j / latency * x_j;
+   `mean_so_far` = duration-weighted mean of windows 0..k (EV/FL-style `last` columns: the
+   latest value).
+3. `scaling: final`: features and latency min-max scaled with all tasks' final values; a
+   constant column is dropped (`final_scale`).
+4. tau = sorted latencies at index int(q * n); initial finished set = latency < sorted
+   latencies at index int(start_fraction * n) (`initial_split`).
+5. Pruning of the scored set: `stragglers.replay.core.pruned_tasks`.
+6. Checkpoints k = 2 .. K - 2, K the longest straggler's window count: the reference script
+   runs k = 2 .. K - 1 but scores the flags up to its second-to-last checkpoint, so the last
+   one cannot change any result and is not run. A task runs at k if it has a k-th window
+   (flagged tasks stay among the running rows, as in the script); after checkpoint k the tasks
+   whose last window is k join the finished set (`finished_at`).
+
+A window longer than the checkpoint interval is cut into pieces of that length carrying its
+values (only Alibaba's one-window-per-instance rows are that long; Google usage windows are
+300 s and the events-only windows are cut on the grid already). A flag at checkpoint k is
+recorded at aligned time (k + 1) * interval, the end of a full k-th window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from stragglers.formats.jobs import Job
+
+FIRST_CHECKPOINT = 2  # the reference script's first k
+
+
+@dataclass
+class AlignedView:
+    """A job's windows re-timed from each task's own start, one row per (task, window index)."""
+
+    n_windows: np.ndarray  # (n,) windows per task
+    offset: np.ndarray  # (n,) first row of each task
+    latency: np.ndarray  # (n,) seconds: sum of the task's window durations
+    elapsed: np.ndarray  # (rows,) seconds from the task's start to the end of the window
+    cumulative: np.ndarray  # (rows, d) features at each window under the feature rule
+
+    def rows(self, tasks: np.ndarray, k: int) -> np.ndarray:
+        return self.offset[tasks] + k
+
+    def final(self) -> np.ndarray:
+        return self.cumulative[self.offset + self.n_windows - 1]
+
+
+def split_windows(
+    task: np.ndarray, duration: np.ndarray, values: np.ndarray, piece: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Cut windows longer than `piece` seconds into pieces of `piece` (the last shorter)."""
+    count = np.maximum(1, np.ceil(duration / piece - 1e-9)).astype(np.int64)
+    if np.all(count == 1):
+        return task, duration, values
+    index = np.repeat(np.arange(len(duration)), count)
+    position = np.arange(len(index)) - np.repeat(np.cumsum(count) - count, count)
+    pieces = np.minimum(piece, duration[index] - position * piece)
+    return task[index], pieces, values[index]
+
+
+def build_view(job: Job, last_columns: np.ndarray, features: str, piece: float) -> AlignedView:
+    """The aligned windows of `job` and the cumulative features of rule 2."""
+    order = np.lexsort((job.window_start, job.window_task))
+    task, duration, values = split_windows(
+        job.window_task[order],
+        (job.window_end - job.window_start)[order],
+        job.window_features[order],
+        piece,
+    )
+    n = job.n_tasks
+    n_windows = np.bincount(task, minlength=n)
+    if np.any(n_windows == 0):
+        raise ValueError(f"job {job.job_id}: task {int(np.argmin(n_windows))} has no window")
+    offset = np.cumsum(n_windows) - n_windows
+    latency = np.bincount(task, weights=duration, minlength=n)
+    present = ~np.isnan(values)
+    weighted = np.where(present, values, 0.0) * duration[:, None]
+    group = pd.Series(task)
+    elapsed = pd.Series(duration).groupby(group).cumsum().to_numpy()
+    if features == "divided_by_final":
+        cumulative = pd.DataFrame(weighted / latency[task, None]).groupby(group).cumsum().to_numpy()
+    elif features == "mean_so_far":
+        numerator = pd.DataFrame(weighted).groupby(group).cumsum().to_numpy()
+        weight = pd.DataFrame(present * duration[:, None]).groupby(group).cumsum().to_numpy()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            cumulative = numerator / weight
+        last = np.flatnonzero(np.asarray(last_columns, dtype=bool))
+        if len(last):
+            cumulative[:, last] = pd.DataFrame(values[:, last]).groupby(group).ffill().to_numpy()
+    else:
+        raise ValueError(f"replay.overrides.features: unknown rule {features!r}")
+    return AlignedView(n_windows, offset, latency, elapsed, cumulative)
+
+
+def sorted_index_value(latency: np.ndarray, fraction: float) -> float:
+    """The sorted latencies at index int(fraction * n) (the reference script's cut-offs)."""
+    latency = np.sort(np.asarray(latency, dtype=float))
+    return float(latency[min(int(fraction * len(latency)), len(latency) - 1)])
+
+
+def initial_split(latency: np.ndarray, start_fraction: float) -> np.ndarray:
+    """Rule 4: the tasks known finished from the start (latency below the int(sf*n) cut)."""
+    return np.asarray(latency) < sorted_index_value(latency, start_fraction)
+
+
+@dataclass(frozen=True)
+class FinalScale:
+    """Rule 3: min-max scaling with all tasks' final values; constant columns dropped."""
+
+    low: np.ndarray
+    span: np.ndarray
+    keep: np.ndarray  # bool per feature column
+    latency_low: float
+    latency_span: float
+
+    def features(self, block: np.ndarray) -> np.ndarray:
+        return ((block - self.low) / self.span)[:, self.keep]
+
+    def latency(self, seconds: np.ndarray | float) -> np.ndarray | float:
+        return (seconds - self.latency_low) / self.latency_span
+
+
+def final_scale(final_features: np.ndarray, latency: np.ndarray) -> FinalScale:
+    with np.errstate(invalid="ignore"):
+        low = np.nanmin(np.where(np.isnan(final_features), np.inf, final_features), axis=0)
+        high = np.nanmax(np.where(np.isnan(final_features), -np.inf, final_features), axis=0)
+    span = high - low
+    # constant up to rounding counts as constant: a request value averaged with weights
+    # duration / latency differs between tasks only in the last bits, and scaling by that
+    # span would blow running rows up to ~1e15
+    magnitude = np.maximum(np.abs(low), np.abs(high))
+    keep = np.isfinite(span) & (span > 1e-9 * np.where(np.isfinite(magnitude), magnitude, 0.0))
+    latency = np.asarray(latency, dtype=float)
+    latency_span = float(latency.max() - latency.min())
+    return FinalScale(
+        low=np.where(keep, low, 0.0),
+        span=np.where(keep, span, 1.0),
+        keep=keep,
+        latency_low=float(latency.min()),
+        latency_span=latency_span if latency_span > 0 else 1.0,
+    )
+
+
+def last_checkpoint(n_windows: np.ndarray, stragglers: np.ndarray) -> int:
+    """K: the longest straggler's window count (before pruning)."""
+    return int(n_windows[stragglers].max()) if stragglers.any() else 0
+
+
+def checkpoint_range(n_windows: np.ndarray, stragglers: np.ndarray) -> range:
+    """k = 2 .. K - 2: the checkpoints whose flags are scored (rule 6 and 8)."""
+    return range(FIRST_CHECKPOINT, last_checkpoint(n_windows, stragglers) - 1)
+
+
+def finished_at(
+    k: int, n_windows: np.ndarray, initial: np.ndarray, in_play: np.ndarray, join_from: int
+) -> np.ndarray:
+    """Finished set at checkpoint k: the initial set, plus every task in play whose last
+    window came before k, at or after checkpoint `join_from` (a task only joins after a
+    checkpoint at which it ran: the script never adds a task that ended before k = 2)."""
+    last = n_windows - 1
+    return initial | (in_play & (last < k) & (last >= join_from))
+
+
+def flag_time(k: int, interval: float) -> float:
+    """Aligned time of a flag at checkpoint k: the end of a full k-th window."""
+    return float((k + 1) * interval)
+
+
+def simulation_flags(flag_times: np.ndarray, latency: np.ndarray) -> np.ndarray:
+    """Flags the aligned-timeline simulation acts on: a task whose life [0, latency) ended by
+    its flag's time has finished and is not relaunched (NaN)."""
+    flag_times = np.asarray(flag_times, dtype=float)
+    return np.where(flag_times < np.asarray(latency, dtype=float), flag_times, np.nan)

@@ -1,0 +1,125 @@
+"""The online replay on the aligned timeline (`replay.protocol: paper`; docs/protocols.md).
+
+Composes the rules of stragglers/replay/aligned.py with the protocol's other switches (pruning,
+scaling, features, initial finished set, threshold) and drives a method through the
+checkpoints k = 2 .. K - 2, refitting whatever the method refits at every checkpoint.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stragglers.formats.features import fill_missing, prediction_start_count
+from stragglers.formats.jobs import Job
+from stragglers.methods.base import Checkpoint, JobInfo, Method
+from stragglers.replay import aligned
+from stragglers.replay.core import JobRun, pruned_tasks, straggler_threshold
+
+
+def replay_aligned_job(job: Job, method: Method, settings, last_columns: np.ndarray, seed: int):
+    rules = settings.rules
+    interval = float(settings.checkpoint_interval)
+    view = aligned.build_view(job, last_columns, rules.features, interval)
+    latency = view.latency
+    n = job.n_tasks
+    threshold = straggler_threshold(latency, settings.straggler_quantile, rules.threshold)
+    stragglers = latency >= threshold
+    excluded = np.zeros(n, dtype=bool)
+    if rules.prune_scored:
+        excluded = pruned_tasks(latency, view.n_windows, threshold, settings.start_fraction)
+    if rules.initial_finished == "shortest":
+        initial = aligned.initial_split(latency, settings.start_fraction) & ~excluded
+        join_from = aligned.FIRST_CHECKPOINT
+    else:
+        initial = np.zeros(n, dtype=bool)
+        join_from = 0
+    in_play = ~excluded & ~initial  # the tasks that run and are scored
+    final_features = view.final()
+    scale = aligned.final_scale(final_features, latency) if rules.scaling == "final" else None
+
+    feature_names = tuple(job.feature_names)
+    model_threshold, model_latency = threshold, latency
+    if scale is not None:
+        feature_names = tuple(np.asarray(job.feature_names)[scale.keep])
+        model_threshold = float(scale.latency(threshold))
+        model_latency = scale.latency(latency)
+    method.start_job(
+        JobInfo(
+            job_id=job.job_id,
+            n_tasks=n,
+            feature_names=feature_names,
+            straggler_threshold=model_threshold,
+            seed=seed,
+            true_latency=np.array(model_latency, dtype=float) if method.privileged else None,
+        )
+    )
+    not_scored = np.zeros(n, dtype=bool)
+    trained_on = method.excluded_from_evaluation()
+    if trained_on is not None and len(trained_on):
+        not_scored[np.asarray(trained_on, dtype=int)] = True
+
+    flagged = np.zeros(n, dtype=bool)
+    flag_time = np.full(n, np.nan)
+    needed = prediction_start_count(int((~excluded).sum()), settings.start_fraction)
+    started = False
+    n_checkpoints = 0
+    prediction_start = np.nan
+    for k in aligned.checkpoint_range(view.n_windows, stragglers):
+        finished = np.flatnonzero(
+            aligned.finished_at(k, view.n_windows, initial, in_play, join_from)
+        )
+        if not started and rules.initial_finished == "first_to_finish" and len(finished) < needed:
+            continue
+        if len(finished) == 0:
+            continue
+        running = np.flatnonzero(in_play & (view.n_windows > k))  # flagged tasks stay
+        if len(running) == 0:
+            continue
+        rows = view.rows(running, k)
+        finished_features = final_features[finished]
+        running_features = view.cumulative[rows]
+        finished_latency = latency[finished]
+        running_elapsed = view.elapsed[rows]
+        if scale is not None:
+            finished_features = scale.features(finished_features)
+            running_features = scale.features(running_features)
+            finished_latency = scale.latency(finished_latency)
+            running_elapsed = scale.latency(running_elapsed)
+        finished_features, running_features = fill_missing(finished_features, running_features)
+        checkpoint = Checkpoint(
+            time=aligned.flag_time(k, interval),
+            index=int(k),
+            first_prediction=not started,
+            finished_tasks=finished,
+            finished_features=finished_features,
+            finished_latency=finished_latency,
+            running_tasks=running,
+            running_features=running_features,
+            running_elapsed=running_elapsed,
+            prescaled=scale is not None,
+        )
+        if not started:
+            prediction_start = checkpoint.time
+        started = True
+        decision = np.asarray(method.predict(checkpoint))
+        if decision.shape != running.shape:
+            raise ValueError(
+                f"method {method.name} returned {decision.shape} decisions for "
+                f"{running.shape[0]} running tasks at k={k}"
+            )
+        if decision.dtype != bool:
+            raise TypeError(f"method {method.name} returned {decision.dtype}, expected bool")
+        newly = running[decision & ~flagged[running]]
+        flagged[newly] = True
+        flag_time[newly] = checkpoint.time
+        n_checkpoints += 1
+    return JobRun(
+        flag_time=flag_time,
+        evaluated=in_play & ~not_scored,
+        threshold=threshold,
+        n_checkpoints=n_checkpoints,
+        prediction_start=prediction_start,
+        latency=latency,
+        task_start=np.zeros(n),
+        task_end=latency.copy(),
+    )

@@ -1,0 +1,429 @@
+"""The reproduction audit: from the paper's experiment to our causal default, one rule at a time.
+
+Each variant is `replay.protocol: paper` plus `replay.overrides` (stragglers/replay/protocols.py).
+The cumulative path (steps 0-6) ends at `causal`; each change is also applied alone to
+`paper`, so the table shows both the path and each change's own effect. For every variant
+and audit method: mean TPR, FPR, F1 over jobs (stragglers.evaluate) and the mean reduction in
+job completion time under Algorithms 2 and 3 (stragglers.simulate; on the aligned timeline a
+task runs [0, latency) and a flag at checkpoint k relaunches it at (k + 1) * interval).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from stragglers.io import write_atomic
+
+log = logging.getLogger(__name__)
+
+# step, change, overrides added at this step (cumulative from step 0)
+LADDER: list[tuple[int, str, dict[str, Any]]] = [
+    (0, "paper, gamma = 0 (released script)", {}),
+    (1, "alpha = 0.5 (paper text): NURD's headline line switches to alpha 0.5", {}),
+    (2, "no pruning of the scored set", {"prune_scored": False}),
+    (3, "scaling with the data visible at the checkpoint", {"scaling": "visible"}),
+    (4, "features: duration-weighted mean of the windows so far", {"features": "mean_so_far"}),
+    (5, "initial finished set = the first 4% to finish", {"initial_finished": "first_to_finish"}),
+    (
+        6,
+        "trace's wall-clock timeline, checkpoints on the grid, tau by np.quantile = causal",
+        {"timeline": "wallclock", "threshold": "quantile"},
+    ),
+]
+# NURD's headline line at each step: alpha 0 at step 0 (the script's gamma = 0), 0.5 after
+HEADLINE_ALPHA_ZERO_STEPS = {0}
+
+
+def variants() -> dict[str, dict[str, Any]]:
+    """Variant name -> {path, step, change, overrides}. Step 1 changes a method parameter
+    only, so it shares step 0's runs (both NURD lines run at every step)."""
+    out: dict[str, dict[str, Any]] = {}
+    cumulative: dict[str, Any] = {}
+    for step, change, overrides in LADDER:
+        cumulative = {**cumulative, **overrides}
+        if step == 1:
+            continue
+        out[f"step{step}"] = {"path": "cumulative", "step": step, "change": change,
+                              "overrides": dict(cumulative)}
+    for step, change, overrides in LADDER:
+        if step < 3:  # step 1 is a parameter, step 2 alone is step 2
+            continue
+        alone = dict(overrides)
+        if alone.get("timeline") == "wallclock":
+            # the shortest tasks have no meaning as "finished at the start" on the trace's clock
+            alone["initial_finished"] = "first_to_finish"
+        out[f"alone{step}"] = {"path": "alone", "step": step, "change": change,
+                               "overrides": alone}
+    return out
+
+
+VARIANTS = variants()
+
+
+def audit_jobs(manifest: pd.DataFrame, n_jobs: int) -> list[str]:
+    """The first `n_jobs` jobs by id (all with 0)."""
+    ids = sorted(manifest["job_id"].astype(str))
+    return ids[:n_jobs] if n_jobs > 0 else ids
+
+
+def simulate_reductions(
+    tasks: pd.DataFrame, jobs: pd.DataFrame, *, aligned: bool, grid_origin: float,
+    checkpoint_interval: float, machines: list[int], repeats: int, seed: int,
+) -> pd.DataFrame:
+    """Per job: mean reduction under Algorithm 2 and Algorithm 3 (mean over machine counts)."""
+    from stragglers import simulate
+    from stragglers.replay import aligned as aligned_rules
+
+    ok = set(jobs.loc[jobs["status"] == "ok", "job_id"].astype(str))
+    rows = []
+    for job_id, job_tasks in tasks.groupby("job_id", sort=False):
+        if str(job_id) not in ok:
+            continue
+        job_tasks = job_tasks.sort_values("task")
+        latency = job_tasks["latency"].to_numpy(float)
+        start = job_tasks["task_start"].to_numpy(float)
+        end = job_tasks["task_end"].to_numpy(float)
+        flags = job_tasks["flag_time"].to_numpy(float)
+        origin = grid_origin
+        if aligned:
+            flags = aligned_rules.simulation_flags(flags, end)
+            origin = 0.0
+        uniforms = simulate.replacement_uniforms(str(job_id), len(latency), repeats, seed)
+        frame = simulate.simulate_job(
+            start, end, flags, simulate.replacement_durations(latency, uniforms),
+            grid_origin=origin, machines=machines, checkpoint_interval=checkpoint_interval,
+            job_id=str(job_id),
+        )
+        unlimited = frame.loc[frame["algorithm"] == "unlimited", "reduction"].mean()
+        limited = frame.loc[frame["algorithm"] == "limited", "reduction"].mean()
+        rows.append({"job_id": str(job_id), "reduction_alg2": unlimited, "reduction_alg3": limited})
+    return pd.DataFrame(rows, columns=["job_id", "reduction_alg2", "reduction_alg3"])
+
+
+def run_variant(
+    *,
+    converted_dir: str,
+    dataset: str,
+    kind: str,
+    variant: str,
+    replay: dict[str, Any],
+    methods: dict[str, dict[str, Any]],
+    n_jobs: int,
+    seed: int,
+    machines: list[int],
+    repeats: int,
+    out: str,
+) -> pd.DataFrame:
+    """Every audit method under one variant on one dataset: one row per method."""
+    import time
+
+    from stragglers import evaluate
+    from stragglers.formats.datasets import last_columns
+    from stragglers.formats.jobs import iter_shard_jobs, read_manifest
+    from stragglers.io import write_csv_atomic
+    from stragglers.methods import get_method
+    from stragglers.replay.core import ReplaySettings
+    from stragglers.replay.runner import run_method_on_jobs
+
+    spec = VARIANTS[variant]
+    settings = ReplaySettings(**{**replay, "protocol": "paper", "overrides": spec["overrides"]})
+    rules = settings.rules
+    job_ids = audit_jobs(read_manifest(converted_dir), n_jobs)
+    jobs = list(iter_shard_jobs(converted_dir, kind, None, only_jobs=job_ids))
+    rows = []
+    for label, entry in methods.items():
+        began = time.perf_counter()
+        method_class = get_method(entry["method"])
+        tasks, job_rows = run_method_on_jobs(
+            iter(jobs), method_class, dict(entry.get("params") or {}), settings,
+            last_columns(kind), seed, dataset,
+        )
+        metrics = evaluate.job_metrics(tasks, job_rows)
+        scored = metrics[metrics["status"] == "ok"]
+        reductions = simulate_reductions(
+            tasks, job_rows, aligned=rules.timeline == "aligned",
+            grid_origin=settings.grid_origin, checkpoint_interval=settings.checkpoint_interval,
+            machines=machines, repeats=repeats, seed=seed,
+        )
+        rows.append({
+            "dataset": dataset,
+            "variant": variant,
+            "path": spec["path"],
+            "step": spec["step"],
+            "change": spec["change"],
+            "overrides": repr(spec["overrides"]),
+            "method": label,
+            "jobs": len(jobs),
+            "jobs_scored": int(len(scored)),
+            "jobs_failed": int((job_rows["status"] == "failed").sum()),
+            "TPR": scored["TPR"].mean(),
+            "FPR": scored["FPR"].mean(),
+            "F1": scored["F1"].mean(),
+            "reduction_alg2": reductions["reduction_alg2"].mean(),
+            "reduction_alg3": reductions["reduction_alg3"].mean(),
+            "seconds": time.perf_counter() - began,
+        })
+        log.info("%s %s %s: F1 %.3f, Alg2 %.3f, %.1fs", dataset, variant, label,
+                 rows[-1]["F1"], rows[-1]["reduction_alg2"], rows[-1]["seconds"])
+    frame = pd.DataFrame(rows)
+    write_csv_atomic(frame, out)
+    return frame
+
+
+# ---------------------------------------------------------------------------------------------
+# the table and the figure
+
+PAPER_JCT_NURD = {"google": 0.258, "alibaba": 0.186}  # Section 7.3, Algorithm 2
+PUBLISHED = {"google-2011": "google", "google-2011-events": "google", "alibaba-2018": "alibaba"}
+
+
+def ladder_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """Expand step 0's runs into step 0 and step 1 and order the rows: 0..6, then alone."""
+    step0 = frame[frame["variant"] == "step0"]
+    step1 = step0.assign(step=1, variant="step1", change=LADDER[1][1])
+    out = pd.concat([frame, step1], ignore_index=True)
+    out["_order"] = np.where(out["path"] == "cumulative", out["step"], 10 + out["step"])
+    return out.sort_values(["dataset", "_order", "method"], kind="stable").drop(columns="_order")
+
+
+def headline_nurd(frame: pd.DataFrame, alpha0: str, alpha05: str) -> pd.DataFrame:
+    """The ladder's NURD: alpha 0 at step 0, alpha 0.5 from step 1 on (and in 'alone' rows)."""
+    zero = (frame["path"] == "cumulative") & frame["step"].isin(HEADLINE_ALPHA_ZERO_STEPS)
+    picked = frame[((frame["method"] == alpha0) & zero) | ((frame["method"] == alpha05) & ~zero)]
+    return picked.assign(method="NURD (ladder)")
+
+
+def paper_rows(datasets: dict[str, str], methods: dict[str, dict[str, Any]], paper_table: str) -> pd.DataFrame:
+    """The paper's published numbers for the audit methods, keyed by our dataset names."""
+    paper = pd.read_csv(paper_table)
+    rows = []
+    for dataset, kind in datasets.items():
+        published = PUBLISHED.get(kind)
+        if published is None:
+            continue
+        for label, entry in methods.items():
+            match = paper[(paper["dataset"] == published) & (paper["method"] == entry["method"])]
+            if match.empty:
+                continue
+            rows.append({
+                "dataset": dataset, "variant": "paper", "path": "published", "step": -1,
+                "change": "paper's published numbers (Table 3; JCT: Section 7.3, NURD only)",
+                "method": label, "TPR": float(match["TPR"].iloc[0]),
+                "FPR": float(match["FPR"].iloc[0]), "F1": float(match["F1"].iloc[0]),
+                "reduction_alg2": PAPER_JCT_NURD[published] if entry["method"] == "NURD" else np.nan,
+            })
+    return pd.DataFrame(rows)
+
+
+def _cell(f1: float, jct: float) -> str:
+    f1_text = "-" if pd.isna(f1) else f"{f1:.2f}"
+    jct_text = "-" if pd.isna(jct) else f"{100 * jct:+.0f}%"
+    return f"{f1_text} / {jct_text}"
+
+
+def markdown(table: pd.DataFrame, datasets: list[str], methods: list[str], minutes: str) -> str:
+    lines = [
+        "# Reproduction audit: from the paper's experiment to our causal protocol",
+        "",
+        "Each cell: mean F1 over jobs / mean reduction in job completion time under Algorithm 2",
+        "(more machines than tasks; negative = relaunching made jobs slower). Steps 0-6 are",
+        "cumulative (step 6 = `replay.protocol: causal`, our default); the `alone` rows apply one",
+        "change to `paper` only. `NURD (ladder)` is NURD with alpha 0 at step 0 (the released",
+        "script's gamma = 0) and alpha 0.5 from step 1 on (the paper's text). TPR, FPR and",
+        "Algorithm 3 (mean over the configured machine counts) are in reproduction_audit.csv.",
+        f"Rules and switches: docs/protocols.md. {minutes}",
+        "",
+    ]
+    for dataset in datasets:
+        part = table[table["dataset"] == dataset]
+        if part.empty:
+            continue
+        lines += [f"## {dataset}", ""]
+        header = ["step", "change", *methods]
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "---|" * len(header))
+        for (_, step, path, change), rows in part.groupby(
+            ["_order", "step", "path", "change"], sort=True
+        ):
+            label = "paper" if path == "published" else (f"{step}" if path == "cumulative" else f"{step} alone")
+            cells = []
+            for method in methods:
+                row = rows[rows["method"] == method]
+                cells.append(_cell(row["F1"].iloc[0], row["reduction_alg2"].iloc[0]) if len(row) else "")
+            lines.append("| " + " | ".join([label, change, *cells]) + " |")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def plot(table: pd.DataFrame, datasets: list[str], methods: list[str], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cumulative = table[table["path"] == "cumulative"]
+    fig, axes = plt.subplots(len(datasets), 2, figsize=(12, 3.6 * len(datasets)), squeeze=False)
+    for i, dataset in enumerate(datasets):
+        part = cumulative[cumulative["dataset"] == dataset]
+        for method in methods:
+            rows = part[part["method"] == method].sort_values("step")
+            if rows.empty:
+                continue
+            style = {"linewidth": 2.5} if method == "NURD (ladder)" else {"linewidth": 1.2}
+            axes[i, 0].plot(rows["step"], rows["F1"], marker="o", label=method, **style)
+            axes[i, 1].plot(rows["step"], 100 * rows["reduction_alg2"], marker="o", label=method,
+                            **style)
+        axes[i, 0].set_title(f"{dataset}: mean F1")
+        axes[i, 1].set_title(f"{dataset}: JCT reduction, Algorithm 2 (%)")
+        axes[i, 1].axhline(0, color="grey", linewidth=0.8)
+        for ax in axes[i]:
+            ax.set_xlabel("audit step (0 = paper's experiment, 6 = causal)")
+            ax.set_xticks(range(7))
+    axes[0, 1].legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    write_atomic(path, lambda staging: fig.savefig(staging, dpi=110, format="png"))
+    plt.close(fig)
+
+
+def audit_table(
+    *, variant_files: list[str], datasets: dict[str, str], methods: dict[str, dict[str, Any]],
+    headline: tuple[str, str], paper_table: str, benchmark_files: list[str],
+    out_csv: str, out_md: str, out_png: str,
+) -> pd.DataFrame:
+    from stragglers.io import write_csv_atomic, write_text_atomic
+
+    frame = ladder_rows(pd.concat([pd.read_csv(p) for p in variant_files], ignore_index=True))
+    frame = pd.concat([frame, headline_nurd(frame, *headline)], ignore_index=True)
+    paper = paper_rows(datasets, methods, paper_table)
+    if len(paper):
+        nurd = paper[paper["method"] == headline[1]].assign(method="NURD (ladder)")
+        paper = pd.concat([paper, nurd], ignore_index=True)
+    table = pd.concat([paper, frame], ignore_index=True)
+    table["_order"] = np.where(
+        table["path"] == "published", -1,
+        np.where(table["path"] == "cumulative", table["step"], 10 + table["step"]),
+    )
+    method_order = ["NURD (ladder)", *methods]
+    write_csv_atomic(table.drop(columns="_order"), out_csv)
+    seconds = 0.0
+    for path in benchmark_files:
+        seconds += float(pd.read_csv(path, sep="\t")["s"].iloc[0])
+    minutes = (f"Cost: {seconds / 60:.1f} min of rule time over {len(benchmark_files)} "
+               "variant runs (benchmarks/audit/).") if benchmark_files else ""
+    write_text_atomic(markdown(table, list(datasets), method_order, minutes), out_md)
+    plot(table, list(datasets), method_order, out_png)
+    return table
+
+
+# ---------------------------------------------------------------------------------------------
+# why NURD does (not) lead at step 0: per-job diagnostics (README, "What the numbers say")
+
+
+def _cross_validated_auc(features: np.ndarray, latency: np.ndarray, stragglers: np.ndarray,
+                         seed: int) -> tuple[float, float]:
+    """How much final features say about final latency: 5-fold out-of-fold predictions of a
+    boosted regressor (NURD's) -> Spearman correlation with latency and straggler AUC."""
+    from scipy.stats import spearmanr
+    from sklearn.metrics import roc_auc_score
+
+    from stragglers.methods.nurd import BoostedLatencyModel
+
+    rng = np.random.default_rng(seed)
+    folds = rng.permutation(len(latency)) % 5
+    predicted = np.empty(len(latency))
+    for fold in range(5):
+        test = folds == fold
+        model = BoostedLatencyModel(100, 3, 0.1, 64, seed).fit(features[~test], latency[~test])
+        predicted[test] = model.predict(features[test])
+    rho = float(spearmanr(predicted, latency).statistic)
+    auc = float(roc_auc_score(stragglers, predicted)) if 0 < stragglers.sum() < len(latency) else np.nan
+    return rho, auc
+
+
+def step0_diagnostics(job, last_columns: np.ndarray, settings, seed: int) -> dict[str, float]:
+    """Numbers that decide what NURD can do under `paper` (step 0) on one job.
+
+    - headroom: the largest prediction a regressor trained on the initial finished set can
+      make, max scaled latency among them, over tau (scaled). Trees do not extrapolate: a
+      running task can be flagged at k = 2 only if y_hat / w >= tau, so w <= headroom.
+    - z / w of running stragglers and non-stragglers at the first checkpoint (alpha 0 and 0.5).
+    - spearman / auc: out-of-fold prediction of final latency from final features.
+    """
+    from stragglers.methods.nurd import NURD
+    from stragglers.replay import aligned as rules_mod
+    from stragglers.replay.aligned_replay import replay_aligned_job
+    from stragglers.replay.core import straggler_threshold
+
+    rules = settings.rules
+    view = rules_mod.build_view(job, last_columns, rules.features, settings.checkpoint_interval)
+    latency = view.latency
+    tau = straggler_threshold(latency, settings.straggler_quantile, rules.threshold)
+    stragglers = latency >= tau
+    initial = rules_mod.initial_split(latency, settings.start_fraction)
+    scale = rules_mod.final_scale(view.final(), latency)
+    headroom = float(scale.latency(latency[initial].max()) / scale.latency(tau)) if initial.any() else np.nan
+
+    seen: dict[str, Any] = {}
+
+    class Probe(NURD):
+        def predict(self, checkpoint):
+            flags = super().predict(checkpoint)
+            if "z" not in seen:
+                f, r = self._scaled(checkpoint, checkpoint.finished_features, checkpoint.running_features)
+                seen["z"] = self._propensity(f, r)
+                seen["delta0"] = 1.0 / (1.0 + self.rho)
+                seen["y_hat"] = self.regressor.predict(checkpoint.running_features)
+                seen["running"] = checkpoint.running_tasks
+                seen["tau"] = self.job.straggler_threshold
+            return flags
+
+    replay_aligned_job(job, Probe({"alpha": 0.0}), settings, last_columns, seed)
+    out = {
+        "job_id": job.job_id, "n_tasks": job.n_tasks,
+        "p90_over_median": float(tau / np.median(latency)),
+        "max_over_p90": float(latency.max() / tau),
+        "headroom": headroom,
+    }
+    if "z" in seen:
+        running_straggler = stragglers[seen["running"]]
+        z, y_hat, tau_s = seen["z"], seen["y_hat"], seen["tau"]
+        for alpha in (0.0, 0.5):
+            w = np.maximum(0.05, np.minimum(z + seen["delta0"] - alpha, 1.0))
+            out[f"flag_share_stragglers_a{alpha}"] = float(np.mean((y_hat / w >= tau_s)[running_straggler])) if running_straggler.any() else np.nan
+            out[f"flag_share_others_a{alpha}"] = float(np.mean((y_hat / w >= tau_s)[~running_straggler])) if (~running_straggler).any() else np.nan
+        out["delta_alpha0"] = seen["delta0"]
+        out["z_stragglers"] = float(z[running_straggler].mean()) if running_straggler.any() else np.nan
+        out["z_others"] = float(z[~running_straggler].mean()) if (~running_straggler).any() else np.nan
+        out["y_hat_max_over_tau"] = float(y_hat.max() / tau_s)
+    final = scale.features(view.final())
+    from stragglers.formats.features import fill_missing
+
+    out["spearman_final_features"], out["auc_final_features"] = _cross_validated_auc(
+        fill_missing(final)[0], latency, stragglers, seed)
+    return out
+
+
+def diagnose(converted_dir: str, kind: str, replay: dict[str, Any], n_jobs: int, seed: int) -> pd.DataFrame:
+    from stragglers.formats.datasets import last_columns
+    from stragglers.formats.jobs import iter_shard_jobs, read_manifest
+    from stragglers.replay.core import ReplaySettings
+
+    settings = ReplaySettings(**{**replay, "protocol": "paper"})
+    job_ids = audit_jobs(read_manifest(converted_dir), n_jobs)
+    rows = [step0_diagnostics(job, last_columns(kind), settings, seed)
+            for job in iter_shard_jobs(converted_dir, kind, None, only_jobs=job_ids)]
+    return pd.DataFrame(rows)
+
+
+if __name__ == "__main__":  # python -m stragglers.report.audit CONVERTED_DIR KIND INTERVAL N_JOBS
+    import sys
+
+    frame = diagnose(sys.argv[1], sys.argv[2], {"checkpoint_interval": float(sys.argv[3])},
+                     int(sys.argv[4]), seed=20220301)
+    pd.set_option("display.width", 250)
+    pd.set_option("display.max_columns", 30)
+    print(frame.drop(columns=["job_id"]).describe().loc[["mean", "50%", "min", "max"]].T.round(3))

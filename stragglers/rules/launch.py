@@ -1,0 +1,151 @@
+"""Rule bodies of the launch-time stage (workflow/rules/launch.smk): one job per (dataset,
+launch method) runs the online launch predictions, the learning curve and the hold-back
+simulation; one job gathers them into tables and figures."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from stragglers.io import (
+    save_figure,
+    write_csv_atomic,
+    write_parquet_atomic,
+    write_text_atomic,
+)
+from stragglers.launch.crossjob import (
+    LaunchSettings,
+    add_labels,
+    learning_curve,
+    online_predictions,
+)
+from stragglers.launch.simulate import hold_back_summary, simulate_hold_back
+from stragglers.launch.tasks import check_workload, load_launch_tasks
+
+log = logging.getLogger(__name__)
+
+DEFAULT_WORKLOADS = {"google-2011": "user", "google-2011-events": "user", "alibaba-2018": "task_type"}
+
+
+def launch_settings(launch_config: dict[str, Any], kind: str, straggler_quantile: float) -> LaunchSettings:
+    """The config's `launch` section for one dataset kind."""
+    workload = (launch_config.get("workload") or {}).get(kind, DEFAULT_WORKLOADS.get(kind, ""))
+    check_workload(kind, workload)
+    keys = ("label", "wrangler_beta", "min_train_tasks", "retrain_every", "max_train_jobs", "oversample")
+    values = {key: launch_config[key] for key in keys if key in launch_config}
+    if "train_shares" in launch_config:
+        values["train_shares"] = tuple(float(s) for s in launch_config["train_shares"])
+    return LaunchSettings(workload=workload, straggler_quantile=straggler_quantile, **values)
+
+
+def launch_predict(
+    *, converted_dir: str, dataset: str, kind: str, method: str, params: dict[str, Any],
+    launch_config: dict[str, Any], straggler_quantile: float, interval: float, repeats: int,
+    deadline_factors: list[float], seed: int, out_tasks: str, out_jobs: str, out_curve: str,
+    out_simulation: str,
+) -> None:
+    from stragglers.launch.methods import get_launch_method
+
+    method_class = get_launch_method(method)
+    settings = launch_settings(launch_config, kind, straggler_quantile)
+    tasks, features = load_launch_tasks(converted_dir, kind, settings.workload)
+    tasks = add_labels(tasks, settings)
+    log.info("%s: %d tasks of %d jobs, %d nodes, %d workloads (%s), label %s", dataset, len(tasks),
+             tasks["job_id"].nunique(), tasks["node"].nunique(), tasks["workload"].nunique(),
+             settings.workload, settings.label)
+    predictions, jobs = online_predictions(tasks, features, method_class, params, settings, seed, dataset)
+    curve = learning_curve(tasks, features, method_class, params, settings, seed, dataset)
+    curve["workload"] = settings.workload
+    simulation = simulate_hold_back(predictions, interval, straggler_quantile, repeats, seed, deadline_factors)
+    for frame, path in ((predictions, out_tasks), (jobs, out_jobs), (curve, out_curve), (simulation, out_simulation)):
+        write_parquet_atomic(frame, path)
+    failed = int((jobs["status"] == "failed").sum())
+    log.info("%s on %s: %d jobs, %d failed, %d without a model", method, dataset, len(jobs), failed,
+             int(jobs["reason"].astype(str).str.startswith("no model").sum()))
+
+
+def _markdown(frame: pd.DataFrame, digits: int = 3) -> str:
+    return frame.to_markdown(index=False, floatfmt=f".{digits}f") if len(frame) else "(no rows)"
+
+
+def launch_tables(
+    *, tasks: list[str], jobs: list[str], curves: list[str], simulations: list[str],
+    deadline_factors: list[float], out_table_csv: str, out_table_md: str, out_curve_csv: str,
+    out_curve_md: str, out_simulation_csv: str, out_simulation_md: str, figure_dir: str,
+) -> None:
+    """Launch-time Table 3 (the replay's scoring), the MTL paper's Table 5 / Figure 3 and §4.8
+    (learning curve, unseen nodes and workloads) and the hold-back simulation."""
+    from stragglers import evaluate
+
+    task_frame = pd.concat([pd.read_parquet(p) for p in tasks], ignore_index=True)
+    job_frame = pd.concat([pd.read_parquet(p) for p in jobs], ignore_index=True)
+    metrics = evaluate.job_metrics(task_frame, job_frame[[c for c in job_frame if c != "trace"]])
+    table = evaluate.summary_table(metrics)
+    no_model = job_frame.assign(no_model=job_frame["reason"].astype(str).str.startswith("no model"))
+    counts = no_model.groupby(["dataset", "method"])["no_model"].sum().rename("jobs_without_model")
+    table = table.merge(counts.reset_index(), on=["dataset", "method"], how="left")
+    write_csv_atomic(table, out_table_csv)
+    write_text_atomic(
+        "# Launch-time methods, scored like Table 3\n\nA task flagged at launch counts as flagged "
+        "(flag time = its start); jobs whose model had too little finished data flag nothing "
+        "(`jobs_without_model`). See README, \"Launch-time prediction\".\n\n" + _markdown(table) + "\n",
+        out_table_md,
+    )
+
+    curve = pd.concat([pd.read_parquet(p) for p in curves], ignore_index=True)
+    write_csv_atomic(curve, out_curve_csv)
+    columns = ["dataset", "method", "train_share", "n_train", "n_test", "balanced_accuracy", "accuracy", "TPR",
+               "FPR", "F1", "n_unseen_node", "unseen_node_balanced_accuracy", "n_unseen_workload",
+               "unseen_workload_balanced_accuracy", "status"]
+    write_text_atomic(
+        "# Launch-time models against the share of data used for training (MTL paper, Table 5 "
+        "and Figure 3; unseen nodes and workloads: its Section 4.8)\n\nTemporal split: training "
+        "= tasks of jobs finished when the share of the trace's tasks had started; test = the "
+        "tasks started after. Stragglers oversampled in training only; balanced_accuracy = "
+        "(TPR + 1 - FPR) / 2 is the accuracy on a class-balanced test set, the number the "
+        "paper reports (it oversamples its validation sets too).\n\n"
+        + _markdown(curve[[c for c in columns if c in curve]]) + "\n",
+        out_curve_md,
+    )
+
+    simulation = pd.concat([pd.read_parquet(p) for p in simulations], ignore_index=True)
+    summary = hold_back_summary(simulation, deadline_factors)
+    write_csv_atomic(summary, out_simulation_csv)
+    write_text_atomic(
+        "# Holding predicted stragglers back at launch (one scheduling interval, duration "
+        "redrawn with the common random numbers)\n\nreduction = (JCT_trace - JCT_held_back) / "
+        "JCT_trace; Hadoop-NS (hold nothing) is 0 by definition; PoCD_base_* is Hadoop-NS's.\n\n"
+        + _markdown(summary) + "\n",
+        out_simulation_md,
+    )
+    _curve_figures(curve, Path(figure_dir))
+
+
+def _curve_figures(curve: pd.DataFrame, figure_dir: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for dataset, frame in curve.groupby("dataset"):
+        fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+        for method, rows in frame.groupby("method"):
+            for ax, metric in zip(axes, ("balanced_accuracy", "TPR", "FPR")):
+                ax.plot(rows["train_share"], rows[metric], marker="o", label=method)
+        for ax, metric in zip(axes, ("balanced_accuracy", "TPR", "FPR")):
+            ax.set_xlabel("share of the trace's tasks started before the split")
+            ax.set_ylabel(metric)
+            ax.set_ylim(-0.02, 1.02)
+            ax.grid(alpha=0.3)
+        axes[0].legend(fontsize=7)
+        fig.suptitle(f"{dataset}: launch-time models vs training data (MTL paper, Fig. 3)")
+        fig.tight_layout()
+        out = figure_dir / str(dataset) / "figures" / "launch_learning_curve.png"
+        save_figure(fig, out, dpi=110)
+        plt.close(fig)
+
+
+

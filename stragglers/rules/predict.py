@@ -1,0 +1,161 @@
+"""What the prediction rules call: one method replayed over one shard, and tuning on the
+tuning jobs (workflow/rules/predict.smk).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from stragglers.formats.datasets import last_columns
+from stragglers.formats.jobs import iter_shard_jobs, read_manifest, tuning_job_ids
+from stragglers.io import dump_json, write_parquet_atomic
+from stragglers.replay.core import ReplaySettings
+from stragglers.replay.runner import run_method_on_jobs
+
+log = logging.getLogger(__name__)
+
+
+def replay_settings(dataset_config: dict[str, Any], replay_config: dict[str, Any]) -> ReplaySettings:
+    """Global replay settings overlaid with the dataset's own grid."""
+    merged = {**replay_config, **dataset_config.get("replay", {})}
+    return ReplaySettings(**merged)
+
+
+def predict_shard(
+    *,
+    converted_dir: Path | str,
+    dataset: str,
+    kind: str,
+    shard: int,
+    method: str,
+    params: dict[str, Any],
+    settings: ReplaySettings,
+    seed: int,
+    out_tasks: Path | str,
+    out_jobs: Path | str,
+    method_dirs: list[str] | None = None,
+    tuning_jobs: int = 0,
+    tuned_params: str | None = None,
+) -> pd.DataFrame:
+    """Replay one method over a shard. With `tuning_jobs`, the tuning jobs are left out; with
+    `tuned_params` (a tune_method output), its best parameters override `params`."""
+    # imported here: evaluation code paths never import method code
+    from stragglers.methods import get_method, load_method_dirs
+
+    load_method_dirs(method_dirs)
+    method_class = get_method(method)
+    if tuned_params:
+        tuned = json.loads(Path(tuned_params).read_text())
+        params = {**params, **tuned["best_params"]}
+        log.info("%s: tuned parameters %s", method, tuned["best_params"])
+    history = None
+    if method_class.cross_job:  # learns from earlier jobs of every shard (CONTRACT B)
+        from stragglers.replay.history import JobHistory
+
+        history = JobHistory(
+            read_manifest(converted_dir), converted_dir, kind, seed=seed,
+            machine_state=method_class.uses_machine_state,
+        )
+    tasks, jobs = run_method_on_jobs(
+        iter_shard_jobs(
+            converted_dir, kind, shard, skip_tuning_jobs=tuning_jobs,
+            machine_state=method_class.uses_machine_state,
+        ),
+        method_class,
+        params,
+        settings,
+        last_columns(kind),
+        seed,
+        dataset,
+        history=history,
+    )
+    write_parquet_atomic(tasks, out_tasks)
+    write_parquet_atomic(jobs, out_jobs)
+    failed = jobs[jobs["status"] == "failed"]
+    log.info(
+        "%s / %s / shard %d: %d jobs, %d failed", dataset, method, shard, len(jobs), len(failed)
+    )
+    return jobs
+
+
+def parameter_grid(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """Every combination of the grid's values, in the config's order."""
+    import itertools
+
+    for name, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise ValueError(f"tuning.grids: {name} must be a non-empty list of values")
+    names = list(grid)
+    return [dict(zip(names, combo)) for combo in itertools.product(*(grid[n] for n in names))]
+
+
+def tune_method(
+    *,
+    converted_dir: Path | str,
+    dataset: str,
+    kind: str,
+    method: str,
+    params: dict[str, Any],
+    grid: dict[str, list[Any]],
+    settings: ReplaySettings,
+    seed: int,
+    n_jobs: int,
+    out: Path | str,
+    method_dirs: list[str] | None = None,
+) -> dict[str, Any]:
+    """The paper's protocol: each grid point on the tuning jobs only; best mean F1 wins
+    (ties: the first in grid order). The tuning jobs are left out of every evaluation."""
+    from stragglers import evaluate
+    from stragglers.methods import get_method, load_method_dirs
+
+    load_method_dirs(method_dirs)
+    method_class = get_method(method)
+    job_ids = tuning_job_ids(read_manifest(converted_dir), n_jobs)
+    jobs = list(iter_shard_jobs(
+        converted_dir, kind, None, only_jobs=job_ids, machine_state=method_class.uses_machine_state
+    ))
+    history = None
+    if method_class.cross_job:
+        from stragglers.replay.history import JobHistory
+
+        history = JobHistory(
+            read_manifest(converted_dir), converted_dir, kind, seed=seed,
+            machine_state=method_class.uses_machine_state,
+        )
+    scores = []
+    for point in parameter_grid(grid):
+        tasks, job_rows = run_method_on_jobs(
+            iter(jobs), method_class, {**params, **point}, settings, last_columns(kind), seed, dataset,
+            history=history,
+        )
+        metrics = evaluate.job_metrics(tasks, job_rows)
+        scored = metrics[metrics["status"] == "ok"]
+        scores.append(
+            {
+                "params": point,
+                "mean_F1": float(scored["F1"].mean()) if len(scored) else None,
+                "jobs_scored": int(len(scored)),
+                "jobs_failed": int((job_rows["status"] == "failed").sum()),
+            }
+        )
+        log.info("%s %s: mean F1 %s", method, point, scores[-1]["mean_F1"])
+    usable = [s for s in scores if s["mean_F1"] is not None]
+    if not usable:
+        raise RuntimeError(f"{method}: no grid point could be scored on the tuning jobs {job_ids}")
+    best = max(usable, key=lambda s: s["mean_F1"])  # max keeps the first of equal scores
+    result = {
+        "dataset": dataset,
+        "method": method,
+        "tuning_jobs": job_ids,
+        "base_params": params,
+        "grid": scores,
+        "best_params": best["params"],
+        "best_mean_F1": best["mean_F1"],
+    }
+    dump_json(result, out)
+    return result

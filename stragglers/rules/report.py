@@ -1,0 +1,70 @@
+"""What the report rules call: the index of results/ (workflow/rules/report.smk).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stragglers.io import write_text_atomic
+
+RESULTS_INDEX = """# results/
+
+Made by `snakemake` from `config/config.yaml`; every file here can be rebuilt from it.
+Datasets: {datasets}. Methods: {methods}. Replay protocol: `{protocol}`, straggler threshold:
+p{quantile:g} of each job's latencies, prediction starts when {start:g}% of a job's tasks finished.
+Seed: {seed}.
+
+| path | what it is |
+|---|---|
+| `tables/table3.md`, `.csv` | Paper Table 3: mean TPR, FPR, FNR, F1 over jobs per method, one Markdown table per dataset, grouped by family, with the paper's published numbers beside ours, early-TPR, early-F1 and median lead (how early the flags came); jobs evaluated / failed / unscorable per method. The CSV is long: one row per dataset and method |
+| `tables/summary_by_dataset.csv` | Table 3 in long form (one row per dataset and method, with F1 std over jobs) |
+| `tables/paper_table3_relabelled.csv` | The paper's numbers (stragglers/data/paper_table3.csv) keyed by our dataset names |
+| `tables/cost.md`, `.csv` | Seconds per job and per checkpoint for every method; Snakemake benchmark totals |
+| `tables/completion_time.md`, `.csv` | Mean reduction in job completion time per method: Algorithm 2 and Algorithm 3 (mean over machine counts) |
+| `<dataset>/predictions/<method>/shard-<k>.tasks.parquet` | One row per task of each job the method ran on: latency, start, end, is_straggler, evaluated, flagged, flag_time (NaN = never flagged) |
+| `<dataset>/predictions/<method>/shard-<k>.jobs.parquet` | One row per job: status (ok / failed), reason of a failure, seconds, checkpoints, straggler threshold, prediction start |
+| `<dataset>/evaluation/job_metrics.csv` | Per job and method: confusion matrix, TPR, FPR, FNR, precision, F1, status; early confusion matrix (only flags raised while elapsed < tau count), early-TPR, early-F1, early share, median lead |
+| `<dataset>/evaluation/leads.csv` | One row per flagged true straggler: flag time, elapsed time at the flag, lead = (end - flag) / (end - start), early (elapsed < tau) |
+| `<dataset>/evaluation/f1_over_time.csv` | Mean F1 over jobs at normalised times k/N of each job's span (Figures 2-3), with early-F1 and the median lead of the stragglers flagged by then |
+| `<dataset>/evaluation/f1_over_time_per_job.csv` | The same per job |
+| `<dataset>/figures/f1_over_time.png` | Figure 2/3 analogue |
+| `<dataset>/figures/lead.png` | Lead of the flagged stragglers per method, early and late flags apart |
+| `<dataset>/simulation/<method>.parquet` | Per job, repeat and algorithm (unlimited, or limited with m machines): baseline and mitigated job completion time and the reduction |
+| `<dataset>/simulation/reduction_unlimited.csv` | Mean reduction per method, Algorithm 2 (Figures 4-5) |
+| `<dataset>/simulation/reduction_by_machines.csv` | Mean reduction per method and machine count, Algorithm 3 (Figures 6-7) |
+| `<dataset>/figures/reduction_unlimited.png` | Figure 4/5 analogue |
+| `<dataset>/figures/reduction_by_machines.png` | Figure 6/7 analogue |
+| `<dataset>/figures/reduction_limited_mean.png` | Figure 8/9 analogue |
+| `tables/reproduction_audit.md`, `.csv`, `figures/reproduction_audit.png` | (with `snakemake audit`) F1, TPR, FPR and JCT reductions of the audit methods from the paper's experiment (`replay.protocol: paper`) one rule at a time to `causal` (docs/protocols.md) |
+| `<dataset>/audit/<variant>.csv` | (with `snakemake audit`) one protocol variant's rows of that table |
+| `tables/policies.md`, `.csv` | Per method and mitigation policy (relaunch, speculative copy, speculative resume): JCT reduction, machine time relative to no mitigation, PoCD per deadline factor; Markdown one table per dataset (unlimited machines), CSV long with every machine count |
+| `<dataset>/policies/<method>.parquet` | Per job, repeat, policy and machine count: baseline, mitigated and reference JCT, machine time with and without mitigation |
+| `<dataset>/policies/summary.csv` | The dataset's rows of `tables/policies.csv` |
+| `<dataset>/figures/pocd_vs_machine_time.png` | PoCD against machine time per method and policy (one panel per deadline factor) |
+| `<dataset>/figures/reduction_by_policy.png` | JCT reduction per method and policy |
+| `<dataset>/tuning/<method>.json` | (with a `tuning` config) mean F1 of each grid point on the tuning jobs, which are left out of everything above, and the best point |
+| `tables/launch_table.md`, `.csv` | (with `launch.methods`) Launch-time, cross-job models (Wrangler-node, MTL-*) scored like Table 3: a task flagged when it is placed; `jobs_without_model` = jobs predicted with too little finished data (nothing flagged) |
+| `tables/launch_learning_curve.md`, `.csv` | The MTL paper's Table 5 / Figure 3: balanced accuracy, accuracy, TPR, FPR, F1 against the share of the trace used for training (temporal split, only jobs finished by the split), and the same on test tasks of nodes / workloads unseen in training (§4.8) |
+| `tables/launch_simulation.md`, `.csv` | Predicted stragglers held back one scheduling interval at launch: JCT reduction, machine time, PoCD against Hadoop-NS (nothing held back) |
+| `<dataset>/launch/<method>.{{tasks,jobs,curve,simulation}}.parquet` | Per launch-time method: its launch predictions (the predictions' format), jobs (training tasks and jobs behind each job's model), learning-curve rows and hold-back simulation rows |
+| `<dataset>/figures/launch_learning_curve.png` | Figure 3 analogue: balanced accuracy, TPR and FPR against the training share |
+
+Outside results/: `resources/raw/<dataset>/` (raw trace parts, generated or downloaded),
+`resources/converted/<dataset>/` (one Parquet file per job, `manifest.parquet`, and
+`report.json`: every row, task and job the conversion skipped, with its reason), `logs/` (one
+log per rule run; a method's failure on a job is logged there with its traceback) and
+`benchmarks/` (time and memory of the costly rules).
+"""
+
+
+def results_index(*, datasets: list[str], methods: list[str], config: dict[str, Any], out: str) -> None:
+    replay = config.get("replay", {})
+    text = RESULTS_INDEX.format(
+        datasets=", ".join(f"`{d}`" for d in datasets),
+        methods=", ".join(f"`{m}`" for m in methods),
+        protocol=replay.get("protocol", "causal"),
+        quantile=100 * replay.get("straggler_quantile", 0.9),
+        start=100 * replay.get("start_fraction", 0.04),
+        seed=config.get("seed"),
+    )
+    write_text_atomic(text, out)

@@ -1,0 +1,285 @@
+"""Mitigation policies with deadlines and machine time (issue 8 §3; LASER/SRQuant, laser.txt).
+
+Beside NURD's kill-and-relaunch (Algorithms 2-3, ``stragglers.simulate``), a flagged task can be
+
+- ``relaunch``: killed at its flag time, a new copy runs the whole task again (Algorithms 2-3);
+- ``copy``: speculative copy (Hadoop-S, LATE, Dolly): the original keeps running, a copy
+  starts on a free machine, the task ends at the earlier of the two and the other is killed;
+- ``resume``: speculative resume with r + 1 attempts (LASER / SRQuant, laser.txt §III, Fig. 2):
+  at tau_est the straggler is killed, r + 1 attempts continue its *remaining* work, and at
+  tau_kill the attempt with the most progress is kept, the others killed.
+
+Replay reading of LASER's times: tau_est is the checkpoint where the task is served (its flag
+time with unlimited machines), tau_kill = tau_est + ``kill_delay`` (default one checkpoint
+interval: the first checkpoint where the attempts' progress can be compared). Every attempt
+starts with the same remaining work, so the one with the most progress at tau_kill is the
+fastest one; the task ends when it finishes. An attempt that finishes before tau_kill ends the
+task then (the others are killed at that moment).
+
+Durations come from the job's own latencies through the common random numbers of
+``stragglers.simulate``: attempt 0 uses exactly ``replacement_uniforms(job_id, ...)`` (the draw
+kill-and-relaunch uses), attempt a > 0 the stream of job id ``f"{job_id}#attempt{a}"``. A
+resumed attempt does the remaining share of the work, ``(task_end - tau_est) / latency`` of
+a full draw (the original is assumed to progress at a constant rate).
+
+Machines: each configured m is simulated as Algorithm 3 (``docs/simulation.md``): original
+tasks keep their trace placement; at each checkpoint free = m - copies running; flagged tasks
+wait in order of flag time then position; a task needs 1 free machine (relaunch, copy) or
+r + 1 (resume); a killed original's machine comes back at the next checkpoint; a task that
+finds too few machines keeps running and retries at each later checkpoint (first in line
+blocks the others). ``machines = None`` means unlimited (served at the flag time).
+
+Metrics per job and repeat: mitigated JCT; the reference time (the JCT if no task ran past
+tau: each straggler's latency cut to tau, same starts); machine time = machine-seconds of all
+attempts, killed ones included.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from stragglers.simulate.jct import (
+    CHECKPOINT_INTERVAL,
+    _grid_index,
+    _validate_job,
+    replacement_durations,
+    replacement_uniforms,
+)
+
+POLICIES: tuple[str, ...] = ("relaunch", "copy", "resume")
+DEFAULT_DEADLINE_FACTORS: tuple[float, ...] = (1.0, 1.1, 1.25)
+POLICY_COLUMNS = [
+    "policy", "machines", "repeat", "jct_base", "jct_mitigated", "reduction", "jct_reference",
+    "machine_time_base", "machine_time",
+]
+_UNLIMITED = np.iinfo(np.int64).max // 4
+
+
+def attempt_durations(
+    job_id: str, latency: np.ndarray, n_repeats: int, n_attempts: int, seed: int
+) -> np.ndarray:
+    """Full-task durations of attempts, shape (n_attempts, n_repeats, n_tasks).
+
+    Attempt 0 is the kill-and-relaunch draw of ``stragglers.simulate`` (same uniforms)."""
+    latency = np.asarray(latency, dtype=np.float64)
+    n = latency.size
+    rows = [replacement_uniforms(job_id, n, n_repeats, seed)]
+    rows += [replacement_uniforms(f"{job_id}#attempt{a}", n, n_repeats, seed)
+             for a in range(1, n_attempts)]
+    return np.stack([replacement_durations(latency, u) for u in rows])
+
+
+def reference_jct(task_start: np.ndarray, task_end: np.ndarray, threshold: float) -> float:
+    """JCT if no task ran past tau: every latency cut to ``threshold``, same starts."""
+    start = np.asarray(task_start, dtype=np.float64)
+    end = np.minimum(np.asarray(task_end, dtype=np.float64), start + float(threshold))
+    return float(end.max() - start.min())
+
+
+def simulate_policy(
+    policy: str,
+    task_start: np.ndarray,
+    task_end: np.ndarray,
+    flag_time: np.ndarray,
+    durations: np.ndarray,
+    *,
+    machines: Sequence[int | None] = (None,),
+    grid_origin: float = 0.0,
+    checkpoint_interval: float = CHECKPOINT_INTERVAL,
+    resume_attempts: np.ndarray | int = 2,
+    kill_delay: float | None = None,
+    job_id: str | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(jct_mitigated, machine_time), each of shape (len(machines), n_repeats).
+
+    ``durations``: (n_attempts, n_repeats, n_tasks) full-task draws (``attempt_durations``);
+    relaunch and copy use attempt 0. ``resume_attempts``: r + 1 per task (int or array),
+    at most n_attempts. ``machines``: ints, or None for unlimited.
+    """
+    if policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r}; known: {list(POLICIES)}")
+    where = f"job {job_id!r}: " if job_id is not None else ""
+    durations = np.asarray(durations, dtype=np.float64)
+    if durations.ndim != 3:
+        raise ValueError(f"{where}durations must have shape (attempts, repeats, tasks), "
+                         f"got {durations.shape}")
+    start, end, flag, flagged, _ = _validate_job(
+        task_start, task_end, flag_time, durations[0], job_id
+    )
+    n_attempts, n_repeats, _ = durations.shape
+    attempts = np.broadcast_to(np.asarray(resume_attempts, dtype=np.int64), start.shape)
+    if policy == "resume" and np.any(flagged & ((attempts < 1) | (attempts > n_attempts))):
+        raise ValueError(f"{where}resume_attempts must lie in 1..{n_attempts} for flagged tasks")
+    if kill_delay is None:
+        kill_delay = checkpoint_interval
+    if not (kill_delay >= 0 and math.isfinite(kill_delay)):
+        raise ValueError(f"{where}kill_delay must be a finite number >= 0, got {kill_delay!r}")
+    settings = []
+    for m in machines:
+        if m is None:
+            settings.append(_UNLIMITED)
+        elif isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 0:
+            raise ValueError(f"{where}machines must be ints >= 0 or None, got {m!r}")
+        else:
+            settings.append(int(m))
+    capacity_per_setting = np.asarray(settings, dtype=np.int64)
+    n_settings = capacity_per_setting.size
+    first_start = start.min()
+    latency = end - start
+    base_machine = float(latency.sum())
+    if not flagged.any() or n_settings == 0:
+        jct = np.full((n_settings, n_repeats), end.max() - first_start)
+        return jct, np.full((n_settings, n_repeats), base_machine)
+
+    positions = np.flatnonzero(flagged)
+    flag_k = _grid_index(flag[positions], grid_origin, checkpoint_interval, job_id)
+    order = np.lexsort((positions, flag_k))
+    positions, flag_k = positions[order], flag_k[order]
+    f_start, f_end, f_latency = start[positions], end[positions], latency[positions]
+    n_flagged = positions.size
+    capacity = np.repeat(capacity_per_setting, n_repeats)  # rows: (setting, repeat)
+    n_rows = capacity.size
+    full = np.tile(durations[0][:, positions], (n_settings, 1))  # (B, K) full draw
+    if policy == "resume":
+        # fastest of the first r+1 attempts, per task
+        prefix_min = np.minimum.accumulate(durations[:, :, positions], axis=0)  # (A, R, K)
+        fastest = prefix_min[attempts[positions] - 1, :, np.arange(n_flagged)].T  # (R, K)
+        full = np.tile(fastest, (n_settings, 1))
+        need = np.broadcast_to(attempts[positions], (n_rows, n_flagged))
+    else:
+        need = np.ones((n_rows, n_flagged), dtype=np.int64)
+    losers = need - 1
+
+    u_start = np.sort(start[~flagged])
+    u_end = np.sort(end[~flagged])
+    original_end = np.broadcast_to(f_end, (n_rows, n_flagged)).copy()
+    task_end_new = np.broadcast_to(f_end, (n_rows, n_flagged)).copy()
+    extra_machine = np.zeros((n_rows, n_flagged))  # machine-seconds of copies/attempts
+    winner_end = np.full((n_rows, n_flagged), -np.inf)  # copy / winning attempt end
+    loser_end = np.full((n_rows, n_flagged), -np.inf)  # resume: losing attempts' end
+    served_any = np.zeros((n_rows, n_flagged), dtype=bool)
+    last_k = int(flag_k.max())
+
+    k = int(flag_k[0])
+    while True:
+        c = grid_origin + k * checkpoint_interval
+        running = (
+            int(np.searchsorted(u_start, c, "right") - np.searchsorted(u_end, c, "right"))
+            + ((f_start <= c) & (c < original_end)).sum(axis=1)
+            + (winner_end > c).sum(axis=1)
+            + np.where(loser_end > c, losers, 0).sum(axis=1)
+        )
+        free = np.maximum(capacity - running, 0)
+        waiting = (flag_k <= k) & (f_end > c) & ~served_any
+        served = waiting & (np.cumsum(np.where(waiting, need, 0), axis=1) <= free[:, None])
+        if served.any():
+            if policy == "relaunch":
+                new_end = c + full
+                original_end = np.where(served, c, original_end)
+                extra = full
+            elif policy == "copy":
+                new_end = np.minimum(f_end, c + full)
+                original_end = np.where(served, new_end, original_end)
+                extra = new_end - c
+            else:  # resume: remaining share of the work, fastest attempt kept
+                share = (f_end - c) / np.where(f_latency > 0, f_latency, 1.0)
+                run = share * full
+                new_end = c + run
+                original_end = np.where(served, c, original_end)
+                lose = np.minimum(run, kill_delay)
+                extra = run + losers * lose
+                loser_end = np.where(served, c + lose, loser_end)
+            task_end_new = np.where(served, new_end, task_end_new)
+            winner_end = np.where(served, new_end, winner_end)
+            extra_machine = np.where(served, extra, extra_machine)
+            served_any |= served
+        still_waiting = (flag_k <= k) & (f_end > c + checkpoint_interval) & ~served_any
+        if k >= last_k and not still_waiting.any():
+            break
+        k += 1
+
+    original_machine = (original_end - f_start).sum(axis=1)
+    machine = base_machine - f_latency.sum() + original_machine + extra_machine.sum(axis=1)
+    final_end = task_end_new.max(axis=1)
+    if u_end.size:
+        final_end = np.maximum(final_end, u_end[-1])
+    jct = (final_end - first_start).reshape(n_settings, n_repeats)
+    return jct, machine.reshape(n_settings, n_repeats)
+
+
+def simulate_job_policies(
+    task_start: np.ndarray,
+    task_end: np.ndarray,
+    flag_time: np.ndarray,
+    durations: np.ndarray,
+    *,
+    straggler_threshold: float,
+    grid_origin: float,
+    machines: Sequence[int] = (),
+    policies: Sequence[str] = POLICIES,
+    resume_attempts: np.ndarray | int = 2,
+    checkpoint_interval: float = CHECKPOINT_INTERVAL,
+    kill_delay: float | None = None,
+    job_id: str | None = None,
+) -> pd.DataFrame:
+    """Every policy, unlimited and each m, as rows with columns POLICY_COLUMNS.
+
+    ``machines`` <NA> = unlimited."""
+    start = np.asarray(task_start, dtype=np.float64)
+    end = np.asarray(task_end, dtype=np.float64)
+    settings: list[int | None] = [None, *machines]
+    jct_base = float(end.max() - start.min())
+    reference = reference_jct(start, end, straggler_threshold)
+    base_machine = float((end - start).sum())
+    n_repeats = np.asarray(durations).shape[1]
+    frames = []
+    for policy in policies:
+        jct, machine = simulate_policy(
+            policy, start, end, flag_time, durations, machines=settings, grid_origin=grid_origin,
+            checkpoint_interval=checkpoint_interval, resume_attempts=resume_attempts,
+            kill_delay=kill_delay, job_id=job_id,
+        )
+        machine_values = np.repeat(np.asarray([0, *machines], dtype=np.int64), n_repeats)
+        frames.append(pd.DataFrame({
+            "policy": policy,
+            "machines": pd.arrays.IntegerArray(
+                machine_values, np.arange(machine_values.size) < n_repeats),
+            "repeat": np.tile(np.arange(n_repeats), len(settings)),
+            "jct_base": jct_base,
+            "jct_mitigated": jct.ravel(),
+            "reduction": (jct_base - jct.ravel()) / jct_base if jct_base > 0 else 0.0,
+            "jct_reference": reference,
+            "machine_time_base": base_machine,
+            "machine_time": machine.ravel(),
+        }))
+    return pd.concat(frames, ignore_index=True)[POLICY_COLUMNS]
+
+
+def pocd_summary(frame: pd.DataFrame, deadline_factors: Sequence[float]) -> pd.DataFrame:
+    """Per (method, policy, machines): mean JCT reduction, relative machine time and PoCD.
+
+    PoCD at factor d = share of (job, repeat) pairs with jct_mitigated <= d * jct_reference;
+    ``Hadoop-NS`` (no mitigation) rows are added from jct_base per method-independent job.
+    Machine time relative = mean over jobs of machine_time / machine_time_base.
+    """
+    keys = ["method", "policy", "machines"]
+    frame = frame.copy()
+    frame["machines"] = frame["machines"].astype("Int64").astype(str).replace("<NA>", "unlimited")
+    base = frame.drop_duplicates(["job_id", "repeat"]).assign(
+        method="Hadoop-NS", policy="none", jct_mitigated=lambda f: f["jct_base"],
+        machine_time=lambda f: f["machine_time_base"], reduction=0.0, machines="unlimited")
+    frame = pd.concat([base, frame], ignore_index=True)
+    frame["machine_time_rel"] = frame["machine_time"] / frame["machine_time_base"]
+    for d in deadline_factors:
+        frame[f"pocd_{d:g}"] = (frame["jct_mitigated"] <= d * frame["jct_reference"] * (1 + 1e-12)
+                                ).astype(float)
+    per_job = frame.groupby([*keys, "job_id"], sort=False).mean(numeric_only=True)
+    table = per_job.groupby(level=keys, sort=False).agg(
+        jobs=("reduction", "size"), reduction=("reduction", "mean"),
+        machine_time_rel=("machine_time_rel", "mean"),
+        **{f"pocd_{d:g}": (f"pocd_{d:g}", "mean") for d in deadline_factors})
+    return table.reset_index()
