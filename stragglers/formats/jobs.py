@@ -153,6 +153,53 @@ def job_from_frame(
     )
 
 
+class ConvertedFileError(RuntimeError):
+    """A converted job file (or the manifest) is missing, truncated or not a converted job
+    file; the message names the file and the command that rebuilds it."""
+
+
+def rebuild_hint(path: str | Path) -> str:
+    """The command that rebuilds the converted dataset `path` belongs to (files live under
+    `<converted dir>/jobs/shard-<k>/`, the manifest at `<converted dir>/manifest.parquet`)."""
+    path = Path(path)
+    converted_dir = path.parents[2] if path.parent.name.startswith("shard-") else path.parent
+    return (
+        f"rebuild the conversion: snakemake --cores 2 --forcerun convert_manifest gather_shard "
+        f"{converted_dir / 'manifest.parquet'}"
+    )
+
+
+def converted_columns(path: str | Path) -> list[str]:
+    """The columns of a converted job file; a missing or unreadable file is a
+    ConvertedFileError naming it (pyarrow's own messages name a buffer, not the file)."""
+    path = Path(path)
+    if not path.exists():
+        raise ConvertedFileError(f"{path}: converted job file missing; {rebuild_hint(path)}")
+    try:
+        return pq.read_schema(path).names
+    except Exception as error:  # truncated, or not Parquet at all
+        raise ConvertedFileError(
+            f"{path}: not a readable Parquet file ({type(error).__name__}: {error}); "
+            f"{rebuild_hint(path)}"
+        ) from None
+
+
+def read_converted(path: str | Path, columns: list[str]) -> pd.DataFrame:
+    """`columns` of a converted job file, or a ConvertedFileError naming the file."""
+    missing = [c for c in columns if c not in converted_columns(path)]
+    if missing:
+        raise ConvertedFileError(
+            f"{path}: not a converted job file of this dataset: columns {missing} missing; "
+            f"{rebuild_hint(path)}"
+        )
+    try:
+        return pd.read_parquet(path, columns=columns)
+    except Exception as error:  # e.g. a file damaged after its footer
+        raise ConvertedFileError(
+            f"{path}: cannot be read ({type(error).__name__}: {error}); {rebuild_hint(path)}"
+        ) from None
+
+
 def read_job(
     path: str | Path, job_id: str, feature_names: list[str], machine_state: list[str] = ()
 ) -> Job:
@@ -160,7 +207,7 @@ def read_job(
     wanted = list(machine_state) + launch_columns(machine_state)
     columns = WINDOW_COLUMNS + TASK_FACT_COLUMNS + list(feature_names)
     if wanted:
-        present = set(pq.read_schema(path).names)
+        present = set(converted_columns(path))
         missing = [c for c in wanted if c not in present]
         if missing:
             raise ValueError(
@@ -168,14 +215,20 @@ def read_job(
                 "converted before they existed (or its dataset kind has none); delete "
                 "resources/converted/<dataset> and rerun"
             )
-    frame = pd.read_parquet(path, columns=columns + wanted)
+    frame = read_converted(path, columns + wanted)
     return job_from_frame(job_id, frame, feature_names, machine_state)
+
 
 def read_manifest(converted_dir: Path | str) -> pd.DataFrame:
     path = Path(converted_dir) / "manifest.parquet"
     if not path.exists():
         raise FileNotFoundError(f"{path}: no manifest; run the conversion first")
-    return pd.read_parquet(path)
+    try:
+        return pd.read_parquet(path)
+    except Exception as error:
+        raise ConvertedFileError(
+            f"{path}: cannot be read ({type(error).__name__}: {error}); {rebuild_hint(path)}"
+        ) from None
 
 
 def tuning_job_ids(manifest: pd.DataFrame, n_jobs: int) -> list[str]:

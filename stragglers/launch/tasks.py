@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from stragglers.formats.datasets import machine_state_columns
-from stragglers.formats.jobs import launch_columns
+from stragglers.formats.jobs import launch_columns, read_converted, read_manifest
 
 LABELS = ("p90", "wrangler")
 # per-job attributes the conversion writes to the manifest (workload_<name>)
@@ -80,7 +80,7 @@ def load_launch_tasks(converted_dir: Path | str, kind: str, workload: str) -> tu
     launch features; returns (rows, feature columns)."""
     check_workload(kind, workload)
     converted_dir = Path(converted_dir)
-    manifest = pd.read_parquet(converted_dir / "manifest.parquet")
+    manifest = read_manifest(converted_dir)
     column = f"workload_{workload}"
     if column not in manifest:
         raise ValueError(
@@ -95,10 +95,7 @@ def load_launch_tasks(converted_dir: Path | str, kind: str, workload: str) -> tu
     for row in manifest.itertuples():
         path = converted_dir / row.path
         wanted = ["task", "task_start", "task_end", "latency", "machine_id", *features]
-        try:
-            frame = pd.read_parquet(path, columns=wanted)
-        except Exception as error:  # name the file: pyarrow's message does not
-            raise ValueError(f"{path}: cannot read the launch columns {wanted}: {error}") from None
+        frame = read_converted(path, wanted)
         frame = frame.drop_duplicates("task")
         frame["job_id"] = str(row.job_id)
         frame["job_start"] = float(row.job_start)
