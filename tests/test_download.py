@@ -157,8 +157,10 @@ def test_parse_real_sha256sum_format():
     if not path.is_file():
         pytest.skip(f"{path} absent (../shared not mounted)")
     sums = dl.parse_sha256sum(path.read_text())
-    assert list(sums) == ["task_events/part-00000-of-00500.csv.gz"]
-    assert re.fullmatch(r"[0-9a-f]{64}", sums["task_events/part-00000-of-00500.csv.gz"])
+    by_hand = dict(reversed(line.split()) for line in path.read_text().splitlines() if line.strip())
+    assert sums == {name.lstrip("*"): digest for name, digest in by_hand.items()}
+    assert {"task_events/part-00000-of-00500.csv.gz", "machine_events/part-00000-of-00001.csv.gz"} <= set(sums)
+    assert all(re.fullmatch(r"[0-9a-f]{64}", digest) for digest in sums.values())
 
 
 @pytest.mark.parametrize(
@@ -254,7 +256,11 @@ def test_verify_local_copy(tmp_path):
 def test_verify_shared_google_copy():
     if not (SHARED_GOOGLE / "SHA256SUM").is_file():
         pytest.skip(f"{SHARED_GOOGLE} absent (../shared not mounted)")
-    assert dl.check_local_copy(SHARED_GOOGLE) == ["task_events/part-00000-of-00500.csv.gz"]
+    # every listed file, each hashed here with hashlib (independently of the code under test)
+    listing = dl.parse_sha256sum((SHARED_GOOGLE / "SHA256SUM").read_text())
+    for name, digest in listing.items():
+        assert hashlib.sha256((SHARED_GOOGLE / name).read_bytes()).hexdigest() == digest, name
+    assert sorted(dl.check_local_copy(SHARED_GOOGLE)) == sorted(listing)
 
 
 # ---------------------------------------------------------------------------------------

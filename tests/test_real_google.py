@@ -59,7 +59,12 @@ def independent_counts(min_tasks=100):
 def test_official_checksum_verifies():
     from stragglers.traces.download import check_local_copy
 
-    assert check_local_copy(SHARED, SHARED / "SHA256SUM") == ["task_events/part-00000-of-00500.csv.gz"]
+    # the listing read by hand (not by the parser under test): every file it names, each of
+    # which must hash to its listed value
+    listed = sorted(line.split()[1].lstrip("*") for line in (SHARED / "SHA256SUM").read_text().splitlines() if line.strip())
+    assert "task_events/part-00000-of-00500.csv.gz" in listed
+    assert "machine_events/part-00000-of-00001.csv.gz" in listed
+    assert sorted(check_local_copy(SHARED, SHARED / "SHA256SUM")) == listed
 
 
 def test_job_and_task_counts_match_an_independent_computation(converted):
