@@ -17,14 +17,18 @@ import sys
 from functools import cache
 from pathlib import Path
 
-from stragglers.methods.base import Checkpoint, JobInfo, Method
+from stragglers.methods._source import declared_defaults
+from stragglers.methods.base import Checkpoint, JobInfo, Method, Param, merged_params
 
 __all__ = [
     "Checkpoint",
     "JobInfo",
     "Method",
+    "Param",
     "available_methods",
+    "check_method_params",
     "declared_cross_job",
+    "declared_params",
     "get_method",
     "load_method_dirs",
 ]
@@ -111,6 +115,25 @@ def declared_cross_job(name: str) -> bool:
     if name in _declared():
         return bool(_class_constants(name).get("cross_job", False))
     raise KeyError(f"no method named {name!r}; available: {', '.join(available_methods())}")
+
+
+def declared_params(name: str) -> dict[str, object]:
+    """The method's `defaults` (name -> Param), read from its module's source for the
+    package's methods (no import: stragglers.methods._source); a loaded external method's
+    from its class."""
+    if name in _external:
+        return dict(_external[name].defaults)
+    if name in _declared():
+        return declared_defaults(Path(__path__[0]) / f"{_declared()[name]}.py", name)
+    raise KeyError(f"no method named {name!r}; available: {', '.join(available_methods())}")
+
+
+def check_method_params(name: str, params: dict | None) -> dict[str, object]:
+    """The method's parameters with `params` over the defaults; an unknown or renamed
+    parameter, a wrong type or a value out of range is a ValueError naming the method, the
+    parameter and what it takes. The same check the constructor runs, without importing the
+    method (the workflow checks the config with it when it loads)."""
+    return merged_params(f"method {name}", declared_params(name), params)
 
 
 @cache
