@@ -25,7 +25,7 @@ def launch_settings(launch_config: dict[str, Any], kind: str, straggler_quantile
     workload = (launch_config.get("workload") or {}).get(kind, DEFAULT_WORKLOADS.get(kind, ""))
     check_workload(kind, workload)
     keys = ("label", "wrangler_beta", "min_train_tasks", "refit_every", "history_jobs", "oversample")
-    reject_renamed("config launch", launch_config, keys)
+    reject_renamed("config launch", launch_config, keys, noun="setting")
     values = {key: launch_config[key] for key in keys if key in launch_config}
     if "train_shares" in launch_config:
         values["train_shares"] = tuple(float(s) for s in launch_config["train_shares"])

@@ -194,12 +194,12 @@ def _in(value: Any, choices: tuple) -> bool:
     return any(type(value) is type(c) and value == c for c in choices)
 
 
-def reject_renamed(what: str, settings: dict[str, Any], known) -> None:
+def reject_renamed(what: str, settings: dict[str, Any], known, noun: str = "parameter") -> None:
     """A ValueError if `settings` uses an old name (RENAMED_PARAMS) of one in `known`."""
     for key in settings:
         new = RENAMED_PARAMS.get(key)
         if key not in known and new in known:
-            raise ValueError(f"{what}: parameter {key!r} was renamed to {new!r}")
+            raise ValueError(f"{what}: {noun} {key!r} was renamed to {new!r}")
 
 
 def default_values(defaults: dict[str, Any]) -> dict[str, Any]:

@@ -60,7 +60,7 @@ if LAUNCH_METHODS:
 
     for _name, _params in config["launch"]["methods"].items():
         _check_params(check_launch_params, _name, _params, f"launch.methods.{_name}")
-reject_renamed("config launch", config.get("launch") or {}, ("refit_every", "history_jobs"))
+reject_renamed("config launch", config.get("launch") or {}, ("refit_every", "history_jobs"), noun="setting")
 for _name, _ds in config["datasets"].items():
     if _ds["source"] == "local" and not Path(_ds["raw_dir"]).exists():
         raise ValueError(f"config datasets.{_name}.raw_dir: {_ds['raw_dir']} does not exist")
