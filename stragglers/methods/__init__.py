@@ -4,6 +4,13 @@ Adding a method means adding one module here with a `Method` subclass that sets 
 and naming it in the config's `methods`. Methods kept outside the package (a user's own, or a
 test's) live in a folder named in the config's `method_dirs`: every `*.py` file there is
 loaded the same way.
+
+Each method declares its parameters beside their defaults (`defaults = {"alpha": Param(0.5,
+float, ge=0, le=1), ...}`, stragglers.methods.base.Param). `declared_params` reads them from
+the source (stragglers.methods._source) and `check_method_params` runs the constructor's check
+on a config's parameters, both without importing the method's module (the workflow does so
+when it loads). tests/test_method_contract.py runs every registered method through the
+contract checks of tests/method_checks.py.
 """
 
 from __future__ import annotations
