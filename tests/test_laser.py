@@ -31,9 +31,8 @@ def test_registry_and_family():
     assert cls.family == "Schedulers" and not cls.privileged
     with pytest.raises(ValueError):
         cls({"depth": 3})
-    method = cls({"hidden_layers": 0})
-    with pytest.raises(ValueError, match="hidden_layers"):
-        method.start_job(JobInfo("j", 3, ("x",), 10.0, 0))
+    with pytest.raises(ValueError, match="'hidden_layers' must be an integer >= 1, got 0"):
+        cls({"hidden_layers": 0})
 
 
 def test_network_learns_a_known_relation_better_than_the_mean():
@@ -176,9 +175,8 @@ def test_method_flags_estimates_past_the_deadline():
 
 @pytest.mark.parametrize("key", ["min_finished", "simulation_draws", "snapshots_per_checkpoint"])
 def test_rejects_non_positive_counts(key):
-    method = get_method("LASER")({key: 0})
-    with pytest.raises(ValueError, match=key):
-        method.start_job(JobInfo("j", 3, ("x",), 10.0, 0))
+    with pytest.raises(ValueError, match=f"{key}' must be an integer >= 1"):
+        get_method("LASER")({key: 0})
 
 
 def test_snapshots_per_checkpoint_bounds_memory():
@@ -192,7 +190,7 @@ def test_snapshots_per_checkpoint_bounds_memory():
     assert len(method._snapshot_task) == 1 and len(method._snapshot_task[0]) == 2
 
 
-# ---- training on earlier jobs (earlier_jobs > 0) --------------------------------------------
+# ---- training on earlier jobs (history_jobs > 0) --------------------------------------------
 
 @pytest.fixture()
 def earlier_trace(tmp_path, monkeypatch):
@@ -216,12 +214,12 @@ def test_earlier_job_examples_by_hand():
     assert inputs.shape == (18, len(FACTORY_FEATURES) + 1)
 
 
-def test_earlier_jobs_are_finished_by_the_checkpoint_and_used(earlier_trace):
+def test_history_jobs_are_finished_by_the_checkpoint_and_used(earlier_trace):
     folder, manifest = earlier_trace
     history = RecordingHistory(manifest, folder, "test", seed=1)
     jobs = [job_from_frame(r.job_id, pd.read_parquet(folder / r.path), FACTORY_FEATURES)
             for r in manifest.itertuples()]
-    params = {"epochs": 30, "refit_every": 3, "earlier_jobs": 2}
+    params = {"epochs": 30, "refit_every": 3, "history_jobs": 2}
     tasks, job_rows = run_method_on_jobs(iter(jobs), get_method("LASER"), params,
                                          ReplaySettings(grid_origin=600.0), LAST, 7, "t",
                                          history=history)
@@ -233,7 +231,7 @@ def test_earlier_jobs_are_finished_by_the_checkpoint_and_used(earlier_trace):
     assert len({job_id for job_id, _ in history.loaded}) <= 4  # never the last job
 
 
-def test_earlier_jobs_change_the_model_and_zero_needs_no_history(earlier_trace):
+def test_history_jobs_change_the_model_and_zero_needs_no_history(earlier_trace):
     folder, manifest = earlier_trace
     history = JobHistory(manifest, folder, "test", seed=1)
     last = manifest.iloc[-1]
@@ -243,14 +241,14 @@ def test_earlier_jobs_change_the_model_and_zero_needs_no_history(earlier_trace):
     without = replay_job(job, get_method("LASER")({"epochs": 30}), settings, LAST, seed=9,
                          history=history)
     np.testing.assert_array_equal(alone.flag_time, without.flag_time)  # history unused at 0
-    method = get_method("LASER")({"epochs": 30, "earlier_jobs": 4})
+    method = get_method("LASER")({"epochs": 30, "history_jobs": 4})
     replay_job(job, method, settings, LAST, seed=9, history=history)
-    assert method.earlier_jobs_used == 4
+    assert method.history_jobs_used == 4
     with pytest.raises(ValueError, match="job history"):
-        replay_job(job, get_method("LASER")({"epochs": 30, "earlier_jobs": 1}), settings,
+        replay_job(job, get_method("LASER")({"epochs": 30, "history_jobs": 1}), settings,
                    LAST, seed=9)
 
 
-def test_rejects_negative_earlier_jobs():
-    with pytest.raises(ValueError, match="earlier_jobs"):
-        get_method("LASER")({"earlier_jobs": -1}).start_job(JobInfo("j", 3, ("x",), 10.0, 0))
+def test_rejects_negative_history_jobs():
+    with pytest.raises(ValueError, match="history_jobs"):
+        get_method("LASER")({"history_jobs": -1}).start_job(JobInfo("j", 3, ("x",), 10.0, 0))

@@ -147,45 +147,9 @@ def test_pu_bagging_with_default_bags_flags_almost_everything():
     assert tpr == 1.0 and fpr > 0.8
 
 
-class _Forbidden:
-    """Stands in for JobInfo.true_latency: any use of it fails the test."""
-
-    def __getattr__(self, attr):
-        raise AssertionError(f"a non-privileged method touched true_latency ({attr})")
-
-    def __array__(self, *args, **kwargs):
-        raise AssertionError("a non-privileged method converted true_latency to an array")
-
-    def __getitem__(self, key):
-        raise AssertionError("a non-privileged method indexed true_latency")
-
-    def __len__(self):
-        raise AssertionError("a non-privileged method took len(true_latency)")
-
-    def __iter__(self):
-        raise AssertionError("a non-privileged method iterated over true_latency")
-
-
-@pytest.mark.parametrize("name", sorted(n for n in BASELINES if n != "Wrangler"))
-def test_non_privileged_methods_never_touch_true_latencies(name):
-    features, latency, start = structured_job(n=120, seed=4)
-    tau = float(np.quantile(latency, 0.9))
-    method = get_method(name)({}, seed=1)
-    info = JobInfo(job_id="guarded", n_tasks=len(latency),
-                   feature_names=tuple(f"f{i}" for i in range(features.shape[1])),
-                   straggler_threshold=tau, seed=2, true_latency=_Forbidden())
-    method.start_job(info)
-    end = start + latency
-    for k, t in enumerate(np.linspace(np.sort(end)[30], end.max(), 4)):
-        fin = np.flatnonzero(end <= t)
-        run = np.flatnonzero(end > t)
-        if len(run) == 0:
-            break
-        method.predict(Checkpoint(
-            time=float(t), index=k, first_prediction=k == 0, finished_tasks=fin,
-            finished_features=features[fin], finished_latency=latency[fin], running_tasks=run,
-            running_features=features[run], running_elapsed=t - start[run],
-        ))
+# a non-privileged method never touches JobInfo.true_latency, and a checkpoint without a
+# running task gives an empty answer: checked for every registered method by
+# tests/test_method_contract.py (check_no_latency_peeking, check_degenerate_checkpoints)
 
 
 def test_wrangler_ignores_the_labels_of_the_tasks_it_predicts():
@@ -290,21 +254,6 @@ def test_degenerate_checkpoints_do_not_raise(name, case):
             running_tasks=run, running_features=features[run], running_elapsed=elapsed + k,
         ))
         assert flags.dtype == bool and flags.shape == run.shape
-
-
-@pytest.mark.parametrize("name", sorted(BASELINES))
-def test_no_running_task_gives_an_empty_answer(name):
-    cls = get_method(name)
-    method = cls({}, seed=0)
-    latency = np.array([10.0, 20.0, 30.0])
-    method.start_job(job_info(cls, latency, 2, 25.0))
-    flags = method.predict(Checkpoint(
-        time=40.0, index=0, first_prediction=True, finished_tasks=np.arange(3),
-        finished_features=np.ones((3, 2)), finished_latency=latency,
-        running_tasks=np.zeros(0, int), running_features=np.zeros((0, 2)),
-        running_elapsed=np.zeros(0),
-    ))
-    assert flags.shape == (0,) and flags.dtype == bool
 
 
 def test_bad_checkpoint_shapes_name_the_job():

@@ -101,8 +101,7 @@ def test_same_seed_same_flags():
 
 
 def test_bad_nurd_settings_are_clear_errors():
-    method = NURD({"regressor": "forest"})
     with pytest.raises(ValueError, match="regressor"):
-        method.start_job(JobInfo("j", 10, ("a",), 1.0, 0))
+        NURD({"regressor": "forest"}).start_job(JobInfo("j", 10, ("a",), 1.0, 0))
     with pytest.raises(ValueError, match="epsilon"):
         NURD({"epsilon": 0}).start_job(JobInfo("j", 10, ("a",), 1.0, 0))

@@ -191,7 +191,7 @@ def test_nurd_alpha_zero_runs_on_the_paper_protocol():
     job = make_job(n_tasks=120, seed=3)
     run = replay_job(job, NURD({"alpha": 0.0}), ReplaySettings(protocol="paper"), LAST, seed=1)
     assert run.n_checkpoints > 0
-    with pytest.raises(ValueError, match="alpha must be >= 0"):
+    with pytest.raises(ValueError, match=r"parameter 'alpha' must be a number in \[0, 1\], got -0.1"):
         NURD({"alpha": -0.1}).start_job(type("I", (), {"seed": 0})())
 
 

@@ -24,7 +24,7 @@ from stragglers.replay.core import ReplaySettings
 from stragglers.replay.runner import run_method_on_jobs
 
 SETTINGS = ReplaySettings(grid_origin=600.0, checkpoint_interval=300.0)
-FAST_START = {"epochs": 15, "retrain_every": 2}
+FAST_START = {"epochs": 15, "refit_every": 2}
 
 
 # ---- the Pareto formulas -------------------------------------------------------------------

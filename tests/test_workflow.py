@@ -41,7 +41,7 @@ def tiny_config(tmp_path: Path) -> Path:
         "evaluation": {"f1_time_points": 10},
         "simulation": {"repeats": 2, "machines": [100, 300]},
         "launch": {"methods": {"MTL-f0nl": {}, "Wrangler-node": {}}, "min_train_tasks": 20,
-                   "train_shares": [0.3, 0.6], "retrain_every": 1},
+                   "train_shares": [0.3, 0.6], "refit_every": 1},
     }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))

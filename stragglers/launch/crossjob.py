@@ -6,7 +6,7 @@ place that selects them and it checks the rule, so no path trains on a later job
 
 Two uses:
 - `online_predictions`: every job in turn, at its start, with a model trained on the jobs
-  finished by then (refit once `retrain_every` more jobs have finished); each task is
+  finished by then (refit once `refit_every` more jobs have finished); each task is
   predicted when it is placed. The output has the replay's format (flag_time = the task's
   start), so Table 3's scoring applies unchanged.
 - `learning_curve`: the MTL paper's Table 5 / Figure 3: for each share s of the trace's tasks
@@ -43,8 +43,8 @@ class LaunchSettings:
     wrangler_beta: float = 1.3
     train_shares: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
     min_train_tasks: int = 50  # fewer finished tasks (or one class only): no model, no flags
-    retrain_every: int = 1  # refit once this many more jobs have finished
-    max_train_jobs: int = 50  # online: train on the latest this many finished jobs (bounded cost)
+    refit_every: int = 1  # refit once this many more jobs have finished
+    history_jobs: int = 50  # online: train on the latest this many finished jobs (bounded cost)
     oversample: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -52,9 +52,9 @@ class LaunchSettings:
         shares = np.asarray(self.train_shares, dtype=float)
         if len(shares) == 0 or np.any((shares <= 0) | (shares >= 1)):
             raise ValueError(f"launch.train_shares: each share must be in (0, 1), got {list(self.train_shares)}")
-        if self.min_train_tasks < 2 or self.retrain_every < 1 or self.max_train_jobs < 1:
+        if self.min_train_tasks < 2 or self.refit_every < 1 or self.history_jobs < 1:
             raise ValueError(
-                "launch.min_train_tasks must be >= 2, launch.retrain_every and launch.max_train_jobs >= 1"
+                "launch.min_train_tasks must be >= 2, launch.refit_every and launch.history_jobs >= 1"
             )
 
 
@@ -182,8 +182,8 @@ def online_predictions(
         }
         try:
             n_finished_jobs = int(np.searchsorted(job_ends, float(job.job_start), side="right"))
-            if fitted is None or n_finished_jobs - fitted_at_jobs >= settings.retrain_every:
-                rows = training_rows(tasks, float(job.job_start), settings.max_train_jobs)
+            if fitted is None or n_finished_jobs - fitted_at_jobs >= settings.refit_every:
+                rows = training_rows(tasks, float(job.job_start), settings.history_jobs)
                 fitted = fit_model(
                     tasks, features, rows, method_class, params, settings,
                     derive_seed(seed, "launch", method_class.name, str(job.job_id)),

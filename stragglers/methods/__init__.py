@@ -4,6 +4,13 @@ Adding a method means adding one module here with a `Method` subclass that sets 
 and naming it in the config's `methods`. Methods kept outside the package (a user's own, or a
 test's) live in a folder named in the config's `method_dirs`: every `*.py` file there is
 loaded the same way.
+
+Each method declares its parameters beside their defaults (`defaults = {"alpha": Param(0.5,
+float, ge=0, le=1), ...}`, stragglers.methods.base.Param). `declared_params` reads them from
+the source (stragglers.methods._source) and `check_method_params` runs the constructor's check
+on a config's parameters, both without importing the method's module (the workflow does so
+when it loads). tests/test_method_contract.py runs every registered method through the
+contract checks of tests/method_checks.py.
 """
 
 from __future__ import annotations
@@ -17,14 +24,18 @@ import sys
 from functools import cache
 from pathlib import Path
 
-from stragglers.methods.base import Checkpoint, JobInfo, Method
+from stragglers.methods._source import declared_defaults
+from stragglers.methods.base import Checkpoint, JobInfo, Method, Param, merged_params
 
 __all__ = [
     "Checkpoint",
     "JobInfo",
     "Method",
+    "Param",
     "available_methods",
+    "check_method_params",
     "declared_cross_job",
+    "declared_params",
     "get_method",
     "load_method_dirs",
 ]
@@ -111,6 +122,25 @@ def declared_cross_job(name: str) -> bool:
     if name in _declared():
         return bool(_class_constants(name).get("cross_job", False))
     raise KeyError(f"no method named {name!r}; available: {', '.join(available_methods())}")
+
+
+def declared_params(name: str) -> dict[str, object]:
+    """The method's `defaults` (name -> Param), read from its module's source for the
+    package's methods (no import: stragglers.methods._source); a loaded external method's
+    from its class."""
+    if name in _external:
+        return dict(_external[name].defaults)
+    if name in _declared():
+        return declared_defaults(Path(__path__[0]) / f"{_declared()[name]}.py", name)
+    raise KeyError(f"no method named {name!r}; available: {', '.join(available_methods())}")
+
+
+def check_method_params(name: str, params: dict | None) -> dict[str, object]:
+    """The method's parameters with `params` over the defaults; an unknown or renamed
+    parameter, a wrong type or a value out of range is a ValueError naming the method, the
+    parameter and what it takes. The same check the constructor runs, without importing the
+    method (the workflow checks the config with it when it loads)."""
+    return merged_params(f"method {name}", declared_params(name), params)
 
 
 @cache

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from stragglers.methods.base import Checkpoint, JobInfo, Method
+from stragglers.methods.base import Checkpoint, JobInfo, Method, Param
 
 
 def validate_checkpoint(job: JobInfo, cp: Checkpoint) -> None:
@@ -65,7 +65,7 @@ class OnlineRefitMethod(Method):
     """A method that fits on the data at a checkpoint and reuses the fit while it is current."""
 
     # subclasses extend this; every online method accepts the refit schedule
-    defaults: dict[str, Any] = {"refit_growth": 0.0}
+    defaults: dict[str, Any] = {"refit_growth": Param(0.0, float, ge=0)}
 
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):
         super().__init__(params, seed)

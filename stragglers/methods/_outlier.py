@@ -19,14 +19,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from stragglers.methods._features import (
-    Standardizer,
-    fit_standardizer,
-    job_seed,
-    varying_columns,
-)
+from stragglers.methods._features import Standardizer, fit_standardizer, job_seed, varying_columns
 from stragglers.methods._online import OnlineRefitMethod
-from stragglers.methods.base import Checkpoint
+from stragglers.methods.base import Checkpoint, Param
 
 
 @dataclass(frozen=True)
@@ -49,7 +44,8 @@ class OutlierDetectionMethod(OnlineRefitMethod):
     """Common fit/flag logic; subclasses say how to build (and, if needed, fit) the detector."""
 
     family: ClassVar[str] = "Outlier detection"
-    defaults: ClassVar[dict[str, Any]] = {"contamination": 0.1, "refit_growth": 0.0}
+    defaults: ClassVar[dict[str, Any]] = {"contamination": Param(0.1, float, gt=0, le=0.5),
+                                          "refit_growth": Param(0.0, float, ge=0)}
 
     min_train: ClassVar[int] = 2  # fewest finished tasks the detector can be fit on
     # Drop columns constant over the finished tasks (covariance/histogram based detectors

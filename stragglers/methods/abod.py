@@ -7,14 +7,15 @@ from typing import Any, ClassVar
 from pyod.models.abod import ABOD as PyodABOD
 
 from stragglers.methods._outlier import OutlierDetectionMethod, shrink_neighbours
+from stragglers.methods.base import Param
 
 
 class ABOD(OutlierDetectionMethod):
     name: ClassVar[str] = "ABOD"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": 0.1,
-        "n_neighbors": 5,  # PyOD default (the paper's code uses PyOD defaults)
-        "refit_growth": 0.1,
+        "contamination": Param(0.1, float, gt=0, le=0.5),
+        "n_neighbors": Param(5, int, ge=1),  # PyOD default (the paper's code uses PyOD defaults)
+        "refit_growth": Param(0.1, float, ge=0),
     }
     min_train: ClassVar[int] = 3  # angles need two other points
 

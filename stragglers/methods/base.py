@@ -17,6 +17,8 @@ labelled training split) say so with `privileged = True` and receive the true la
 from __future__ import annotations
 
 import abc
+import math
+import numbers
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -62,13 +64,163 @@ class Checkpoint:
     running_launch_state: np.ndarray | None = None
 
 
+# Parameters renamed so that one idea has one name (issue 18): a config still using the old
+# name is rejected with the new one (by the workflow when it loads, and by the constructors)
+RENAMED_PARAMS: dict[str, str] = {
+    "earlier_jobs": "history_jobs",  # LASER
+    "max_history_jobs": "history_jobs",  # START, START-MLE
+    "max_train_jobs": "history_jobs",  # the launch stage's setting
+    "retrain_every": "refit_every",  # START, the launch stage's setting
+}
+
+_KINDS = {int: "an integer", float: "a number", bool: "true or false", str: "a text",
+          list: "a list"}
+_PLURAL = {int: "integers", float: "numbers", bool: "booleans", str: "texts"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """A method parameter: its default, type and allowed values, read by the workflow from
+    the method's source when it loads (stragglers.methods._source) and by the constructor.
+
+    `type` is int, float (any real number; ints accepted), bool, str or list (of `items`);
+    `ge`/`gt`/`le`/`lt` bound numbers (a list's items); `choices` are the only texts a str
+    takes, or special values a number also takes (PU-BG's "balanced"); `nullable`: None too.
+    Declare it literally in the class body (`defaults = {"alpha": Param(0.5, float, ge=0,
+    le=1)}`): the registry evaluates that expression without importing the module."""
+
+    default: Any
+    type: type
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+    choices: tuple = ()
+    items: type | None = None
+    nullable: bool = False
+    doc: str = ""
+
+    def __post_init__(self):
+        if self.type not in _KINDS:
+            raise TypeError(f"Param: type must be one of int, float, bool, str, list; got {self.type!r}")
+        if self.type is list and self.items not in _PLURAL:
+            raise TypeError("Param: a list parameter names its items' type (items=int, float, ...)")
+        object.__setattr__(self, "choices", tuple(self.choices))
+
+    def allowed(self) -> str:
+        """What the parameter takes, in words: 'a number in [0, 1]', 'an integer >= 1'."""
+        if self.type is str and self.choices:
+            text = "one of " + ", ".join(repr(c) for c in self.choices)
+        else:
+            text = f"a list of {_PLURAL[self.items]}" if self.type is list else _KINDS[self.type]
+            low = (f"[{self.ge!r}" if self.ge is not None else
+                   f"({self.gt!r}" if self.gt is not None else None)
+            high = (f"{self.le!r}]" if self.le is not None else
+                    f"{self.lt!r})" if self.lt is not None else None)
+            if low and high:
+                text += f" in {low}, {high}"
+            elif low:
+                text += f" {'>=' if self.ge is not None else '>'} {low[1:]}"
+            elif high:
+                text += f" {'<=' if self.le is not None else '<'} {high[:-1]}"
+            if self.type is list:
+                text += " (at least one)"
+            if self.choices:
+                text += " or " + " or ".join(repr(c) for c in self.choices)
+        return text + (" or null" if self.nullable else "")
+
+    def accepts(self, value: Any) -> bool:
+        if value is None:
+            return self.nullable
+        if self.choices and _in(value, self.choices):
+            return True
+        if self.type is str:
+            return isinstance(value, str) and not self.choices
+        if self.type is list:
+            return (isinstance(value, (list, tuple)) and len(value) > 0
+                    and all(self._scalar_ok(item, self.items) for item in value))
+        return self._scalar_ok(value, self.type)
+
+    def _scalar_ok(self, value: Any, kind: type) -> bool:
+        if kind is bool:
+            return isinstance(value, (bool, np.bool_))
+        if kind is str:
+            return isinstance(value, str)
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            return False
+        if kind is int and not isinstance(value, numbers.Integral):
+            return False
+        if math.isnan(value):
+            return False
+        return ((self.ge is None or value >= self.ge) and (self.gt is None or value > self.gt)
+                and (self.le is None or value <= self.le) and (self.lt is None or value < self.lt))
+
+    def coerce(self, value: Any) -> Any:
+        """`value`, or the number / boolean a text spells for a parameter of that type:
+        Snakemake's `--config` hands nested values over as text (`alpha: 0.5` is "0.5"), and
+        YAML reads `1e-4` as text. Anything else is returned unchanged."""
+        if self.type is list and isinstance(value, (list, tuple)):
+            return type(value)(self._coerce_scalar(item, self.items) for item in value)
+        return self._coerce_scalar(value, self.type)
+
+    def _coerce_scalar(self, value: Any, kind: type) -> Any:
+        if not isinstance(value, str) or _in(value, self.choices):
+            return value
+        if kind is bool and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        if kind in (int, float):
+            try:
+                return int(value)
+            except ValueError:
+                pass
+        if kind is float:
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        return value
+
+    def check(self, what: str, name: str, value: Any) -> Any:
+        """The value (numbers given as text read as numbers, see `coerce`); a ValueError
+        naming `what`, the parameter and what it takes unless it is allowed."""
+        coerced = self.coerce(value)
+        if self.accepts(coerced):
+            return coerced
+        shown = repr(coerced) + (" (text)" if isinstance(coerced, str) and self.type is not str else "")
+        raise ValueError(f"{what}: parameter {name!r} must be {self.allowed()}, got {shown}")
+
+
+def _in(value: Any, choices: tuple) -> bool:
+    return any(type(value) is type(c) and value == c for c in choices)
+
+
+def reject_renamed(what: str, settings: dict[str, Any], known, noun: str = "parameter") -> None:
+    """A ValueError if `settings` uses an old name (RENAMED_PARAMS) of one in `known`."""
+    for key in settings:
+        new = RENAMED_PARAMS.get(key)
+        if key not in known and new in known:
+            raise ValueError(f"{what}: {noun} {key!r} was renamed to {new!r}")
+
+
+def default_values(defaults: dict[str, Any]) -> dict[str, Any]:
+    """Parameter name -> default value of a `defaults` mapping (Param or a bare value)."""
+    return {k: v.default if isinstance(v, Param) else v for k, v in defaults.items()}
+
+
 def merged_params(what: str, defaults: dict[str, Any], params: dict[str, Any] | None) -> dict[str, Any]:
-    """`params` over `defaults`; an unknown parameter is an error naming `what`."""
+    """`params` over the defaults' values; a parameter that is unknown, renamed, of the wrong
+    type or out of its declared range is an error naming `what`, the parameter and what it
+    takes (the workflow runs the same check on the config when it loads)."""
     params = dict(params or {})
-    unknown = sorted(set(params) - set(defaults))
-    if unknown:
-        raise ValueError(f"{what}: unknown parameter(s) {unknown}; known: {sorted(defaults)}")
-    return {**defaults, **params}
+    reject_renamed(what, params, defaults)
+    for key in params:
+        if key not in defaults:
+            known = ", ".join(sorted(defaults)) or "none"
+            raise ValueError(f"{what}: unknown parameter {key!r}; known: {known}")
+        spec = defaults[key]
+        if isinstance(spec, Param):
+            params[key] = spec.check(what, key, params[key])
+    return {**default_values(defaults), **params}
 
 
 class Method(abc.ABC):
@@ -77,6 +229,7 @@ class Method(abc.ABC):
     name: ClassVar[str]
     family: ClassVar[str]  # table grouping, e.g. "Ours", "Supervised", "Outlier detection"
     privileged: ClassVar[bool] = False  # sees true latencies (Oracle, Wrangler)
+    # parameter name -> Param(default, type, range) (stragglers.methods.base.Param)
     defaults: ClassVar[dict[str, Any]] = {}
     # learns from earlier jobs: the replay fills JobInfo.history / job_start, and the predict
     # rule gives it every shard of the dataset (read from source: methods.declared_cross_job)

@@ -10,7 +10,7 @@ from pyod.models.cblof import CBLOF as PyodCBLOF
 
 from stragglers.methods._features import distinct_row_count
 from stragglers.methods._outlier import OutlierDetectionMethod
-from stragglers.methods.base import Checkpoint
+from stragglers.methods.base import Checkpoint, Param
 
 # Looser (alpha, beta) pairs tried when PyOD cannot split clusters into large and small ones.
 # With alpha = 0.5 and beta = 1 a split always exists once there are two clusters.
@@ -30,11 +30,11 @@ def cblof_attempts(n_clusters: int, alpha: float, beta: float, n_distinct: int):
 class CBLOF(OutlierDetectionMethod):
     name: ClassVar[str] = "CBLOF"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": 0.1,
-        "n_clusters": 8,  # PyOD defaults
-        "alpha": 0.9,
-        "beta": 5.0,
-        "refit_growth": 0.1,
+        "contamination": Param(0.1, float, gt=0, le=0.5),
+        "n_clusters": Param(8, int, ge=1),  # PyOD defaults
+        "alpha": Param(0.9, float, gt=0, lt=1),
+        "beta": Param(5.0, float, ge=1),
+        "refit_growth": Param(0.1, float, ge=0),
     }
 
     def make_detector(self, n_train: int, seed: int, n_clusters: int = 8,

@@ -7,14 +7,15 @@ from typing import Any, ClassVar
 from pyod.models.cof import COF as PyodCOF
 
 from stragglers.methods._outlier import OutlierDetectionMethod, shrink_neighbours
+from stragglers.methods.base import Param
 
 
 class COF(OutlierDetectionMethod):
     name: ClassVar[str] = "COF"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": 0.1,
-        "n_neighbors": 15,  # the paper's code
-        "refit_growth": 0.25,
+        "contamination": Param(0.1, float, gt=0, le=0.5),
+        "n_neighbors": Param(15, int, ge=1),  # the paper's code
+        "refit_growth": Param(0.25, float, ge=0),
     }
     min_train: ClassVar[int] = 3
     score_with_training: ClassVar[bool] = True  # PyOD's COF scores a batch against itself

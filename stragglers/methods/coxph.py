@@ -40,7 +40,7 @@ from stragglers.methods._censored import (
 )
 from stragglers.methods._features import Standardizer, fit_standardizer
 from stragglers.methods._online import OnlineRefitMethod
-from stragglers.methods.base import Checkpoint
+from stragglers.methods.base import Checkpoint, Param
 
 COX_DECISIONS = ("conditional_survival", "median")
 BASELINE_TAILS = ("weibull", "flat")
@@ -112,12 +112,12 @@ class CoxPH(OnlineRefitMethod):
     name: ClassVar[str] = "CoxPH"
     family: ClassVar[str] = CENSORED_FAMILY
     defaults: ClassVar[dict[str, Any]] = {
-        "censoring": "elapsed",  # or "max_finished" (the paper's code for Tobit/Grabit)
-        "penalizer": 0.1,
-        "decision": "conditional_survival",  # or "median"
-        "survival_threshold": 0.5,
-        "baseline_tail": "weibull",  # or "flat" (lifelines' Breslow step function as is)
-        "refit_growth": 0.25,
+        "censoring": Param("elapsed", str, choices=CENSORING_MODES),  # or "max_finished" (the paper's code for Tobit/Grabit)
+        "penalizer": Param(0.1, float, ge=0),
+        "decision": Param("conditional_survival", str, choices=COX_DECISIONS),  # or "median"
+        "survival_threshold": Param(0.5, float, gt=0, lt=1),
+        "baseline_tail": Param("weibull", str, choices=BASELINE_TAILS),  # or "flat" (lifelines' Breslow step function as is)
+        "refit_growth": Param(0.25, float, ge=0),
     }
 
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):

@@ -16,7 +16,14 @@ from typing import Any, ClassVar
 import numpy as np
 import xgboost as xgb
 
-from stragglers.methods._censored import CensoredGaussianMethod, tobit_grad_hess
+from stragglers.methods._censored import (
+    CENSORING_MODES,
+    GAUSSIAN_DECISIONS,
+    TARGETS,
+    CensoredGaussianMethod,
+    tobit_grad_hess,
+)
+from stragglers.methods.base import Param
 
 _MIN_SIGMA = 1e-3  # on the target scale (tau = 1)
 
@@ -73,14 +80,14 @@ def fit_boosted_tobit(Z: np.ndarray, y: np.ndarray, censored: np.ndarray, sigma:
 class Grabit(CensoredGaussianMethod):
     name: ClassVar[str] = "Grabit"
     defaults: ClassVar[dict[str, Any]] = {
-        "censoring": "elapsed",  # or "max_finished" (the paper's code)
-        "target": "latency",  # or "log_latency"
-        "decision": "latent_mean",  # or "conditional_median"
-        "sigma": None,  # None: residual std of a linear fit; else on the latency / tau scale
-        "n_estimators": 100,
-        "learning_rate": 0.1,
-        "max_depth": 5,
-        "refit_growth": 0.5,
+        "censoring": Param("elapsed", str, choices=CENSORING_MODES),  # or "max_finished" (the paper's code)
+        "target": Param("latency", str, choices=TARGETS),  # or "log_latency"
+        "decision": Param("latent_mean", str, choices=GAUSSIAN_DECISIONS),  # or "conditional_median"
+        "sigma": Param(None, float, gt=0, nullable=True),  # None: residual std of a linear fit; else on the latency / tau scale
+        "n_estimators": Param(100, int, ge=1),
+        "learning_rate": Param(0.1, float, gt=0),
+        "max_depth": Param(5, int, ge=1),
+        "refit_growth": Param(0.5, float, ge=0),
     }
 
     def fit_model(self, Z, y, censored, seed):

@@ -7,14 +7,15 @@ from typing import Any, ClassVar
 from pyod.models.hbos import HBOS as PyodHBOS
 
 from stragglers.methods._outlier import OutlierDetectionMethod
+from stragglers.methods.base import Param
 
 
 class HBOS(OutlierDetectionMethod):
     name: ClassVar[str] = "HBOS"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": 0.1,
-        "n_bins": 10,  # PyOD default
-        "refit_growth": 0.1,
+        "contamination": Param(0.1, float, gt=0, le=0.5),
+        "n_bins": Param(10, int, ge=2),  # PyOD default
+        "refit_growth": Param(0.1, float, ge=0),
     }
     drop_constant_training_columns: ClassVar[bool] = True  # zero-width histograms
 

@@ -7,14 +7,15 @@ from typing import Any, ClassVar
 from pyod.models.iforest import IForest as PyodIForest
 
 from stragglers.methods._outlier import OutlierDetectionMethod
+from stragglers.methods.base import Param
 
 
 class IForest(OutlierDetectionMethod):
     name: ClassVar[str] = "IFOREST"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": 0.1,
-        "n_estimators": 100,  # PyOD default
-        "refit_growth": 0.5,
+        "contamination": Param(0.1, float, gt=0, le=0.5),
+        "n_estimators": Param(100, int, ge=1),  # PyOD default
+        "refit_growth": Param(0.5, float, ge=0),
     }
 
     def make_detector(self, n_train: int, seed: int) -> PyodIForest:

@@ -7,14 +7,15 @@ from typing import Any, ClassVar
 from pyod.models.knn import KNN as PyodKNN
 
 from stragglers.methods._outlier import OutlierDetectionMethod, shrink_neighbours
+from stragglers.methods.base import Param
 
 
 class KNN(OutlierDetectionMethod):
     name: ClassVar[str] = "KNN"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": 0.1,
-        "n_neighbors": 5,  # PyOD default
-        "refit_growth": 0.1,
+        "contamination": Param(0.1, float, gt=0, le=0.5),
+        "n_neighbors": Param(5, int, ge=1),  # PyOD default
+        "refit_growth": Param(0.1, float, ge=0),
     }
 
     def make_detector(self, n_train: int, seed: int) -> PyodKNN:

@@ -7,8 +7,8 @@ At each checkpoint (tau_est):
    its elapsed time. It is trained on this job's finished tasks only
    (``_laser_model.task_training_set``: snapshots of tasks seen running at earlier
    checkpoints that have since finished, plus each finished task at fixed shares of its
-   latency) and, with ``earlier_jobs`` > 0, on the finished tasks of the latest
-   ``earlier_jobs`` jobs of the dataset that had finished by the checkpoint (the paper trains
+   latency) and, with ``history_jobs`` > 0, on the finished tasks of the latest
+   ``history_jobs`` jobs of the dataset that had finished by the checkpoint (the paper trains
    on earlier jobs; ``stragglers.replay.history.JobHistory`` never hands out a job still running).
    Times are in units of each job's median finished latency, so jobs of different lengths
    share one model. Fitted at the first prediction checkpoint and refitted every
@@ -37,7 +37,7 @@ from stragglers.methods._laser_model import (
     task_training_set,
 )
 from stragglers.methods._online import validate_checkpoint
-from stragglers.methods.base import Checkpoint, JobInfo, Method
+from stragglers.methods.base import Checkpoint, JobInfo, Method, Param
 
 # examples of earlier jobs, per (converted dir, job, fractions): shared by the LASER instances
 # of one process (one per job), bounded
@@ -70,25 +70,25 @@ def earlier_job_examples(job, last_columns: np.ndarray, elapsed_fractions: np.nd
 class LASER(Method):
     name = "LASER"
     family = "Schedulers"
-    # reads earlier finished jobs when earlier_jobs > 0 (its predict jobs get every shard)
+    # reads earlier finished jobs when history_jobs > 0 (its predict jobs get every shard)
     cross_job = True
     defaults = {
-        "hidden_layers": 3,  # task-time network (paper: 3 after Table I; 1, 3, 5 tested)
-        "job_hidden_layers": 1,  # job-time / machine-time network (Table I's best)
-        "width": 16,  # neurons per hidden layer (the paper does not say)
-        "epochs": 100,  # full-batch Adam steps per fit
-        "learning_rate": 0.01,
-        "refit_every": 5,  # checkpoints between task-network fits (1: every checkpoint)
-        "min_finished": 5,  # finished tasks needed before anything is flagged
-        "max_train": 1000,  # examples per task-network fit (a seeded subsample beyond it)
-        "elapsed_fractions": [0.25, 0.5, 0.75],  # shares of a finished task's latency
-        "r_max": 5,  # most extra attempts per straggler
-        "theta_cost": 1.0e-4,  # theta * C per machine-second (as SRQuant)
-        "kill_delay": 300.0,  # tau_kill - tau_est: one checkpoint (as SRQuant)
-        "simulation_draws": 16,  # simulated outcomes per r per checkpoint for network 2
-        "job_history": 4,  # checkpoints of simulated outcomes network 2 is trained on
-        "snapshots_per_checkpoint": 1000,  # running tasks remembered per checkpoint (memory bound)
-        "earlier_jobs": 0,  # latest finished earlier jobs trained on (0: this job only)
+        "hidden_layers": Param(3, int, ge=1),  # task-time network (paper: 3 after Table I; 1, 3, 5 tested)
+        "job_hidden_layers": Param(1, int, ge=1),  # job-time / machine-time network (Table I's best)
+        "width": Param(16, int, ge=1),  # neurons per hidden layer (the paper does not say)
+        "epochs": Param(100, int, ge=1),  # full-batch Adam steps per fit
+        "learning_rate": Param(0.01, float, gt=0),
+        "refit_every": Param(5, int, ge=1),  # checkpoints between task-network fits (1: every checkpoint)
+        "min_finished": Param(5, int, ge=1),  # finished tasks needed before anything is flagged
+        "max_train": Param(1000, int, ge=1),  # examples per task-network fit (a seeded subsample beyond it)
+        "elapsed_fractions": Param([0.25, 0.5, 0.75], list, items=float, gt=0, le=1),  # shares of a finished task's latency
+        "r_max": Param(5, int, ge=0),  # most extra attempts per straggler
+        "theta_cost": Param(1.0e-4, float, ge=0),  # theta * C per machine-second (as SRQuant)
+        "kill_delay": Param(300.0, float, ge=0),  # tau_kill - tau_est: one checkpoint (as SRQuant)
+        "simulation_draws": Param(16, int, ge=1),  # simulated outcomes per r per checkpoint for network 2
+        "job_history": Param(4, int, ge=1),  # checkpoints of simulated outcomes network 2 is trained on
+        "snapshots_per_checkpoint": Param(1000, int, ge=1),  # running tasks remembered per checkpoint (memory bound)
+        "history_jobs": Param(0, int, ge=0),  # latest finished earlier jobs trained on (0: this job only)
     }
 
     def start_job(self, job: JobInfo) -> None:
@@ -98,10 +98,10 @@ class LASER(Method):
                     "snapshots_per_checkpoint"):
             if int(self.params[key]) < 1:
                 raise ValueError(f"method LASER: {key} must be >= 1, got {self.params[key]}")
-        if int(self.params["earlier_jobs"]) < 0:
+        if int(self.params["history_jobs"]) < 0:
             raise ValueError(
-                f"method LASER: earlier_jobs must be >= 0, got {self.params['earlier_jobs']}")
-        self.earlier_jobs_used = 0  # at the latest fit (logged by tests and the note)
+                f"method LASER: history_jobs must be >= 0, got {self.params['history_jobs']}")
+        self.history_jobs_used = 0  # at the latest fit (logged by tests and the note)
         self.chosen_attempts: int | None = None
         self._task_model = None
         self._latency_scale = 1.0
@@ -146,7 +146,7 @@ class LASER(Method):
         self._latency_scale = scale if scale > 0 else 1.0
         inputs = np.column_stack([inputs[:, :-1], inputs[:, -1] / self._latency_scale])
         targets = targets / self._latency_scale
-        if int(self.params["earlier_jobs"]) > 0:
+        if int(self.params["history_jobs"]) > 0:
             earlier_inputs, earlier_targets = self._earlier_examples(cp.time)
             if len(earlier_targets) > limit:
                 keep = np.sort(self._rng.choice(len(earlier_targets), size=limit, replace=False))
@@ -160,16 +160,16 @@ class LASER(Method):
         self._calls_since_fit = 0
 
     def _earlier_examples(self, time: float) -> tuple[np.ndarray, np.ndarray]:
-        """Examples from the latest `earlier_jobs` jobs that had finished by `time`."""
+        """Examples from the latest `history_jobs` jobs that had finished by `time`."""
         history = self.job.history
         d = len(self.job.feature_names)
         if history is None:
-            raise ValueError("method LASER: earlier_jobs > 0 needs the dataset's job history "
+            raise ValueError("method LASER: history_jobs > 0 needs the dataset's job history "
                              "(JobInfo.history), which this run did not provide")
         from stragglers.formats.datasets import last_columns
 
         fractions = np.asarray(self.params["elapsed_fractions"], dtype=np.float64)
-        finished = history.finished_before(time).tail(int(self.params["earlier_jobs"]))
+        finished = history.finished_before(time).tail(int(self.params["history_jobs"]))
         inputs, targets = [np.zeros((0, d + 1))], [np.zeros(0)]
         for job_id in finished["job_id"]:
             key = (str(history.converted_dir), str(job_id), tuple(fractions))
@@ -181,7 +181,7 @@ class LASER(Method):
             x, y = _earlier_examples[key]
             inputs.append(x)
             targets.append(y)
-        self.earlier_jobs_used = len(finished)
+        self.history_jobs_used = len(finished)
         return np.vstack(inputs), np.concatenate(targets)
 
     def estimate_execution_time(self, features: np.ndarray, elapsed: np.ndarray) -> np.ndarray:

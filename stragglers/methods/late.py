@@ -44,7 +44,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from stragglers.methods._progress import estimate_progress
-from stragglers.methods.base import Checkpoint, JobInfo, Method
+from stragglers.methods.base import Checkpoint, JobInfo, Method, Param
 from stragglers.methods.elapsed import SCHEDULERS_FAMILY
 
 
@@ -92,9 +92,9 @@ class LATE(Method):
     name: ClassVar[str] = "LATE"
     family: ClassVar[str] = SCHEDULERS_FAMILY
     defaults: ClassVar[dict[str, Any]] = {
-        "slow_task_percentile": 25.0,  # SlowTaskThreshold
-        "speculative_cap": 0.10,  # SpeculativeCap, share of the job's tasks
-        "min_elapsed": 60.0,  # seconds a task runs before it may be speculated
+        "slow_task_percentile": Param(25.0, float, gt=0, le=100),  # SlowTaskThreshold
+        "speculative_cap": Param(0.10, float, gt=0, le=1),  # SpeculativeCap, share of the job's tasks
+        "min_elapsed": Param(60.0, float, ge=0),  # seconds a task runs before it may be speculated
     }
 
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):

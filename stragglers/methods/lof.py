@@ -7,14 +7,15 @@ from typing import Any, ClassVar
 from pyod.models.lof import LOF as PyodLOF
 
 from stragglers.methods._outlier import OutlierDetectionMethod, shrink_neighbours
+from stragglers.methods.base import Param
 
 
 class LOF(OutlierDetectionMethod):
     name: ClassVar[str] = "LOF"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": 0.1,
-        "n_neighbors": 15,  # the paper's code (PyOD's default is 20)
-        "refit_growth": 0.1,
+        "contamination": Param(0.1, float, gt=0, le=0.5),
+        "n_neighbors": Param(15, int, ge=1),  # the paper's code (PyOD's default is 20)
+        "refit_growth": Param(0.1, float, ge=0),
     }
 
     def make_detector(self, n_train: int, seed: int) -> PyodLOF:

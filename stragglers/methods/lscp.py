@@ -8,16 +8,17 @@ from pyod.models.lof import LOF as PyodLOF
 from pyod.models.lscp import LSCP as PyodLSCP
 
 from stragglers.methods._outlier import OutlierDetectionMethod, shrink_neighbours
+from stragglers.methods.base import Param
 
 
 class LSCP(OutlierDetectionMethod):
     name: ClassVar[str] = "LSCP"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": 0.1,
+        "contamination": Param(0.1, float, gt=0, le=0.5),
         # base detectors of the paper's code: LOF with 5 and 10 neighbours
-        "lof_neighbors": [5, 10],
-        "local_region_size": 30,  # PyOD default
-        "refit_growth": 0.5,
+        "lof_neighbors": Param([5, 10], list, items=int, ge=1),
+        "local_region_size": Param(30, int, ge=1),  # PyOD default
+        "refit_growth": Param(0.5, float, ge=0),
     }
 
     def make_detector(self, n_train: int, seed: int) -> PyodLSCP:

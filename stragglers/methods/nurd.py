@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from stragglers.methods.base import Checkpoint, JobInfo, Method
+from stragglers.methods.base import Checkpoint, JobInfo, Method, Param
 
 
 def centroid_ratio(finished_features: np.ndarray, running_features: np.ndarray) -> float:
@@ -133,19 +133,19 @@ class NURD(Method):
     family: ClassVar[str] = "Ours"
     weighting: ClassVar[str] = "calibrated"  # "calibrated" | "propensity" | "none"
     defaults: ClassVar[dict[str, Any]] = {
-        "alpha": 0.5,  # calibration parameter (paper, Section 6)
-        "epsilon": 0.05,  # minimum weight (paper, Section 6)
-        "regressor": "xgboost",  # "xgboost" | "sklearn-gbr" (the reference code's choice)
-        "n_estimators": 100,
-        "max_depth": 3,
-        "learning_rate": 0.1,
-        "max_bin": 64,  # XGBoost histogram bins: jobs have hundreds of tasks, not millions
-        "propensity_l2": 1.0,  # = 1 / C of scikit-learn's default LogisticRegression
+        "alpha": Param(0.5, float, ge=0, le=1),  # calibration parameter (paper, Section 6)
+        "epsilon": Param(0.05, float, gt=0),  # minimum weight (paper, Section 6)
+        "regressor": Param("xgboost", str, choices=("xgboost", "sklearn-gbr")),  # "xgboost" | "sklearn-gbr" (the reference code's choice)
+        "n_estimators": Param(100, int, ge=1),
+        "max_depth": Param(3, int, ge=1),
+        "learning_rate": Param(0.1, float, gt=0),
+        "max_bin": Param(64, int, ge=2),  # XGBoost histogram bins: jobs have hundreds of tasks, not millions
+        "propensity_l2": Param(1.0, float, ge=0),  # = 1 / C of scikit-learn's default LogisticRegression
         # refit the regressor when the finished set has grown by this fraction since the last
         # fit (0: at every checkpoint where a task finished; fewer refits cost F1 here)
-        "refit_growth": 0.0,
+        "refit_growth": Param(0.0, float, ge=0),
         # refit even when no task finished since the last fit (the reference code's loop)
-        "refit_every_checkpoint": False,
+        "refit_every_checkpoint": Param(False, bool),
     }
 
     def start_job(self, job: JobInfo) -> None:

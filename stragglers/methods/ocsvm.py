@@ -7,14 +7,15 @@ from typing import Any, ClassVar
 from pyod.models.ocsvm import OCSVM as PyodOCSVM
 
 from stragglers.methods._outlier import OutlierDetectionMethod
+from stragglers.methods.base import Param
 
 
 class OCSVM(OutlierDetectionMethod):
     name: ClassVar[str] = "OCSVM"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": 0.1,
-        "nu": 0.5,  # PyOD default
-        "refit_growth": 0.1,
+        "contamination": Param(0.1, float, gt=0, le=0.5),
+        "nu": Param(0.5, float, gt=0, le=1),  # PyOD default
+        "refit_growth": Param(0.1, float, ge=0),
     }
 
     def make_detector(self, n_train: int, seed: int) -> PyodOCSVM:

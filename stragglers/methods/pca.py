@@ -7,11 +7,13 @@ from typing import Any, ClassVar
 from pyod.models.pca import PCA as PyodPCA
 
 from stragglers.methods._outlier import OutlierDetectionMethod
+from stragglers.methods.base import Param
 
 
 class PCA(OutlierDetectionMethod):
     name: ClassVar[str] = "PCA"
-    defaults: ClassVar[dict[str, Any]] = {"contamination": 0.1, "refit_growth": 0.1}
+    defaults: ClassVar[dict[str, Any]] = {"contamination": Param(0.1, float, gt=0, le=0.5),
+                                          "refit_growth": Param(0.1, float, ge=0)}
     drop_constant_training_columns: ClassVar[bool] = True  # zero eigenvalues otherwise
 
     def make_detector(self, n_train: int, seed: int) -> PyodPCA:

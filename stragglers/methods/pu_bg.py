@@ -19,17 +19,18 @@ from typing import Any, ClassVar
 from pulearn import BaggingPuClassifier
 
 from stragglers.methods._pu import PlattSVC, PUMethod
+from stragglers.methods.base import Param
 
 
 class PUBagging(PUMethod):
     name: ClassVar[str] = "PU-BG"
     defaults: ClassVar[dict[str, Any]] = {
-        "n_estimators": 10,  # pulearn defaults, as in the paper's code
+        "n_estimators": Param(10, int, ge=1),  # pulearn defaults, as in the paper's code
         # bootstrap size: a share of the unlabeled tasks, or "balanced" (= number of labelled)
-        "max_samples": 1.0,
-        "C": 1.0,
-        "flag_below": 0.5,
-        "refit_growth": 0.5,
+        "max_samples": Param(1.0, float, gt=0, le=1, choices=("balanced",)),
+        "C": Param(1.0, float, gt=0),
+        "flag_below": Param(0.5, float, ge=0, le=1),
+        "refit_growth": Param(0.5, float, ge=0),
     }
 
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):

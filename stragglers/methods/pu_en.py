@@ -15,6 +15,7 @@ import numpy as np
 from pulearn import ElkanotoPuClassifier
 
 from stragglers.methods._pu import PlattSVC, PUMethod
+from stragglers.methods.base import Param
 
 # pulearn holds out a uniform random share of all rows to estimate c; when that share holds
 # no labelled row (likely with few finished tasks) it raises: retry with other draws.
@@ -24,10 +25,10 @@ HOLD_OUT_DRAWS = 20
 class PUElkanNoto(PUMethod):
     name: ClassVar[str] = "PU-EN"
     defaults: ClassVar[dict[str, Any]] = {
-        "hold_out_ratio": 0.1,  # the paper's code and pulearn's default
-        "C": 1.0,  # SVC defaults, as in the paper's code
-        "flag_below": 0.5,
-        "refit_growth": 0.1,
+        "hold_out_ratio": Param(0.1, float, gt=0, lt=1),  # the paper's code and pulearn's default
+        "C": Param(1.0, float, gt=0),  # SVC defaults, as in the paper's code
+        "flag_below": Param(0.5, float, ge=0, le=1),
+        "refit_growth": Param(0.1, float, ge=0),
     }
 
     def make_classifier(self, seed: int, n_labelled: int, n_unlabeled: int) -> ElkanotoPuClassifier:

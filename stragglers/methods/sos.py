@@ -7,14 +7,15 @@ from typing import Any, ClassVar
 from pyod.models.sos import SOS as PyodSOS
 
 from stragglers.methods._outlier import OutlierDetectionMethod
+from stragglers.methods.base import Param
 
 
 class SOS(OutlierDetectionMethod):
     name: ClassVar[str] = "SOS"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": 0.1,
-        "perplexity": 4.5,  # PyOD default
-        "refit_growth": 0.5,
+        "contamination": Param(0.1, float, gt=0, le=0.5),
+        "perplexity": Param(4.5, float, gt=0),  # PyOD default
+        "refit_growth": Param(0.5, float, ge=0),
     }
     score_with_training: ClassVar[bool] = True  # PyOD's SOS scores a batch against itself
 

@@ -25,7 +25,7 @@ import numpy as np
 from stragglers.methods._online import validate_checkpoint
 from stragglers.methods._progress import estimate_progress
 from stragglers.methods._srquant_model import choose_attempts, fit_pareto
-from stragglers.methods.base import Checkpoint, JobInfo, Method
+from stragglers.methods.base import Checkpoint, JobInfo, Method, Param
 
 
 def hadoop_estimate(elapsed: np.ndarray, progress: np.ndarray, startup_offset: float) -> np.ndarray:
@@ -41,11 +41,11 @@ class SRQuant(Method):
     name = "SRQuant"
     family = "Schedulers"
     defaults = {
-        "r_max": 5,  # most extra attempts per straggler
-        "pocd_min": 0.0,  # R_min of Eq. 9 (the paper gives no value)
-        "theta_cost": 1e-4,  # theta * C per machine-second (the paper's experiments)
-        "kill_delay": 300.0,  # tau_kill - tau_est: one checkpoint
-        "startup_offset": 0.0,
+        "r_max": Param(5, int, ge=0),  # most extra attempts per straggler
+        "pocd_min": Param(0.0, float, ge=0, le=1),  # R_min of Eq. 9 (the paper gives no value)
+        "theta_cost": Param(1e-4, float, ge=0),  # theta * C per machine-second (the paper's experiments)
+        "kill_delay": Param(300.0, float, ge=0),  # tau_kill - tau_est: one checkpoint
+        "startup_offset": Param(0.0, float, ge=0),
     }
 
     def start_job(self, job: JobInfo) -> None:

@@ -20,9 +20,9 @@ so the targets are scale-free and alpha > 1 as START requires. Training (cross-j
 earlier job that had finished by this job's first prediction gives one sequence, replayed on
 its own checkpoint grid (step = its median window length, from the time `start_fraction` of
 its tasks had finished), with the target the Pareto fitted by maximum likelihood to all its
-latencies. The model is retrained when `retrain_every` more jobs have finished (models are
-shared by the jobs that see the same training set) on the latest `max_history_jobs` of them.
-With fewer than `retrain_every` earlier jobs there is no model: the job uses START-MLE's
+latencies. The model is retrained when `refit_every` more jobs have finished (models are
+shared by the jobs that see the same training set) on the latest `history_jobs` of them.
+With fewer than `refit_every` earlier jobs there is no model: the job uses START-MLE's
 censored fit instead and is counted (`fallback_jobs`, logged).
 """
 
@@ -35,14 +35,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from stragglers.methods._start import (
-    ALPHA_MAX,
-    ALPHA_MIN,
-    clip_alpha,
-    pareto_mle,
-    start_rule,
-)
-from stragglers.methods.base import Checkpoint, JobInfo
+from stragglers.methods._start import ALPHA_MAX, ALPHA_MIN, clip_alpha, pareto_mle, start_rule
+from stragglers.methods.base import Checkpoint, JobInfo, Param
 from stragglers.methods.start_mle import StartMLE
 
 log = logging.getLogger(__name__)
@@ -120,11 +114,7 @@ def _latest_machine_state(job, t: float, tasks: np.ndarray) -> np.ndarray | None
 def job_sequence(job, last_columns: np.ndarray, start_fraction: float, max_steps: int,
                  n_machine_features: int) -> tuple[np.ndarray, np.ndarray]:
     """A finished earlier job replayed on its own checkpoint grid: (inputs (T, D), x_min (T,))."""
-    from stragglers.formats.features import (
-        FeatureAccumulator,
-        fill_missing,
-        prediction_start_count,
-    )
+    from stragglers.formats.features import FeatureAccumulator, fill_missing, prediction_start_count
 
     step = float(np.median(job.window_end - job.window_start)) if len(job.window_end) else 0.0
     needed = prediction_start_count(job.n_tasks, start_fraction)
@@ -220,15 +210,15 @@ class Start(StartMLE):
     uses_machine_state: ClassVar[bool] = True  # the host matrix: its machines' state
     cross_job: ClassVar[bool] = True
     defaults: ClassVar[dict[str, Any]] = {
-        "straggler_quantile": 0.90,  # q of the straggler definition K is calibrated to
-        "max_history_jobs": 20,  # latest earlier jobs trained on (and K taken from)
-        "retrain_every": 4,  # retrain once this many more earlier jobs have finished
-        "start_fraction": 0.04,  # earlier jobs' sequences start as the replay's prediction does
-        "max_steps": 128,  # longest training sequence (steps of an earlier job)
-        "ema_weight": 0.8,  # weight of the latest input in the moving average (paper: lost)
-        "hidden": 32,  # LSTM units (paper: 2 layers of 32)
-        "epochs": 150,
-        "learning_rate": 0.003,
+        "straggler_quantile": Param(0.90, float, gt=0, lt=1),  # q of the straggler definition K is calibrated to
+        "history_jobs": Param(20, int, ge=1),  # latest earlier jobs trained on (and K taken from)
+        "refit_every": Param(4, int, ge=1),  # retrain once this many more earlier jobs have finished
+        "start_fraction": Param(0.04, float, gt=0, lt=1),  # earlier jobs' sequences start as the replay's prediction does
+        "max_steps": Param(128, int, ge=1),  # longest training sequence (steps of an earlier job)
+        "ema_weight": Param(0.8, float, gt=0, le=1),  # weight of the latest input in the moving average (paper: lost)
+        "hidden": Param(32, int, ge=1),  # LSTM units (paper: 2 layers of 32)
+        "epochs": Param(150, int, ge=1),
+        "learning_rate": Param(0.003, float, gt=0),
     }
     fallback_jobs: ClassVar[int] = 0
     trainings: ClassVar[int] = 0  # networks trained in this process
@@ -242,10 +232,10 @@ class Start(StartMLE):
 
     def _training_ids(self, time: float) -> list[str]:
         finished = self.job.history.finished_before(time)
-        every = int(self.params["retrain_every"])
+        every = int(self.params["refit_every"])
         usable = (len(finished) // every) * every
         ids = list(finished["job_id"].iloc[:usable])
-        return ids[-int(self.params["max_history_jobs"]):]
+        return ids[-int(self.params["history_jobs"]):]
 
     def _sequence(self, job_id: str, time: float):
         history = self.job.history
@@ -268,7 +258,7 @@ class Start(StartMLE):
         if not ids:
             type(self).fallback_jobs += 1
             log.info("START job %s: fewer than %d earlier finished jobs, START-MLE's fit "
-                     "(fallback)", self.job.job_id, self.params["retrain_every"])
+                     "(fallback)", self.job.job_id, self.params["refit_every"])
             return
         history = self.job.history
         key = (str(history.converted_dir), tuple(ids), self.n_machine_features,

@@ -27,7 +27,7 @@ from stragglers.methods._start import (
     pareto_mle,
     start_rule,
 )
-from stragglers.methods.base import Checkpoint, JobInfo, Method
+from stragglers.methods.base import Checkpoint, JobInfo, Method, Param
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +37,8 @@ class StartMLE(Method):
     family: ClassVar[str] = "Systems"
     cross_job: ClassVar[bool] = True
     defaults: ClassVar[dict[str, Any]] = {
-        "straggler_quantile": 0.90,  # q of the straggler definition K is calibrated to
-        "max_history_jobs": 20,  # latest earlier jobs K is taken from
+        "straggler_quantile": Param(0.90, float, gt=0, lt=1),  # q of the straggler definition K is calibrated to
+        "history_jobs": Param(20, int, ge=1),  # latest earlier jobs K is taken from
     }
     k_fallback_jobs: ClassVar[int] = 0  # jobs without an earlier finished job (per process)
 
@@ -52,7 +52,7 @@ class StartMLE(Method):
     def _calibrate(self, time: float) -> None:
         self.mean_multiple, used = history_mean_multiple(
             self.job.history, time, self.params["straggler_quantile"],
-            int(self.params["max_history_jobs"]),
+            int(self.params["history_jobs"]),
         )
         if used == 0:
             type(self).k_fallback_jobs += 1

@@ -16,7 +16,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from stragglers.methods._censored import CensoredGaussianMethod, fit_tobit
+from stragglers.methods._censored import (
+    CENSORING_MODES,
+    GAUSSIAN_DECISIONS,
+    TARGETS,
+    CensoredGaussianMethod,
+    fit_tobit,
+)
+from stragglers.methods.base import Param
 
 
 @dataclass(frozen=True)
@@ -31,11 +38,11 @@ class LinearModel:
 class Tobit(CensoredGaussianMethod):
     name: ClassVar[str] = "Tobit"
     defaults: ClassVar[dict[str, Any]] = {
-        "censoring": "elapsed",  # or "max_finished" (the paper's code)
-        "target": "latency",  # Gaussian on latency / tau; or "log_latency"
-        "decision": "latent_mean",  # or "conditional_median"
-        "l2": 1e-3,
-        "refit_growth": 0.1,
+        "censoring": Param("elapsed", str, choices=CENSORING_MODES),  # or "max_finished" (the paper's code)
+        "target": Param("latency", str, choices=TARGETS),  # Gaussian on latency / tau; or "log_latency"
+        "decision": Param("latent_mean", str, choices=GAUSSIAN_DECISIONS),  # or "conditional_median"
+        "l2": Param(1e-3, float, ge=0),
+        "refit_growth": Param(0.1, float, ge=0),
     }
 
     def identifiable(self, n_finished: int, n_columns: int) -> bool:

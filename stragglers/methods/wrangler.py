@@ -28,7 +28,7 @@ from sklearn.svm import LinearSVC
 
 from stragglers.methods._features import fit_standardizer, job_seed
 from stragglers.methods._online import validate_checkpoint
-from stragglers.methods.base import Checkpoint, JobInfo, Method
+from stragglers.methods.base import Checkpoint, JobInfo, Method, Param
 
 
 def stratified_training_split(labels: np.ndarray, fraction: float, seed: int) -> np.ndarray:
@@ -60,9 +60,9 @@ class Wrangler(Method):
     family: ClassVar[str] = "Systems"
     privileged: ClassVar[bool] = True
     defaults: ClassVar[dict[str, Any]] = {
-        "train_fraction": 2.0 / 3.0,  # the NURD paper's protocol
-        "C": 1.0,
-        "oversample": True,
+        "train_fraction": Param(2.0 / 3.0, float, gt=0, lt=1),  # the NURD paper's protocol
+        "C": Param(1.0, float, gt=0),
+        "oversample": Param(True, bool),
     }
 
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):

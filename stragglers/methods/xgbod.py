@@ -26,7 +26,7 @@ from pyod.models.ocsvm import OCSVM as PyodOCSVM
 from pyod.models.xgbod import XGBOD as PyodXGBOD
 
 from stragglers.methods._outlier import OutlierDetectionMethod
-from stragglers.methods.base import Checkpoint
+from stragglers.methods.base import Checkpoint, Param
 
 TOS_CHOICES = ("compact", "pyod_default")
 
@@ -58,12 +58,12 @@ def compact_tos(n_train: int, seed: int) -> tuple[list[Any], list[bool]]:
 class XGBOD(OutlierDetectionMethod):
     name: ClassVar[str] = "XGBOD"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": 0.1,
-        "n_estimators": 100,  # PyOD defaults for the XGBoost classifier
-        "max_depth": 3,
-        "learning_rate": 0.1,
-        "tos_detectors": "compact",  # or "pyod_default" (41 detectors)
-        "refit_growth": 0.5,
+        "contamination": Param(0.1, float, gt=0, le=0.5),
+        "n_estimators": Param(100, int, ge=1),  # PyOD defaults for the XGBoost classifier
+        "max_depth": Param(3, int, ge=1),
+        "learning_rate": Param(0.1, float, gt=0),
+        "tos_detectors": Param("compact", str, choices=TOS_CHOICES),  # or "pyod_default" (41 detectors)
+        "refit_growth": Param(0.5, float, ge=0),
     }
 
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):

@@ -10,12 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from stragglers.io import (
-    save_figure,
-    write_csv_atomic,
-    write_parquet_atomic,
-    write_text_atomic,
-)
+from stragglers.io import save_figure, write_csv_atomic, write_parquet_atomic, write_text_atomic
 from stragglers.launch.crossjob import (
     LaunchSettings,
     add_labels,
@@ -24,6 +19,7 @@ from stragglers.launch.crossjob import (
 )
 from stragglers.launch.simulate import hold_back_summary, simulate_hold_back
 from stragglers.launch.tasks import check_workload, load_launch_tasks
+from stragglers.methods.base import reject_renamed
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +30,8 @@ def launch_settings(launch_config: dict[str, Any], kind: str, straggler_quantile
     """The config's `launch` section for one dataset kind."""
     workload = (launch_config.get("workload") or {}).get(kind, DEFAULT_WORKLOADS.get(kind, ""))
     check_workload(kind, workload)
-    keys = ("label", "wrangler_beta", "min_train_tasks", "retrain_every", "max_train_jobs", "oversample")
+    keys = ("label", "wrangler_beta", "min_train_tasks", "refit_every", "history_jobs", "oversample")
+    reject_renamed("config launch", launch_config, keys, noun="setting")
     values = {key: launch_config[key] for key in keys if key in launch_config}
     if "train_shares" in launch_config:
         values["train_shares"] = tuple(float(s) for s in launch_config["train_shares"])

@@ -31,6 +31,36 @@ if LAUNCH_METHODS:
             f"config launch.methods: unknown launch method(s) {_unknown}; "
             f"available: {sorted(available_launch_methods())}"
         )
+# every method's parameters against its declaration (types, ranges, renamed names), read from
+# the methods' source: a bad parameter stops here, before any job, not in the predict job
+from stragglers.methods import check_method_params
+from stragglers.methods.base import reject_renamed
+
+
+def _check_params(check, name, params, where):
+    try:
+        check(name, params)
+    except ValueError as error:
+        raise ValueError(f"{error} (config {where})") from None
+
+
+for _name, _params in config["methods"].items():
+    _check_params(check_method_params, _name, _params, f"methods.{_name}")
+for _label, _entry in ((config.get("audit") or {}).get("methods") or {}).items():
+    if _entry["method"] not in available_methods():
+        raise ValueError(f"config audit.methods.{_label}: unknown method {_entry['method']!r}; "
+                         f"available: {available_methods()}")
+    _check_params(check_method_params, _entry["method"], _entry.get("params"), f"audit.methods.{_label}")
+for _name, _grid in ((config.get("tuning") or {}).get("grids") or {}).items():
+    for _key, _values in _grid.items():
+        for _value in _values:
+            _check_params(check_method_params, _name, {_key: _value}, f"tuning.grids.{_name}.{_key}")
+if LAUNCH_METHODS:
+    from stragglers.launch.methods import check_launch_params
+
+    for _name, _params in config["launch"]["methods"].items():
+        _check_params(check_launch_params, _name, _params, f"launch.methods.{_name}")
+reject_renamed("config launch", config.get("launch") or {}, ("refit_every", "history_jobs"), noun="setting")
 for _name, _ds in config["datasets"].items():
     if _ds["source"] == "local" and not Path(_ds["raw_dir"]).exists():
         raise ValueError(f"config datasets.{_name}.raw_dir: {_ds['raw_dir']} does not exist")

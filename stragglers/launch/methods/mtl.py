@@ -3,13 +3,14 @@ lambda = 1 for every partition as the paper sets; see stragglers/launch/mtl.py."
 
 from stragglers.formats.datasets import machine_feature_category
 from stragglers.launch.methods.base import LaunchMethod
+from stragglers.methods.base import Param
 from stragglers.launch.mtl import MultiTaskSVM
 
 
 class _MultiTask(LaunchMethod):
     family = "Launch-time (MTL)"
     formulation = ""
-    defaults = {"lam": 1.0}
+    defaults = {"lam": Param(1.0, float, gt=0)}  # lambda_p (C = 1 / (2 lambda))
 
     def fit(self, X, straggler, node, workload):
         categories = None

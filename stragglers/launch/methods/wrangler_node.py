@@ -3,13 +3,15 @@ SVM per {node, workload} tuple on the node's counters at launch, Platt-scaled co
 a tuple without enough data (or one class) predicts nothing."""
 
 from stragglers.launch.methods.base import LaunchMethod
+from stragglers.methods.base import Param
 from stragglers.launch.mtl import PerTupleSVM
 
 
 class WranglerNode(LaunchMethod):
     name = "Wrangler-node"
     family = "Launch-time (Wrangler)"
-    defaults = {"C": 1.0, "confidence": 0.5, "min_rows": 4}
+    defaults = {"C": Param(1.0, float, gt=0), "confidence": Param(0.5, float, ge=0, le=1),
+                "min_rows": Param(4, int, ge=1)}
 
     def fit(self, X, straggler, node, workload):
         self.model = PerTupleSVM(
