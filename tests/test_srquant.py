@@ -61,7 +61,7 @@ def test_hadoop_estimate():
 
 def test_method_flags_estimates_past_the_deadline_without_latencies():
     # clock proxy (no cpu column): progress = elapsed / median finished latency (= 100)
-    job = JobInfo("j", 6, ("x",), straggler_threshold=150.0, seed=0)
+    job = JobInfo("j", 6, ("x",), straggler_threshold=150.0, seed=0, kill_delay=300.0)
     method = SRQuant()
     method.start_job(job)
     cp = Checkpoint(time=90.0, index=1, first_prediction=True,
@@ -74,7 +74,7 @@ def test_method_flags_estimates_past_the_deadline_without_latencies():
     flags = method.predict(cp)
     # every task's estimate is the median latency 100 < 150: nothing flagged
     assert not flags.any()
-    job = JobInfo("j", 6, ("x",), straggler_threshold=95.0, seed=0)
+    job = JobInfo("j", 6, ("x",), straggler_threshold=95.0, seed=0, kill_delay=300.0)
     method.start_job(job)
     assert method.predict(cp).all() and 1 <= method.chosen_attempts <= 6
 
@@ -89,7 +89,7 @@ def test_tight_latencies_do_not_overflow():
 
 def test_chosen_attempts_reach_the_replay():
     from stragglers.replay import JobRun  # noqa: F401 - the field the replay fills
-    job = JobInfo("j", 6, ("x",), straggler_threshold=95.0, seed=0)
+    job = JobInfo("j", 6, ("x",), straggler_threshold=95.0, seed=0, kill_delay=300.0)
     method = SRQuant()
     method.start_job(job)
     assert method.resume_attempts() is None
