@@ -11,19 +11,29 @@ vectors of the groups it belongs to, one group per partition (eq. 6):
     tuple     every tuple its own group          -> v_t
 
 The l2 formulations (§4.1, eq. 7) minimise  sum_{p,g} lambda_{p,g} ||w_{p,g}||^2 + sum hinge
-with lambda_{p,g} = lambda_p #(p,g) / T (#(p,g): tuples in the group, T: tuples in training),
-lambda_p = 1 as the paper sets (§5.2). §4.2 reduces them to ONE standard SVM: scale each
-group's weights by sqrt(lambda_{p,g} / lambda) (eq. 8) and place a copy of x scaled by
-sqrt(lambda / lambda_{p,g}) in the block of every group the row belongs to (eqs. 10-11); then
-lambda ||w~||^2 + sum hinge is a standard SVM (eq. 13), solved by liblinear (scikit-learn's
-LinearSVC, hinge loss) with C = 1 / (2 lambda).
+with lambda_{p,g} = lam x lambda_p #(p,g) / T (#(p,g): tuples in the group, T: tuples in
+training). lambda_p is one hyperparameter per partition, the paper's lambda_0, nu, omega, tau
+(eq. 24) for base, node, workload, tuple (`lam_p`; 1 each as the paper sets, §5.2, and
+swept in its Appendix A); `lam` (default 1) multiplies all of them, a single knob for the
+overall strength. The paper's own lambda of §4.2 is only the constant of the reduction and
+cancels (eq. 8 x eq. 10), so before issue 25 `lam` changed nothing; it now scales every
+lambda_{p,g}. §4.2 reduces the formulation to ONE standard SVM: scale each group's weights by
+sqrt(lambda_{p,g} / lam) (eq. 8) and place a copy of x scaled by sqrt(lam / lambda_{p,g}) in
+the block of every group the row belongs to (eqs. 10-11); then lam ||w~||^2 + sum hinge is a
+standard SVM (eq. 13), solved by liblinear (scikit-learn's LinearSVC, hinge loss) with
+C = 1 / (2 lam).
 
 The mixed-norm formulations (§4.3, eqs. 15-16, 26-30) minimise
 lambda (sum_m ||w~_m||_2)^2 + sum hinge over blocks m of w~'s entries (fps: one block per
 partition; fgs: one per group; ffs1: one per group and feature category, eq. 28; ffs2: one
-per feature category across every group, eqs. 29-30). The categories are the paper's (CPU,
-memory, disk, network, other system counters; `stragglers.datasets.MACHINE_FEATURE_CATEGORY`
-places the traces' machine columns; no trace column measures the network). As the paper (Aflalo et al., 2011), we use the variational form (eq. 20):
+per feature category across every group, eqs. 29-30). The paper swaps the two names: §4.4
+calls the global regulariser Omega_fs1 (eq. 17) and the per-group one Omega_fs2 (eq. 18),
+while §5.2, Table 4 and the results (Table 7) call the per-group one (eq. 28) f_fs1 and the
+global one (eqs. 29-30) f_fs2; we follow §5.2, the names its results are reported under. The
+categories are the paper's (CPU, memory, disk, network, other system counters;
+`stragglers.datasets.MACHINE_FEATURE_CATEGORY` places the traces' machine columns, network
+columns included where a trace has them). As the paper (Aflalo et al., 2011), we use the
+variational form (eq. 20):
 (sum_m ||w_m||)^2 = min over eta in the simplex of sum_m ||w_m||^2 / eta_m, and alternate
 (a) for fixed eta, a standard SVM on features whose block m is scaled by sqrt(eta_m), and
 (b) eta_m = ||w_m|| / sum_k ||w_k|| (closed form), until the objective stops decreasing.
@@ -129,7 +139,9 @@ class Groups:
         return sum(len(k) for k in self.keys.values())
 
     @classmethod
-    def learn(cls, partitions, node, workload, n_features: int, lam_p: float = 1.0) -> "Groups":
+    def learn(cls, partitions, node, workload, n_features: int,
+              lam_p: float | dict[str, float] = 1.0) -> "Groups":
+        """`lam_p`: lambda_p, one number for every partition or one per partition name."""
         tuples = group_keys("tuple", node, workload)
         unique_tuples, first = np.unique(tuples, return_index=True)
         T = len(unique_tuples)
@@ -140,7 +152,8 @@ class Groups:
             groups_of_tuples = labels[first]
             names, counts = np.unique(groups_of_tuples, return_counts=True)
             keys[partition] = names
-            lam_pg[partition] = lam_p * counts / T
+            weight = lam_p[partition] if isinstance(lam_p, dict) else lam_p
+            lam_pg[partition] = float(weight) * counts / T
             offsets[partition] = start
             start += len(names)
         return cls(tuple(partitions), keys, lam_pg, offsets, int(n_features))
@@ -218,14 +231,22 @@ class MultiTaskSVM:
 
     def __init__(self, formulation: str, lam: float = 1.0, seed: int = 0, max_iter: int = 2000,
                  tol: float = 1e-4, mixed_max_iter: int = 30, mixed_tol: float = 1e-4,
-                 feature_categories=None):
+                 feature_categories=None, lam_p: dict[str, float] | None = None):
         """`max_iter`, `tol`: liblinear's (scikit-learn's defaults: the tests solve to 1e-6);
         `mixed_max_iter`, `mixed_tol`: alternations of the mixed-norm solver and the relative
         decrease of the objective under which it stops (bench/mixed_norm_solver.py measures
-        the objective against liblinear's epochs); `feature_categories`: one category name per feature column (ffs1 / ffs2 only)."""
+        the objective against liblinear's epochs); `feature_categories`: one category name per feature column (ffs1 / ffs2 only);
+        `lam`: multiplies every lambda_p; `lam_p`: lambda_p per partition (base, node,
+        workload, tuple: the paper's lambda_0, nu, omega, tau), 1 where not given."""
         self.formulation = globals()["formulation"](formulation)
         if not lam > 0:
             raise ValueError(f"lam must be > 0, got {lam}")
+        unknown = sorted(set(lam_p or {}) - set(PARTITIONS))
+        if unknown:
+            raise ValueError(f"lam_p: unknown partition(s) {unknown}; known: {PARTITIONS}")
+        self.lam_p = {p: 1.0 for p in PARTITIONS} | {p: float(v) for p, v in (lam_p or {}).items()}
+        if not all(v > 0 for v in self.lam_p.values()):
+            raise ValueError(f"lam_p must be > 0 for every partition, got {self.lam_p}")
         self.feature_categories = None if feature_categories is None else np.asarray(feature_categories, dtype=str)
         if self.formulation.regulariser in CATEGORY_REGULARISERS and self.feature_categories is None:
             raise ValueError(f"formulation {formulation!r} needs feature_categories (one per feature)")
@@ -240,7 +261,8 @@ class MultiTaskSVM:
                 f"feature_categories has {len(self.feature_categories)} entries for {X.shape[1]} features"
             )
         y_signed = np.where(np.asarray(y, dtype=bool), 1.0, -1.0)
-        self.groups_ = Groups.learn(self.formulation.partitions, node, workload, X.shape[1])
+        self.groups_ = Groups.learn(self.formulation.partitions, node, workload, X.shape[1],
+                                    {p: self.lam * self.lam_p[p] for p in PARTITIONS})
         if self.formulation.regulariser == "l2":
             Z = augment(X, node, workload, self.groups_, self.lam)
             self.w_tilde_, self.intercept_ = _fit_linear_svm(Z, y_signed, self.lam, self.seed, self.max_iter, self.tol)
