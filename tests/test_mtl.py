@@ -328,3 +328,32 @@ def test_lam_changes_decisions():
     node_norm = max(np.linalg.norm(w) for (p, _), w in method.model.group_weights.items() if p == "node")
     base_norm = np.linalg.norm(method.model.group_weights[("base", "all")])
     assert node_norm < 1e-2 * base_norm
+
+
+def test_held_out_platt_uses_out_of_fold_decisions():
+    """platt: held_out fits the sigmoid on decisions of rows the fold's SVM did not train on,
+    grouping copies of a row (oversampling) in one fold: checked against folds rebuilt by
+    hand."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedGroupKFold
+    from sklearn.svm import LinearSVC
+
+    X, y, node, workload = tiny_problem(n=80, seed=5)
+    node[:], workload[:] = "n1", "wa"  # one tuple
+    X, y = np.vstack([X, X[y][:5]]), np.r_[y, y[y][:5]]  # copies of 5 stragglers
+    node, workload = np.full(len(y), "n1"), np.full(len(y), "wa")
+    model = PerTupleSVM(platt="held_out", seed=3).fit(X, y, node, workload)
+    assert model.n_platt_in_sample_ == 0
+    _, group = np.unique(np.column_stack([X, y]), axis=0, return_inverse=True)
+    group = np.asarray(group).ravel()
+    assert len(np.unique(group)) == len(y) - 5
+    decision = np.empty(len(y))
+    for train, test in StratifiedGroupKFold(3, shuffle=True, random_state=3).split(X, y, group):
+        assert not set(group[train]) & set(group[test])  # no copy on both sides
+        svm = LinearSVC(C=1.0, loss="hinge", dual=True, random_state=3, max_iter=20000).fit(X[train], y[train])
+        decision[test] = svm.decision_function(X[test])
+    expected = LogisticRegression(C=1e6).fit(decision.reshape(-1, 1), y)
+    _, platt = model.models_["n1\x1fwa"]
+    np.testing.assert_allclose(platt.coef_, expected.coef_, rtol=1e-6)
+    with pytest.raises(ValueError, match="platt"):
+        PerTupleSVM(platt="cv")

@@ -382,17 +382,27 @@ class MultiTaskSVM:
         return float(penalty + hinge(y_signed, score))
 
 
+PLATT_FITS = ("training", "held_out")
+
+
 class PerTupleSVM:
     """Wrangler (§3.2-3.4): one linear SVM per {node, workload} tuple, its decision values
-    turned into a confidence by Platt scaling (a logistic fit on the training decision values;
-    Platt 1999, as Wrangler). A tuple with fewer than `min_rows` rows or one class has no
-    model; a task of a tuple without a model is not predicted to straggle (Wrangler schedules
-    it as usual); `n_without_model_` counts them at the last prediction."""
+    turned into a confidence by Platt scaling (a logistic fit on decision values; Platt 1999,
+    as Wrangler). `platt`: "training" fits the sigmoid on the SVM's own training decisions
+    (in-sample, over-confident); "held_out" on out-of-fold decisions as Platt recommends
+    (stratified folds over the tuple's *distinct* rows, so copies of an oversampled row stay
+    in one fold; up to 3 folds; a tuple with fewer than 2 distinct rows of a class falls back
+    to its training decisions, counted in `n_platt_in_sample_`). A tuple with fewer than
+    `min_rows` rows or one class has no model; a task of a tuple without a model is not
+    predicted to straggle (Wrangler schedules it as usual); `n_without_model_` counts them at
+    the last prediction."""
 
     def __init__(self, C: float = 1.0, confidence: float = 0.5, min_rows: int = 4, seed: int = 0,
-                 max_iter: int = 20000):
+                 max_iter: int = 20000, platt: str = "training"):
+        if platt not in PLATT_FITS:
+            raise ValueError(f"platt must be one of {PLATT_FITS}, got {platt!r}")
         self.C, self.confidence, self.min_rows = float(C), float(confidence), int(min_rows)
-        self.seed, self.max_iter = int(seed), int(max_iter)
+        self.seed, self.max_iter, self.platt = int(seed), int(max_iter), platt
 
     def fit(self, X, y, node, workload) -> "PerTupleSVM":
         from sklearn.linear_model import LogisticRegression
@@ -400,7 +410,7 @@ class PerTupleSVM:
         X = _check_inputs(X, node, workload, y)
         y = np.asarray(y, dtype=bool)
         self.models_ = {}
-        self.n_tuples_, self.n_tuples_without_model_ = 0, 0
+        self.n_tuples_, self.n_tuples_without_model_, self.n_platt_in_sample_ = 0, 0, 0
         for key, rows in rows_by_key(group_keys("tuple", node, workload)):
             self.n_tuples_ += 1
             labels = y[rows]
@@ -409,10 +419,34 @@ class PerTupleSVM:
                 continue
             svm = LinearSVC(C=self.C, loss="hinge", dual=True, random_state=self.seed, max_iter=self.max_iter)
             _fit_quietly(svm, X[rows], labels)
-            decision = svm.decision_function(X[rows]).reshape(-1, 1)
-            platt = LogisticRegression(C=1e6).fit(decision, labels)
+            decision = self._held_out_decisions(X[rows], labels) if self.platt == "held_out" else None
+            if decision is None:
+                self.n_platt_in_sample_ += self.platt == "held_out"
+                decision = svm.decision_function(X[rows])
+            platt = LogisticRegression(C=1e6).fit(decision.reshape(-1, 1), labels)
             self.models_[key] = (svm, platt)
         return self
+
+    def _held_out_decisions(self, X: np.ndarray, labels: np.ndarray) -> np.ndarray | None:
+        """Out-of-fold SVM decisions over folds of distinct rows; None when a class has fewer
+        than 2 distinct rows (or a training fold would hold one class)."""
+        from sklearn.model_selection import StratifiedGroupKFold
+
+        _, group = np.unique(np.column_stack([X, labels]), axis=0, return_inverse=True)
+        group = np.asarray(group).ravel()
+        distinct = [len(np.unique(group[labels == c])) for c in (True, False)]
+        n_splits = min(3, *distinct)
+        if n_splits < 2:
+            return None
+        out = np.empty(len(labels))
+        folds = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=self.seed)
+        for train, test in folds.split(X, labels, group):
+            if labels[train].all() or not labels[train].any():
+                return None
+            svm = LinearSVC(C=self.C, loss="hinge", dual=True, random_state=self.seed, max_iter=self.max_iter)
+            _fit_quietly(svm, X[train], labels[train])
+            out[test] = svm.decision_function(X[test])
+        return out
 
     def predict_proba(self, X, node, workload) -> np.ndarray:
         """Platt confidence that each task straggles; NaN where its tuple has no model."""

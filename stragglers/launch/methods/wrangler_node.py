@@ -9,12 +9,14 @@ from stragglers.launch.mtl import PerTupleSVM
 class WranglerNode(LaunchMethod):
     name = "Wrangler-node"
     family = "Launch-time (Wrangler)"
-    defaults = {"C": 1.0, "confidence": 0.5, "min_rows": 4}
+    # platt: "training" fits Platt scaling on the SVM's training decisions (kept default);
+    # "held_out": on out-of-fold decisions over distinct rows, as Platt (1999) recommends
+    defaults = {"C": 1.0, "confidence": 0.5, "min_rows": 4, "platt": "training"}
 
     def fit(self, X, straggler, node, workload):
         self.model = PerTupleSVM(
             C=self.params["C"], confidence=self.params["confidence"], min_rows=self.params["min_rows"],
-            seed=self.seed,
+            seed=self.seed, platt=self.params["platt"],
         ).fit(X, straggler, node, workload)
 
     def predict(self, X, node, workload):
