@@ -16,8 +16,8 @@ elapsed time and phi_est = the mean progress of the running tasks, r = argmax ov
 U(r) = log(R(r) - R_min) - theta_C * E_r(T), R_min = 0.1 as in the paper's experiments, theta_C
 the paper's 1e-4 per machine-second scaled to the job (``theta_scaling``, ``scaled_theta``:
 1e-4 x 1640 / E_0(T); "literal" keeps 1e-4), tau_kill - tau_est the simulator's kill delay
-(``kill_delay`` null: ``JobInfo.kill_delay``, one checkpoint interval by default). The chosen r + 1 (``chosen_attempts``) is written
-with each flag (``resume_attempts`` column of the predictions) and used by the simulator's
+(``kill_delay`` null: ``JobInfo.kill_delay``, one checkpoint interval by default). The chosen
+r + 1 (``chosen_attempts``) is written with each flag (``resume_attempts`` column of the predictions) and used by the simulator's
 speculative-resume policy for this method's flags.
 """
 

@@ -24,7 +24,8 @@ checkpoint interval and grid origin, from the first checkpoint where `start_frac
 tasks had finished, at most `max_steps` steps; before issue 25 a step was the earlier job's
 median window length, one window per task on Alibaba, while prediction steps every 60 s),
 with the target the Pareto fitted by maximum likelihood to all its latencies. The inputs
-also hold latency / elapsed log-ratio statistics the paper does not list (docs/methods.md). The model is retrained when `retrain_every` more jobs have finished (models are
+also hold latency / elapsed log-ratio statistics the paper does not list (docs/methods.md).
+The model is retrained when `retrain_every` more jobs have finished (models are
 shared by the jobs that see the same training set) on the latest `max_history_jobs` of them.
 With fewer than `retrain_every` earlier jobs there is no model: the job uses START-MLE's
 censored fit instead and is counted (`fallback_jobs`, logged).
