@@ -192,9 +192,22 @@ def train_network(sequences: list[np.ndarray], targets: list[np.ndarray], params
     """Fit the Encoder-LSTM on padded sequences (masked MSE over every valid step)."""
     import torch
 
+    # deterministic, one thread; the process's torch settings are restored afterwards (as
+    # LASER's fit_regressor: a test of LASER's failed after START's tests had run)
+    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
     torch.manual_seed(seed)
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(1)
+    try:
+        return _train(sequences, targets, params)
+    finally:
+        torch.set_num_threads(threads)
+        torch.use_deterministic_algorithms(deterministic)
+
+
+def _train(sequences: list[np.ndarray], targets: list[np.ndarray], params: dict):
+    import torch
+
     stacked = np.vstack(sequences)
     mean, std = stacked.mean(axis=0), stacked.std(axis=0)
     std = np.where(std > 1e-8, std, 1.0)
@@ -333,9 +346,13 @@ class Start(StartMLE):
         weight = float(self.params["ema_weight"])
         self.average = vector if self.average is None else weight * vector + (1 - weight) * self.average
         x = torch.from_numpy(((self.average - mean) / std).astype(np.float32)).view(1, 1, -1)
+        threads = torch.get_num_threads()
         torch.set_num_threads(1)
-        with torch.no_grad():
-            out, self.state = network(x, self.state)
+        try:
+            with torch.no_grad():
+                out, self.state = network(x, self.state)
+        finally:
+            torch.set_num_threads(threads)
         log_alpha_minus_one = float(out[0, 0, 1])
         alpha = 1.0 + math.exp(min(log_alpha_minus_one, math.log(ALPHA_MAX)))
         return float(min(max(alpha, ALPHA_MIN), ALPHA_MAX))
