@@ -12,7 +12,7 @@ run_rule(snakemake.log[0], lambda: predict_shard(
     shard=int(snakemake.wildcards.shard),
     method=snakemake.wildcards.method,
     params=dict(snakemake.params.method_params),
-    settings=ReplaySettings(**snakemake.params.replay),
+    settings=ReplaySettings(**snakemake.params.replay, kill_delay=snakemake.params.kill_delay),
     seed=snakemake.params.seed,
     out_tasks=snakemake.output.tasks,
     out_jobs=snakemake.output.jobs,

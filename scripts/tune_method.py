@@ -12,7 +12,7 @@ run_rule(snakemake.log[0], lambda: tune_method(
     method=snakemake.wildcards.method,
     params=dict(snakemake.params.method_params),
     grid=dict(snakemake.params.grid),
-    settings=ReplaySettings(**snakemake.params.replay),
+    settings=ReplaySettings(**snakemake.params.replay, kill_delay=snakemake.params.kill_delay),
     seed=snakemake.params.seed,
     n_jobs=snakemake.params.n_jobs,
     out=snakemake.output[0],

@@ -100,7 +100,8 @@ def _flags_until(frame, method, tau, t_stop):
     """Drive the replay's checkpoints with a fixed tau; flag times of flags raised by t_stop."""
     job = job_from_frame("j", frame, FEATURES)
     method.start_job(JobInfo(job_id="j", n_tasks=job.n_tasks, feature_names=tuple(FEATURES),
-                             straggler_threshold=tau, seed=3))
+                             straggler_threshold=tau, seed=3,
+                             kill_delay=ReplaySettings().resume_kill_delay))
     flagged = np.zeros(job.n_tasks, dtype=bool)
     flag_time = np.full(job.n_tasks, np.nan)
     attempts = []
@@ -163,7 +164,8 @@ def test_method_flags_estimates_past_the_deadline():
     rng = np.random.default_rng(3)
     io = rng.uniform(0.5, 3.5, 60)
     method = get_method("LASER")({"epochs": 300})
-    method.start_job(JobInfo("j", 62, ("io",), straggler_threshold=200.0, seed=0))
+    method.start_job(JobInfo("j", 62, ("io",), straggler_threshold=200.0, seed=0,
+                                     kill_delay=300.0))
     cp = Checkpoint(time=500.0, index=3, first_prediction=True,
                     finished_tasks=np.arange(60), finished_features=io[:, None],
                     finished_latency=100.0 * io, running_tasks=np.array([60, 61]),

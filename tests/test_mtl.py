@@ -52,8 +52,9 @@ def test_augmentation_identities(name):
         assert groups.lam_pg["base"][0] == pytest.approx(1.0)
 
 
-def solve_formulation_directly(X, y, node, workload, partitions, lam=1.0):
-    """Eq. 7 as a QP with slack variables, by SLSQP: w_{p,g}, b, xi."""
+def solve_formulation_directly(X, y, node, workload, partitions, lam=1.0, scale=None):
+    """Eq. 7 as a QP with slack variables, by SLSQP: w_{p,g}, b, xi. `scale`: a factor per
+    partition on the unit coefficients #(p,g) / T (lam x lambda_p)."""
     groups = Groups.learn(partitions, node, workload, X.shape[1])
     d, n, G = X.shape[1], len(X), groups.n_groups
     membership = np.zeros((n, G))
@@ -61,7 +62,8 @@ def solve_formulation_directly(X, y, node, workload, partitions, lam=1.0):
     for p in partitions:
         position = groups.lookup(p, node, workload)
         membership[np.arange(n), groups.offsets[p] + position] = 1.0
-        lam_flat[groups.offsets[p]:groups.offsets[p] + len(groups.keys[p])] = groups.lam_pg[p]
+        lam_flat[groups.offsets[p]:groups.offsets[p] + len(groups.keys[p])] = (
+            groups.lam_pg[p] * (1.0 if scale is None else scale[p]))
     ys = np.where(y, 1.0, -1.0)
 
     def split(z):
@@ -278,3 +280,80 @@ def test_launch_methods_describe_what_the_mixed_norms_kept():
     ffs1.feature_names = ["launch_machine_mystery", *ffs2.feature_names[1:]]
     with pytest.raises(ValueError, match="launch_machine_mystery"):
         ffs1.fit(X, y, node, workload)
+
+
+# ---- issue 25: lam and lambda_p are real parameters -----------------------------------------
+
+def test_lam_and_lambda_p_scale_the_formulation_they_solve():
+    """lambda_{p,g} = lam x lambda_p x #(p,g) / T: the fitted objective equals an independent
+    solve of eq. 7 with those coefficients computed by hand from the unit ones (#(p,g) / T)."""
+    X, y, node, workload = tiny_problem()
+    partitions = FORMULATIONS["f0nl"].partitions
+    lam, lam_p = 0.5, {"base": 2.0, "node": 0.25, "workload": 4.0}
+    model = MultiTaskSVM("f0nl", lam=lam, lam_p=lam_p, tol=1e-6, max_iter=50000)
+    model.fit(X, y, node, workload)
+    unit = Groups.learn(partitions, node, workload, X.shape[1])  # #(p,g) / T
+    for p in partitions:
+        np.testing.assert_allclose(model.groups_.lam_pg[p], lam * lam_p[p] * unit.lam_pg[p])
+    direct = solve_formulation_directly(X, y, node, workload, partitions,
+                                        scale={p: lam * lam_p[p] for p in partitions})
+    assert model.objective(X, y, node, workload) == pytest.approx(direct, rel=2e-3)
+
+
+def test_lam_changes_decisions():
+    from stragglers.launch.methods import get_launch_method
+
+    X, y, node, workload = tiny_problem(n=60, seed=3)
+    cls = get_launch_method("MTL-f0nl")
+
+    def decisions(**params):
+        method = cls(params, seed=0)
+        method.feature_names = ["a", "b", "c"]
+        method.fit(X, y, node, workload)
+        return method.model.decision_function(X, node, workload), method.predict(X, node, workload)
+
+    base_score, base = decisions()
+    # a strong penalty shrinks every weight: the scores move towards the intercept and some
+    # tasks change side
+    strong_score, strong = decisions(lam=100.0)
+    assert np.abs(strong_score - strong_score.mean()).mean() < 0.5 * np.abs(base_score - base_score.mean()).mean()
+    assert (strong != base).any()
+    # lambda_p of one partition: a heavy penalty on the node weights removes the node-specific
+    # boundary (node n2 shifts it in tiny_problem), other partitions untouched
+    _, no_node = decisions(lam_node=1e4)
+    assert (no_node != base).any()
+    method = cls({"lam_node": 1e4}, seed=0)
+    method.feature_names = ["a", "b", "c"]
+    method.fit(X, y, node, workload)
+    node_norm = max(np.linalg.norm(w) for (p, _), w in method.model.group_weights.items() if p == "node")
+    base_norm = np.linalg.norm(method.model.group_weights[("base", "all")])
+    assert node_norm < 1e-2 * base_norm
+
+
+def test_held_out_platt_uses_out_of_fold_decisions():
+    """platt: held_out fits the sigmoid on decisions of rows the fold's SVM did not train on,
+    grouping copies of a row (oversampling) in one fold: checked against folds rebuilt by
+    hand."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedGroupKFold
+    from sklearn.svm import LinearSVC
+
+    X, y, node, workload = tiny_problem(n=80, seed=5)
+    node[:], workload[:] = "n1", "wa"  # one tuple
+    X, y = np.vstack([X, X[y][:5]]), np.r_[y, y[y][:5]]  # copies of 5 stragglers
+    node, workload = np.full(len(y), "n1"), np.full(len(y), "wa")
+    model = PerTupleSVM(platt="held_out", seed=3).fit(X, y, node, workload)
+    assert model.n_platt_in_sample_ == 0
+    _, group = np.unique(np.column_stack([X, y]), axis=0, return_inverse=True)
+    group = np.asarray(group).ravel()
+    assert len(np.unique(group)) == len(y) - 5
+    decision = np.empty(len(y))
+    for train, test in StratifiedGroupKFold(3, shuffle=True, random_state=3).split(X, y, group):
+        assert not set(group[train]) & set(group[test])  # no copy on both sides
+        svm = LinearSVC(C=1.0, loss="hinge", dual=True, random_state=3, max_iter=20000).fit(X[train], y[train])
+        decision[test] = svm.decision_function(X[test])
+    expected = LogisticRegression(C=1e6).fit(decision.reshape(-1, 1), y)
+    _, platt = model.models_["n1\x1fwa"]
+    np.testing.assert_allclose(platt.coef_, expected.coef_, rtol=1e-6)
+    with pytest.raises(ValueError, match="platt"):
+        PerTupleSVM(platt="cv")

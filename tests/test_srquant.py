@@ -65,7 +65,7 @@ def test_hadoop_estimate():
 
 def test_method_flags_estimates_past_the_deadline_without_latencies():
     # clock proxy (no cpu column): progress = elapsed / median finished latency (= 100)
-    job = JobInfo("j", 6, ("x",), straggler_threshold=150.0, seed=0)
+    job = JobInfo("j", 6, ("x",), straggler_threshold=150.0, seed=0, kill_delay=300.0)
     method = SRQuant()
     method.start_job(job)
     cp = Checkpoint(time=90.0, index=1, first_prediction=True,
@@ -78,7 +78,7 @@ def test_method_flags_estimates_past_the_deadline_without_latencies():
     flags = method.predict(cp)
     # every task's estimate is the median latency 100 < 150: nothing flagged
     assert not flags.any()
-    job = JobInfo("j", 6, ("x",), straggler_threshold=95.0, seed=0)
+    job = JobInfo("j", 6, ("x",), straggler_threshold=95.0, seed=0, kill_delay=300.0)
     method.start_job(job)
     assert method.predict(cp).all() and 1 <= method.chosen_attempts <= 6
 
@@ -93,7 +93,7 @@ def test_tight_latencies_do_not_overflow():
 
 def test_chosen_attempts_reach_the_replay():
     from stragglers.replay.core import JobRun  # noqa: F401 - the field the replay fills
-    job = JobInfo("j", 6, ("x",), straggler_threshold=95.0, seed=0)
+    job = JobInfo("j", 6, ("x",), straggler_threshold=95.0, seed=0, kill_delay=300.0)
     method = SRQuant()
     method.start_job(job)
     assert method.resume_attempts() is None
@@ -104,3 +104,82 @@ def test_chosen_attempts_reach_the_replay():
                     running_elapsed=np.array([90.0, 90.0, 90.0]))
     method.predict(cp)
     assert method.resume_attempts() == method.chosen_attempts
+
+
+# ---- issue 25: one kill delay, R_min 0.1, theta C scaled to the job -------------------------
+
+@pytest.mark.parametrize("interval,setting", [(60.0, None), (300.0, None), (60.0, 120.0)])
+def test_methods_and_simulator_share_one_kill_delay(interval, setting):
+    """tau_kill - tau_est that SRQuant and LASER model is the one the simulator's resume policy
+    applies: simulation.policies.kill_delay, or one checkpoint interval when it is null."""
+    from jobfactory import LAST, make_job
+    from stragglers.simulate import policies
+    from stragglers.methods import get_method
+    from stragglers.replay.core import ReplaySettings
+    from stragglers.replay.runner import replay_job
+
+    settings = ReplaySettings(grid_origin=600.0, checkpoint_interval=interval,
+                              kill_delay=setting)
+    expected = interval if setting is None else setting
+    job = make_job(40, seed=2, step=interval)
+    for name, params in (("SRQuant", {}), ("LASER", {"epochs": 5})):
+        method = get_method(name)(params)
+        replay_job(job, method, settings, LAST, seed=1)
+        assert method.job.kill_delay == expected
+        if name == "SRQuant":
+            assert method.kill_delay() == expected
+    # the simulator, given the same setting and grid: t2 is flagged at 600 s, its two attempts
+    # take 360 s and 270 s of remaining work; the loser runs min(270, kill delay) (hand)
+    start, end = np.zeros(3), np.array([300.0, 600.0, 1500.0])
+    flag = np.array([np.nan, np.nan, 600.0])
+    durations = np.array([[[100.0, 100.0, 600.0]], [[100.0, 100.0, 450.0]]])
+    _, machine = policies.simulate_policy("resume", start, end, flag, durations,
+                                          resume_attempts=2, grid_origin=0.0,
+                                          checkpoint_interval=interval, kill_delay=setting)
+    np.testing.assert_allclose(machine, [[300 + 600 + 600 + 270 + min(270.0, expected)]])
+    # and the workflow hands both rules the one setting
+    from pathlib import Path
+
+    rules = (Path(__file__).parents[1] / "workflow" / "rules")
+    predict = (rules / "predict.smk").read_text()
+    simulate_rules = (rules / "simulate.smk").read_text()
+    assert predict.count("kill_delay=resume_kill_delay()") == 2  # predict, tune_method
+    assert "kill_delay=resume_kill_delay()" in simulate_rules
+
+
+def test_srquant_follows_the_paper_by_default():
+    from stragglers.methods.base import default_values
+
+    defaults = default_values(SRQuant.defaults)
+    assert defaults["pocd_min"] == 0.1  # laser.txt §V: R_min = 0.1
+    assert defaults["theta_cost"] == 1e-4 and defaults["theta_scaling"] == "job"
+
+
+def test_job_scaled_theta_by_hand():
+    from stragglers.methods._srquant_model import scaled_theta
+
+    # a job of the paper's size keeps 1e-4; one of 164,000 machine-seconds gets 1e-6
+    assert scaled_theta(1e-4, "job", 1640.0) == pytest.approx(1e-4)
+    assert scaled_theta(1e-4, "job", 164_000.0) == pytest.approx(1e-6)
+    assert scaled_theta(1e-4, "literal", 164_000.0) == 1e-4
+    assert scaled_theta(1e-4, "job", float("inf")) == 1e-4  # no usable E_0: literal
+    with pytest.raises(ValueError, match="theta_scaling"):
+        scaled_theta(1e-4, "per-task", 1.0)
+
+
+def test_job_scaled_theta_weighs_machine_time_as_the_papers_job_did():
+    """200 tasks: E_0(T) ~ 29,000 s, 18x the paper's job. With the literal 1e-4 the cost term
+    outweighs the PoCD gain R(1) - R(0) = 0.003 (r = 0); scaled, U(r) - U(0) is the paper's trade-off: the cost term is
+    0.164 x E_r / E_0, checked by hand against the utilities."""
+    args = dict(n_tasks=200, t_min=100.0, beta=3.0, deadline=600.0, tau_est=200.0,
+                phi_est=0.4, kill_delay=60.0)
+    e0 = expected_machine_time(0, **args)
+    assert e0 > 10 * 1640
+    theta = 1e-4 * 1640.0 / e0
+    r_job, u_job = choose_attempts(**args, r_max=5, pocd_min=0.1, theta_cost=theta)
+    r_lit, _ = choose_attempts(**args, r_max=5, pocd_min=0.1, theta_cost=1e-4)
+    for r in range(6):
+        gap = pocd(r, **{k: v for k, v in args.items() if k != "kill_delay"}) - 0.1
+        cost = 0.164 * expected_machine_time(r, **args) / e0
+        assert u_job[r] == pytest.approx(np.log(gap) - cost)
+    assert r_lit == 0 and r_job > 0

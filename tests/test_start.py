@@ -357,3 +357,52 @@ def test_a_cross_job_method_fails_on_the_aligned_timeline(trace):
     _, rows = run_method_on_jobs(iter([job]), get_method("START-MLE"), {}, settings, LAST, 7, "t",
                                  history=history)
     assert rows["status"].iloc[0] == "failed" and "trace's clock" in rows["reason"].iloc[0]
+
+
+def test_training_sequences_step_on_the_prediction_grid(trace, monkeypatch):
+    """Issue 25: windows of 300 s, checkpoints every 60 s. START predicts one LSTM step per
+    checkpoint, so an earlier job's training sequence must step every 60 s too: row k is the
+    job seen at grid time t_k = t_0 + 60 k, t_0 the first checkpoint where 4 % of its tasks
+    had finished, capped at 128 steps. Checked by hand from the job's task ends (the share of
+    finished tasks is the first input of a step); before the fix a step was the earlier job's
+    median window length (300 s)."""
+    import stragglers.methods.start as start
+
+    folder, manifest = trace
+    settings = ReplaySettings(grid_origin=600.0, checkpoint_interval=60.0)
+    recorded, prediction_times = [], {}
+    original_sequence = start.job_sequence
+
+    def recording_sequence(job, *args, **kwargs):
+        inputs, minima = original_sequence(job, *args, **kwargs)
+        recorded.append((job, inputs))
+        return inputs, minima
+
+    original_alpha = start.Start._network_alpha
+
+    def recording_alpha(self, checkpoint):
+        prediction_times.setdefault(self.job.job_id, []).append(checkpoint.time)
+        return original_alpha(self, checkpoint)
+
+    monkeypatch.setattr(start, "job_sequence", recording_sequence)
+    monkeypatch.setattr(start.Start, "_network_alpha", recording_alpha)
+    history = JobHistory(manifest, folder, "test", seed=1)
+    jobs = [job_from_frame(r.job_id, pd.read_parquet(folder / r.path), FEATURES)
+            for r in manifest.itertuples()]
+    _, rows = run_method_on_jobs(iter(jobs), get_method("START"), FAST_START, settings, LAST,
+                                 7, "t", history=history)
+    assert (rows["status"] == "ok").all(), rows["reason"].tolist()
+    assert recorded and prediction_times, "START should have trained and predicted"
+    for times in prediction_times.values():  # the prediction side: one step per checkpoint
+        np.testing.assert_allclose(np.diff(times), 60.0)
+    for job, inputs in recorded:
+        # sanity: this job's windows are longer than the checkpoint interval
+        assert np.median(job.window_end - job.window_start) > 4 * settings.checkpoint_interval
+        needed = max(2, math.ceil(0.04 * job.n_tasks))
+        grid = 600.0 + 60.0 * np.arange(0, math.ceil((job.task_end.max() - 600.0) / 60.0) + 1)
+        finished = (job.task_end[None, :] <= grid[:, None]).sum(axis=1)
+        grid, finished = grid[finished >= needed], finished[finished >= needed]
+        grid, finished = grid[grid > job.task_start.min()], finished[grid > job.task_start.min()]
+        expected = (finished / job.n_tasks)[:128]
+        assert len(inputs) == len(expected)
+        np.testing.assert_allclose(inputs[:, 0], expected)

@@ -11,19 +11,29 @@ vectors of the groups it belongs to, one group per partition (eq. 6):
     tuple     every tuple its own group          -> v_t
 
 The l2 formulations (§4.1, eq. 7) minimise  sum_{p,g} lambda_{p,g} ||w_{p,g}||^2 + sum hinge
-with lambda_{p,g} = lambda_p #(p,g) / T (#(p,g): tuples in the group, T: tuples in training),
-lambda_p = 1 as the paper sets (§5.2). §4.2 reduces them to ONE standard SVM: scale each
-group's weights by sqrt(lambda_{p,g} / lambda) (eq. 8) and place a copy of x scaled by
-sqrt(lambda / lambda_{p,g}) in the block of every group the row belongs to (eqs. 10-11); then
-lambda ||w~||^2 + sum hinge is a standard SVM (eq. 13), solved by liblinear (scikit-learn's
-LinearSVC, hinge loss) with C = 1 / (2 lambda).
+with lambda_{p,g} = lam x lambda_p #(p,g) / T (#(p,g): tuples in the group, T: tuples in
+training). lambda_p is one hyperparameter per partition, the paper's lambda_0, nu, omega, tau
+(eq. 24) for base, node, workload, tuple (`lam_p`; 1 each as the paper sets, §5.2, and
+swept in its Appendix A); `lam` (default 1) multiplies all of them, a single knob for the
+overall strength. The paper's own lambda of §4.2 is only the constant of the reduction and
+cancels (eq. 8 x eq. 10), so before issue 25 `lam` changed nothing; it now scales every
+lambda_{p,g}. §4.2 reduces the formulation to ONE standard SVM: scale each group's weights by
+sqrt(lambda_{p,g} / lam) (eq. 8) and place a copy of x scaled by sqrt(lam / lambda_{p,g}) in
+the block of every group the row belongs to (eqs. 10-11); then lam ||w~||^2 + sum hinge is a
+standard SVM (eq. 13), solved by liblinear (scikit-learn's LinearSVC, hinge loss) with
+C = 1 / (2 lam).
 
 The mixed-norm formulations (§4.3, eqs. 15-16, 26-30) minimise
 lambda (sum_m ||w~_m||_2)^2 + sum hinge over blocks m of w~'s entries (fps: one block per
 partition; fgs: one per group; ffs1: one per group and feature category, eq. 28; ffs2: one
-per feature category across every group, eqs. 29-30). The categories are the paper's (CPU,
-memory, disk, network, other system counters; `stragglers.formats.datasets.MACHINE_FEATURE_CATEGORY`
-places the traces' machine columns; no trace column measures the network). As the paper (Aflalo et al., 2011), we use the variational form (eq. 20):
+per feature category across every group, eqs. 29-30). The paper swaps the two names: §4.4
+calls the global regulariser Omega_fs1 (eq. 17) and the per-group one Omega_fs2 (eq. 18),
+while §5.2, Table 4 and the results (Table 7) call the per-group one (eq. 28) f_fs1 and the
+global one (eqs. 29-30) f_fs2; we follow §5.2, the names its results are reported under. The
+categories are the paper's (CPU, memory, disk, network, other system counters;
+`stragglers.formats.datasets.MACHINE_FEATURE_CATEGORY` places the traces' machine columns,
+network columns included where a trace has them). As the paper (Aflalo et al., 2011), we use
+the variational form (eq. 20):
 (sum_m ||w_m||)^2 = min over eta in the simplex of sum_m ||w_m||^2 / eta_m, and alternate
 (a) for fixed eta, a standard SVM on features whose block m is scaled by sqrt(eta_m), and
 (b) eta_m = ||w_m|| / sum_k ||w_k|| (closed form), until the objective stops decreasing.
@@ -128,7 +138,9 @@ class Groups:
         return sum(len(k) for k in self.keys.values())
 
     @classmethod
-    def learn(cls, partitions, node, workload, n_features: int, lam_p: float = 1.0) -> "Groups":
+    def learn(cls, partitions, node, workload, n_features: int,
+              lam_p: float | dict[str, float] = 1.0) -> "Groups":
+        """`lam_p`: lambda_p, one number for every partition or one per partition name."""
         tuples = group_keys("tuple", node, workload)
         unique_tuples, first = np.unique(tuples, return_index=True)
         T = len(unique_tuples)
@@ -139,7 +151,8 @@ class Groups:
             groups_of_tuples = labels[first]
             names, counts = np.unique(groups_of_tuples, return_counts=True)
             keys[partition] = names
-            lam_pg[partition] = lam_p * counts / T
+            weight = lam_p[partition] if isinstance(lam_p, dict) else lam_p
+            lam_pg[partition] = float(weight) * counts / T
             offsets[partition] = start
             start += len(names)
         return cls(tuple(partitions), keys, lam_pg, offsets, int(n_features))
@@ -217,14 +230,22 @@ class MultiTaskSVM:
 
     def __init__(self, formulation: str, lam: float = 1.0, seed: int = 0, max_iter: int = 2000,
                  tol: float = 1e-4, mixed_max_iter: int = 30, mixed_tol: float = 1e-4,
-                 feature_categories=None):
+                 feature_categories=None, lam_p: dict[str, float] | None = None):
         """`max_iter`, `tol`: liblinear's (scikit-learn's defaults: the tests solve to 1e-6);
         `mixed_max_iter`, `mixed_tol`: alternations of the mixed-norm solver and the relative
         decrease of the objective under which it stops (bench/mixed_norm_solver.py measures
-        the objective against liblinear's epochs); `feature_categories`: one category name per feature column (ffs1 / ffs2 only)."""
+        the objective against liblinear's epochs); `feature_categories`: one category name per feature column (ffs1 / ffs2 only);
+        `lam`: multiplies every lambda_p; `lam_p`: lambda_p per partition (base, node,
+        workload, tuple: the paper's lambda_0, nu, omega, tau), 1 where not given."""
         self.formulation = globals()["formulation"](formulation)
         if not lam > 0:
             raise ValueError(f"lam must be > 0, got {lam}")
+        unknown = sorted(set(lam_p or {}) - set(PARTITIONS))
+        if unknown:
+            raise ValueError(f"lam_p: unknown partition(s) {unknown}; known: {PARTITIONS}")
+        self.lam_p = {p: 1.0 for p in PARTITIONS} | {p: float(v) for p, v in (lam_p or {}).items()}
+        if not all(v > 0 for v in self.lam_p.values()):
+            raise ValueError(f"lam_p must be > 0 for every partition, got {self.lam_p}")
         self.feature_categories = None if feature_categories is None else np.asarray(feature_categories, dtype=str)
         if self.formulation.regulariser in CATEGORY_REGULARISERS and self.feature_categories is None:
             raise ValueError(f"formulation {formulation!r} needs feature_categories (one per feature)")
@@ -239,7 +260,8 @@ class MultiTaskSVM:
                 f"feature_categories has {len(self.feature_categories)} entries for {X.shape[1]} features"
             )
         y_signed = np.where(np.asarray(y, dtype=bool), 1.0, -1.0)
-        self.groups_ = Groups.learn(self.formulation.partitions, node, workload, X.shape[1])
+        self.groups_ = Groups.learn(self.formulation.partitions, node, workload, X.shape[1],
+                                    {p: self.lam * self.lam_p[p] for p in PARTITIONS})
         if self.formulation.regulariser == "l2":
             Z = augment(X, node, workload, self.groups_, self.lam)
             self.w_tilde_, self.intercept_ = _fit_linear_svm(Z, y_signed, self.lam, self.seed, self.max_iter, self.tol)
@@ -359,17 +381,27 @@ class MultiTaskSVM:
         return float(penalty + hinge(y_signed, score))
 
 
+PLATT_FITS = ("training", "held_out")
+
+
 class PerTupleSVM:
     """Wrangler (§3.2-3.4): one linear SVM per {node, workload} tuple, its decision values
-    turned into a confidence by Platt scaling (a logistic fit on the training decision values;
-    Platt 1999, as Wrangler). A tuple with fewer than `min_rows` rows or one class has no
-    model; a task of a tuple without a model is not predicted to straggle (Wrangler schedules
-    it as usual); `n_without_model_` counts them at the last prediction."""
+    turned into a confidence by Platt scaling (a logistic fit on decision values; Platt 1999,
+    as Wrangler). `platt`: "training" fits the sigmoid on the SVM's own training decisions
+    (in-sample, over-confident); "held_out" on out-of-fold decisions as Platt recommends
+    (stratified folds over the tuple's *distinct* rows, so copies of an oversampled row stay
+    in one fold; up to 3 folds; a tuple with fewer than 2 distinct rows of a class falls back
+    to its training decisions, counted in `n_platt_in_sample_`). A tuple with fewer than
+    `min_rows` rows or one class has no model; a task of a tuple without a model is not
+    predicted to straggle (Wrangler schedules it as usual); `n_without_model_` counts them at
+    the last prediction."""
 
     def __init__(self, C: float = 1.0, confidence: float = 0.5, min_rows: int = 4, seed: int = 0,
-                 max_iter: int = 20000):
+                 max_iter: int = 20000, platt: str = "training"):
+        if platt not in PLATT_FITS:
+            raise ValueError(f"platt must be one of {PLATT_FITS}, got {platt!r}")
         self.C, self.confidence, self.min_rows = float(C), float(confidence), int(min_rows)
-        self.seed, self.max_iter = int(seed), int(max_iter)
+        self.seed, self.max_iter, self.platt = int(seed), int(max_iter), platt
 
     def fit(self, X, y, node, workload) -> "PerTupleSVM":
         from sklearn.linear_model import LogisticRegression
@@ -377,7 +409,7 @@ class PerTupleSVM:
         X = _check_inputs(X, node, workload, y)
         y = np.asarray(y, dtype=bool)
         self.models_ = {}
-        self.n_tuples_, self.n_tuples_without_model_ = 0, 0
+        self.n_tuples_, self.n_tuples_without_model_, self.n_platt_in_sample_ = 0, 0, 0
         for key, rows in rows_by_key(group_keys("tuple", node, workload)):
             self.n_tuples_ += 1
             labels = y[rows]
@@ -386,10 +418,34 @@ class PerTupleSVM:
                 continue
             svm = LinearSVC(C=self.C, loss="hinge", dual=True, random_state=self.seed, max_iter=self.max_iter)
             _fit_quietly(svm, X[rows], labels)
-            decision = svm.decision_function(X[rows]).reshape(-1, 1)
-            platt = LogisticRegression(C=1e6).fit(decision, labels)
+            decision = self._held_out_decisions(X[rows], labels) if self.platt == "held_out" else None
+            if decision is None:
+                self.n_platt_in_sample_ += self.platt == "held_out"
+                decision = svm.decision_function(X[rows])
+            platt = LogisticRegression(C=1e6).fit(decision.reshape(-1, 1), labels)
             self.models_[key] = (svm, platt)
         return self
+
+    def _held_out_decisions(self, X: np.ndarray, labels: np.ndarray) -> np.ndarray | None:
+        """Out-of-fold SVM decisions over folds of distinct rows; None when a class has fewer
+        than 2 distinct rows (or a training fold would hold one class)."""
+        from sklearn.model_selection import StratifiedGroupKFold
+
+        _, group = np.unique(np.column_stack([X, labels]), axis=0, return_inverse=True)
+        group = np.asarray(group).ravel()
+        distinct = [len(np.unique(group[labels == c])) for c in (True, False)]
+        n_splits = min(3, *distinct)
+        if n_splits < 2:
+            return None
+        out = np.empty(len(labels))
+        folds = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=self.seed)
+        for train, test in folds.split(X, labels, group):
+            if labels[train].all() or not labels[train].any():
+                return None
+            svm = LinearSVC(C=self.C, loss="hinge", dual=True, random_state=self.seed, max_iter=self.max_iter)
+            _fit_quietly(svm, X[train], labels[train])
+            out[test] = svm.decision_function(X[test])
+        return out
 
     def predict_proba(self, X, node, workload) -> np.ndarray:
         """Platt confidence that each task straggles; NaN where its tuple has no model."""

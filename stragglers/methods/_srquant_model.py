@@ -105,3 +105,28 @@ def choose_attempts(n_tasks: int, t_min: float, beta: float, deadline: float, ta
         if utility[r] > utility[best]:
             best = r
     return best, utility
+
+
+# The paper's jobs (laser.txt Table I, §V): 10 tasks, a mean machine running time of 1,640 s;
+# theta C = 1e-4 per machine-second puts the cost term near 1e-4 x 1640 = 0.164 there.
+PAPER_JOB_MACHINE_TIME = 1640.0
+THETA_SCALINGS = ("job", "literal")
+
+
+def scaled_theta(theta_cost: float, scaling: str, machine_time_r0: float,
+                 reference_machine_time: float = PAPER_JOB_MACHINE_TIME) -> float:
+    """theta C per machine-second for one decision.
+
+    "literal": `theta_cost` as given (the paper's 1e-4). "job": the trade-off of the paper's
+    jobs carried over to this one: theta C x E_r(T) is worth as much, relative to the job's
+    machine time without extra attempts (E_0(T), `machine_time_r0`), as it was on a job of
+    `reference_machine_time` machine-seconds, i.e.
+        theta_job = theta_cost x reference_machine_time / E_0(T)
+    so the cost term is theta_cost x 1640 x E_r(T) / E_0(T) = 0.164 x E_r(T) / E_0(T) with the
+    defaults. A job of 1,640 machine-seconds keeps the literal value; a job 100x larger gets
+    a theta 100x smaller. Without a usable E_0 (not finite or not > 0) the literal value."""
+    if scaling not in THETA_SCALINGS:
+        raise ValueError(f"theta_scaling must be one of {THETA_SCALINGS}, got {scaling!r}")
+    if scaling == "literal" or not (math.isfinite(machine_time_r0) and machine_time_r0 > 0):
+        return float(theta_cost)
+    return float(theta_cost) * float(reference_machine_time) / float(machine_time_r0)

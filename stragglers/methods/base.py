@@ -39,6 +39,13 @@ class JobInfo:
     job_start: float = float("nan")
     # methods with uses_machine_state: the columns of the Checkpoint's machine state arrays
     machine_state_names: tuple[str, ...] = ()
+    # the replay's checkpoint grid (checkpoints at grid_origin + k * checkpoint_interval) and
+    # the speculative-resume kill delay tau_kill - tau_est the simulator uses for this dataset
+    # (`ReplaySettings.resume_kill_delay`: simulation.policies.kill_delay, by default one
+    # checkpoint interval); NaN when the caller has no grid
+    checkpoint_interval: float = float("nan")
+    grid_origin: float = float("nan")
+    kill_delay: float = float("nan")
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ At each checkpoint (tau_est):
 1. The task-time network (``hidden_layers`` PReLU layers, default 3: the depth the paper runs
    after Table I, where 5 layers were 1 % more accurate at 50 % more time per iteration; L1
    loss, Adam) estimates each running task's execution time from its checkpoint features and
-   its elapsed time. It is trained on this job's finished tasks only
+   its elapsed time and its progress score phi_j (Table II; the proxy of SRQuant and LATE,
+   ``progress_input``). It is trained on this job's finished tasks only
    (``_laser_model.task_training_set``: snapshots of tasks seen running at earlier
    checkpoints that have since finished, plus each finished task at fixed shares of its
    latency) and, with ``history_jobs`` > 0, on the finished tasks of the latest
@@ -21,7 +22,9 @@ At each checkpoint (tau_est):
    flagged). Its examples are speculative-resume outcomes simulated on this job's own
    finished latencies at this and earlier checkpoints (``simulate_resume``): the paper
    trained it on testbed runs of speculative resume with each r, which a trace does not have.
-   r = argmax U(r) = 1{T_r <= D} - theta C M_r (Algorithm 2); r + 1 goes with the flags
+   r = argmax U(r) = 1{T_r <= D} - theta C M_r (Algorithm 2; theta C scaled to the job as
+   SRQuant's, ``theta_scaling``; tau_kill - tau_est the simulator's kill delay, ``kill_delay``
+   null = ``JobInfo.kill_delay``); r + 1 goes with the flags
    (``resume_attempts``) to the simulator's speculative-resume policy.
 """
 
@@ -37,7 +40,11 @@ from stragglers.methods._laser_model import (
     task_training_set,
 )
 from stragglers.methods._online import validate_checkpoint
+from stragglers.methods._progress import progress_column, progress_scores
+from stragglers.methods._srquant_model import scaled_theta
 from stragglers.methods.base import Checkpoint, JobInfo, Method, Param
+from stragglers.methods.srquant import resolve_kill_delay
+
 
 # examples of earlier jobs, per (converted dir, job, fractions): shared by the LASER instances
 # of one process (one per job), bounded
@@ -45,8 +52,26 @@ _earlier_examples: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
 _EARLIER_CACHE_SIZE = 256
 
 
-def earlier_job_examples(job, last_columns: np.ndarray, elapsed_fractions: np.ndarray
-                         ) -> tuple[np.ndarray, np.ndarray]:
+def progress_input(feature_names, features: np.ndarray, elapsed: np.ndarray,
+                   finished_features: np.ndarray, finished_latency: np.ndarray) -> np.ndarray:
+    """The task progress score phi_j of Table II for examples (features, elapsed in seconds):
+    the proxy SRQuant and LATE use (``_progress``: work so far over the median finished task's
+    total work, capped at 1), against the finished tasks given."""
+    column = progress_column(feature_names)
+    features = np.asarray(features, dtype=np.float64).reshape(len(elapsed), -1)
+    finished_features = np.asarray(finished_features, dtype=np.float64).reshape(
+        len(finished_latency), -1)
+    if column is None:
+        rate, finished_rate = np.ones(len(elapsed)), np.ones(len(finished_latency))
+    else:
+        index = list(feature_names).index(column)
+        rate, finished_rate = features[:, index], finished_features[:, index]
+    return progress_scores(np.nan_to_num(rate), np.asarray(elapsed, dtype=np.float64),
+                           np.nan_to_num(finished_rate), finished_latency)[0]
+
+
+def earlier_job_examples(job, last_columns: np.ndarray, elapsed_fractions: np.ndarray,
+                         with_progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """A finished earlier job's tasks as task-network examples: each task's final features at
     elapsed = f x its latency for f in `elapsed_fractions`, elapsed and target in units of the
     job's median latency. Tasks with no usage window are left out."""
@@ -57,14 +82,19 @@ def earlier_job_examples(job, last_columns: np.ndarray, elapsed_fractions: np.nd
     tasks = np.flatnonzero(accumulator.n_windows > 0)
     if len(tasks) == 0:
         d = job.window_features.shape[1]
-        return np.zeros((0, d + 1)), np.zeros(0)
+        return np.zeros((0, d + 1 + int(with_progress))), np.zeros(0)
     (features,) = fill_missing(accumulator.features(tasks))
     latency = job.latency[tasks]
     scale = float(np.median(latency))
     scale = scale if scale > 0 else 1.0
     empty = np.zeros(0)
-    return task_training_set(features, latency / scale, elapsed_fractions,
-                             np.zeros((0, features.shape[1])), empty, empty)
+    inputs, targets = task_training_set(features, latency / scale, elapsed_fractions,
+                                        np.zeros((0, features.shape[1])), empty, empty)
+    if with_progress:
+        progress = progress_input(job.feature_names, inputs[:, :-1], inputs[:, -1] * scale,
+                                  features, latency)
+        inputs = np.column_stack([inputs, progress])
+    return inputs, targets
 
 
 class LASER(Method):
@@ -84,7 +114,13 @@ class LASER(Method):
         "elapsed_fractions": Param([0.25, 0.5, 0.75], list, items=float, gt=0, le=1),  # shares of a finished task's latency
         "r_max": Param(5, int, ge=0),  # most extra attempts per straggler
         "theta_cost": Param(1.0e-4, float, ge=0),  # theta * C per machine-second (as SRQuant)
-        "kill_delay": Param(300.0, float, ge=0),  # tau_kill - tau_est: one checkpoint (as SRQuant)
+        # "job": theta_cost x reference_machine_time / M_0, M_0 network 2's machine time at
+        # r = 0 (as SRQuant's, _srquant_model.scaled_theta); "literal": theta_cost as is
+        "theta_scaling": Param("job", str, choices=("job", "literal")),
+        "reference_machine_time": Param(1640.0, float, gt=0),  # the paper's jobs' mean machine time (Table I), s
+        # tau_kill - tau_est; null: the replay's = the simulator's resume policy's (as SRQuant)
+        "kill_delay": Param(None, float, ge=0, nullable=True),
+        "progress_input": Param(True, bool),  # the task network reads phi_j (Table II; False: not)
         "simulation_draws": Param(16, int, ge=1),  # simulated outcomes per r per checkpoint for network 2
         "job_history": Param(4, int, ge=1),  # checkpoints of simulated outcomes network 2 is trained on
         "snapshots_per_checkpoint": Param(1000, int, ge=1),  # running tasks remembered per checkpoint (memory bound)
@@ -101,6 +137,7 @@ class LASER(Method):
         if int(self.params["history_jobs"]) < 0:
             raise ValueError(
                 f"method LASER: history_jobs must be >= 0, got {self.params['history_jobs']}")
+        self.decisions: list[tuple[int, float]] = []  # (r, theta C used) per decision
         self.history_jobs_used = 0  # at the latest fit (logged by tests and the note)
         self.chosen_attempts: int | None = None
         self._task_model = None
@@ -144,8 +181,13 @@ class LASER(Method):
         # seconds, values near 1 for Adam's default scale, and comparable across jobs
         scale = float(np.median(cp.finished_latency))
         self._latency_scale = scale if scale > 0 else 1.0
-        inputs = np.column_stack([inputs[:, :-1], inputs[:, -1] / self._latency_scale])
+        columns = [inputs[:, :-1], inputs[:, -1] / self._latency_scale]
+        if self.params["progress_input"]:
+            columns.append(progress_input(self.job.feature_names, inputs[:, :-1], inputs[:, -1],
+                                          cp.finished_features, cp.finished_latency))
+        inputs = np.column_stack(columns)
         targets = targets / self._latency_scale
+        self._finished = (cp.finished_features, cp.finished_latency)  # progress's reference
         if int(self.params["history_jobs"]) > 0:
             earlier_inputs, earlier_targets = self._earlier_examples(cp.time)
             if len(earlier_targets) > limit:
@@ -170,14 +212,16 @@ class LASER(Method):
 
         fractions = np.asarray(self.params["elapsed_fractions"], dtype=np.float64)
         finished = history.finished_before(time).tail(int(self.params["history_jobs"]))
-        inputs, targets = [np.zeros((0, d + 1))], [np.zeros(0)]
+        with_progress = bool(self.params["progress_input"])
+        inputs, targets = [np.zeros((0, d + 1 + int(with_progress)))], [np.zeros(0)]
         for job_id in finished["job_id"]:
-            key = (str(history.converted_dir), str(job_id), tuple(fractions))
+            key = (str(history.converted_dir), str(job_id), tuple(fractions), with_progress)
             if key not in _earlier_examples:
                 if len(_earlier_examples) >= _EARLIER_CACHE_SIZE:
                     _earlier_examples.pop(next(iter(_earlier_examples)))
                 _earlier_examples[key] = earlier_job_examples(
-                    history.load(job_id, time), last_columns(history.kind), fractions)
+                    history.load(job_id, time), last_columns(history.kind), fractions,
+                    with_progress)
             x, y = _earlier_examples[key]
             inputs.append(x)
             targets.append(y)
@@ -186,8 +230,11 @@ class LASER(Method):
 
     def estimate_execution_time(self, features: np.ndarray, elapsed: np.ndarray) -> np.ndarray:
         """The task network's estimate in seconds, never below the elapsed time."""
-        raw = predict_regressor(
-            self._task_model, np.column_stack([features, elapsed / self._latency_scale]))[:, 0]
+        columns = [features, elapsed / self._latency_scale]
+        if self.params["progress_input"]:
+            columns.append(progress_input(self.job.feature_names, features, elapsed,
+                                          *self._finished))
+        raw = predict_regressor(self._task_model, np.column_stack(columns))[:, 0]
         return np.maximum(raw * self._latency_scale, elapsed)
 
     def _choose_r(self, cp: Checkpoint, estimate: np.ndarray, flags: np.ndarray) -> None:
@@ -203,7 +250,8 @@ class LASER(Method):
         for r in range(r_max + 1):
             job_time, machine_time = simulate_resume(
                 r, elapsed, estimate, deadline, cp.finished_latency,
-                float(self.params["kill_delay"]), int(self.params["simulation_draws"]),
+                resolve_kill_delay(self.name, self.params["kill_delay"], self.job),
+                int(self.params["simulation_draws"]),
                 self._rng)
             inputs.append(np.tile([r, *state], (len(job_time), 1)))
             targets.append(np.column_stack([job_time / deadline,
@@ -219,8 +267,10 @@ class LASER(Method):
         predicted = predict_regressor(model, query)
         job_time = predicted[:, 0] * deadline
         machine_time = predicted[:, 1] * n_run * deadline
-        r, _ = choose_attempts(job_time, machine_time, deadline,
-                               float(self.params["theta_cost"]))
+        theta = scaled_theta(float(self.params["theta_cost"]), str(self.params["theta_scaling"]),
+                             float(machine_time[0]), float(self.params["reference_machine_time"]))
+        r, _ = choose_attempts(job_time, machine_time, deadline, theta)
+        self.decisions.append((r, theta))
         self.chosen_attempts = r + 1
 
     def predict(self, checkpoint: Checkpoint) -> np.ndarray:
@@ -243,6 +293,7 @@ class LASER(Method):
         self._calls_since_fit += 1
         if self._task_model is None or self._calls_since_fit >= int(self.params["refit_every"]):
             self._fit_task_model(cp)
+        self._finished = (cp.finished_features, cp.finished_latency)  # progress's reference
         estimate = self.estimate_execution_time(cp.running_features, cp.running_elapsed)
         flags = estimate > float(self.job.straggler_threshold)
         if flags.any():

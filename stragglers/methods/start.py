@@ -2,7 +2,8 @@
 job's task times; k_hat stragglers are expected; once n - k_hat tasks have finished, the rest
 are flagged (its Algorithm 1). Formulas, inputs and adaptations: docs/methods.md ("START").
 
-Network (the paper's shape): 4 fully connected encoder layers (ReLU), a 2-layer LSTM of 32
+Network (the paper's shape): 4 fully connected encoder layers (softplus, as the paper;
+`encoder_activation: relu` was this code's choice before issue 25), a 2-layer LSTM of 32
 units, a fully connected output of 2 = the Pareto parameters; inputs are an exponential moving
 average (weight `ema_weight` on the latest step) of the per-step input; MSE loss, Adam.
 
@@ -18,10 +19,13 @@ zero-padded) do not fit jobs of 100-400 tasks, so each is summarised to a fixed 
 Outputs: (ln(beta / x_min), ln(alpha - 1)), x_min the smallest finished latency at that step,
 so the targets are scale-free and alpha > 1 as START requires. Training (cross-job): every
 earlier job that had finished by this job's first prediction gives one sequence, replayed on
-its own checkpoint grid (step = its median window length, from the time `start_fraction` of
-its tasks had finished), with the target the Pareto fitted by maximum likelihood to all its
-latencies. The model is retrained when `refit_every` more jobs have finished (models are
-shared by the jobs that see the same training set) on the latest `history_jobs` of them.
+the grid START predicts on (`stragglers.replay.wallclock.iterate_checkpoints` with this
+dataset's checkpoint interval and grid origin, from the first checkpoint where
+`start_fraction` of its tasks had finished, at most `max_steps` steps), with the target the
+Pareto fitted by maximum likelihood to all its latencies. The inputs also hold latency /
+elapsed log-ratio statistics the paper does not list (docs/methods.md). The model is
+retrained when `refit_every` more jobs have finished (models are shared by the jobs that see
+the same training set) on the latest `history_jobs` of them.
 With fewer than `refit_every` earlier jobs there is no model: the job uses START-MLE's
 censored fit instead and is counted (`fallback_jobs`, logged).
 """
@@ -111,35 +115,26 @@ def _latest_machine_state(job, t: float, tasks: np.ndarray) -> np.ndarray | None
     return out
 
 
-def job_sequence(job, last_columns: np.ndarray, start_fraction: float, max_steps: int,
-                 n_machine_features: int) -> tuple[np.ndarray, np.ndarray]:
-    """A finished earlier job replayed on its own checkpoint grid: (inputs (T, D), x_min (T,))."""
-    from stragglers.formats.features import FeatureAccumulator, fill_missing, prediction_start_count
-
-    step = float(np.median(job.window_end - job.window_start)) if len(job.window_end) else 0.0
-    needed = prediction_start_count(job.n_tasks, start_fraction)
-    first = float(np.sort(job.task_end)[needed - 1])
-    last = float(job.task_end.max())
-    if step <= 0:
-        step = max((last - first) / max_steps, 1.0)
-    times = first + step * np.arange(max(1, math.ceil((last - first) / step)))
-    times = times[:max_steps]
-    accumulator = FeatureAccumulator(job, last_columns)
+def job_sequence(job, checkpoints, max_steps: int, n_machine_features: int,
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """A finished earlier job replayed on the grid START predicts on: `checkpoints` are the
+    replay's own (JobHistory.checkpoints: every checkpoint interval from the grid origin, from
+    the first one where `start_fraction` of its tasks had finished, nothing flagged); the first
+    `max_steps` of them. Returns (inputs (T, D), x_min (T,))."""
     d = job.window_features.shape[1]
     inputs, minima = [], []
-    for t in times:
-        accumulator.advance(t)
-        finished = np.flatnonzero(job.task_end <= t)
-        running = np.flatnonzero(
-            (job.task_start <= t) & (job.task_end > t) & (accumulator.n_windows > 0)
-        )
-        fin_f, run_f = fill_missing(accumulator.features(finished), accumulator.features(running))
+    for checkpoint in checkpoints:
         vector, x_min = step_input(
-            job.n_tasks, job.latency[finished], fin_f, t - job.task_start[running], run_f,
-            _latest_machine_state(job, t, running), d, n_machine_features,
+            job.n_tasks, checkpoint.finished_latency, checkpoint.finished_features,
+            checkpoint.running_elapsed, checkpoint.running_features,
+            checkpoint.running_machine_state, d, n_machine_features,
         )
         inputs.append(vector)
         minima.append(x_min)
+        if len(inputs) >= max_steps:
+            break
+    if not inputs:  # no checkpoint after the start had a running task: nothing to learn
+        return np.zeros((0, 0)), np.zeros(0)
     return np.array(inputs), np.array(minima)
 
 
@@ -149,18 +144,26 @@ _sequence_cache: dict[tuple, tuple[np.ndarray, np.ndarray, float, float]] = {}
 _model_cache: dict[tuple, Any] = {}
 
 
-def _build_network(n_inputs: int, hidden: int):
+ENCODER_ACTIVATIONS = ("softplus", "relu")
+
+
+def _build_network(n_inputs: int, hidden: int, activation: str = "softplus"):
     import torch
     from torch import nn
+
+    if activation not in ENCODER_ACTIVATIONS:
+        raise ValueError(f"method START: encoder_activation must be one of "
+                         f"{ENCODER_ACTIVATIONS}, got {activation!r}")
+    act = nn.Softplus if activation == "softplus" else nn.ReLU
 
     class EncoderLSTM(nn.Module):
         def __init__(self):
             super().__init__()
             self.encoder = nn.Sequential(
-                nn.Linear(n_inputs, 64), nn.ReLU(),
-                nn.Linear(64, 64), nn.ReLU(),
-                nn.Linear(64, hidden), nn.ReLU(),
-                nn.Linear(hidden, hidden), nn.ReLU(),
+                nn.Linear(n_inputs, 64), act(),
+                nn.Linear(64, 64), act(),
+                nn.Linear(64, hidden), act(),
+                nn.Linear(hidden, hidden), act(),
             )
             self.lstm = nn.LSTM(hidden, hidden, num_layers=2, batch_first=True)
             self.output = nn.Linear(hidden, 2)
@@ -177,9 +180,22 @@ def train_network(sequences: list[np.ndarray], targets: list[np.ndarray], params
     """Fit the Encoder-LSTM on padded sequences (masked MSE over every valid step)."""
     import torch
 
+    # deterministic, one thread; the process's torch settings are restored afterwards (as
+    # LASER's fit_regressor: a test of LASER's failed after START's tests had run)
+    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
     torch.manual_seed(seed)
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(1)
+    try:
+        return _train(sequences, targets, params)
+    finally:
+        torch.set_num_threads(threads)
+        torch.use_deterministic_algorithms(deterministic)
+
+
+def _train(sequences: list[np.ndarray], targets: list[np.ndarray], params: dict):
+    import torch
+
     stacked = np.vstack(sequences)
     mean, std = stacked.mean(axis=0), stacked.std(axis=0)
     std = np.where(std > 1e-8, std, 1.0)
@@ -191,7 +207,8 @@ def train_network(sequences: list[np.ndarray], targets: list[np.ndarray], params
         x[i, : len(seq)] = (seq - mean) / std
         y[i, : len(seq)] = target
         mask[i, : len(seq)] = 1.0
-    network = _build_network(stacked.shape[1], int(params["hidden"]))
+    network = _build_network(stacked.shape[1], int(params["hidden"]),
+                             str(params.get("encoder_activation", "softplus")))
     optimiser = torch.optim.Adam(network.parameters(), lr=float(params["learning_rate"]))
     xt, yt, mt = torch.from_numpy(x), torch.from_numpy(y), torch.from_numpy(mask)
     for _ in range(int(params["epochs"])):
@@ -217,6 +234,7 @@ class Start(StartMLE):
         "max_steps": Param(128, int, ge=1),  # longest training sequence (steps of an earlier job)
         "ema_weight": Param(0.8, float, gt=0, le=1),  # weight of the latest input in the moving average (paper: lost)
         "hidden": Param(32, int, ge=1),  # LSTM units (paper: 2 layers of 32)
+        "encoder_activation": Param("softplus", str, choices=("softplus", "relu")),  # the encoder's 4 layers (paper: softplus)
         "epochs": Param(150, int, ge=1),
         "learning_rate": Param(0.003, float, gt=0),
     }
@@ -240,14 +258,19 @@ class Start(StartMLE):
     def _sequence(self, job_id: str, time: float):
         history = self.job.history
         key = (str(history.converted_dir), job_id, self.params["start_fraction"],
-               self.params["max_steps"], self.n_machine_features)
+               self.params["max_steps"], self.n_machine_features,
+               self.job.checkpoint_interval, self.job.grid_origin)
         if key not in _sequence_cache:
             from stragglers.formats.datasets import last_columns
 
             job = history.load(job_id, time)
-            inputs, minima = job_sequence(
+            checkpoints = history.checkpoints(
                 job, last_columns(history.kind), float(self.params["start_fraction"]),
-                int(self.params["max_steps"]), self.n_machine_features,
+                float(self.job.checkpoint_interval), float(self.job.grid_origin),
+                machine_state=self.n_machine_features > 0,
+            )
+            inputs, minima = job_sequence(
+                job, checkpoints, int(self.params["max_steps"]), self.n_machine_features
             )
             beta, alpha = pareto_mle(job.latency)
             _sequence_cache[key] = (inputs, minima, beta, clip_alpha(alpha))
@@ -262,15 +285,23 @@ class Start(StartMLE):
             return
         history = self.job.history
         key = (str(history.converted_dir), tuple(ids), self.n_machine_features,
-               tuple(sorted(self.params.items())), getattr(history, "seed", 0))
+               tuple(sorted(self.params.items())), self.job.checkpoint_interval,
+               self.job.grid_origin, getattr(history, "seed", 0))
         if key not in _model_cache:
             sequences, targets = [], []
             for job_id in ids:
                 inputs, minima, beta, alpha = self._sequence(job_id, time)
+                if len(minima) == 0:
+                    continue
                 sequences.append(moving_average(inputs, float(self.params["ema_weight"])))
                 targets.append(np.column_stack([
                     np.log(beta / minima), np.full(len(minima), np.log(alpha - 1.0)),
                 ]))
+            if not sequences:
+                type(self).fallback_jobs += 1
+                log.info("START job %s: no earlier job has a checkpoint to learn from, "
+                         "START-MLE's fit (fallback)", self.job.job_id)
+                return
             digest = hashlib.sha256("\x1f".join([str(key[-1]), *ids]).encode()).digest()
             seed = int.from_bytes(digest[:4], "little")
             _model_cache[key] = train_network(sequences, targets, self.params, seed)
@@ -306,9 +337,13 @@ class Start(StartMLE):
         weight = float(self.params["ema_weight"])
         self.average = vector if self.average is None else weight * vector + (1 - weight) * self.average
         x = torch.from_numpy(((self.average - mean) / std).astype(np.float32)).view(1, 1, -1)
+        threads = torch.get_num_threads()
         torch.set_num_threads(1)
-        with torch.no_grad():
-            out, self.state = network(x, self.state)
+        try:
+            with torch.no_grad():
+                out, self.state = network(x, self.state)
+        finally:
+            torch.set_num_threads(threads)
         log_alpha_minus_one = float(out[0, 0, 1])
         alpha = 1.0 + math.exp(min(log_alpha_minus_one, math.log(ALPHA_MAX)))
         return float(min(max(alpha, ALPHA_MIN), ALPHA_MAX))

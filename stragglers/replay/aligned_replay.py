@@ -51,6 +51,9 @@ def replay_aligned_job(job: Job, method: Method, settings, last_columns: np.ndar
             straggler_threshold=model_threshold,
             seed=seed,
             true_latency=np.array(model_latency, dtype=float) if method.privileged else None,
+            checkpoint_interval=float(settings.checkpoint_interval),
+            grid_origin=float(settings.grid_origin),
+            kill_delay=settings.resume_kill_delay,
         )
     )
     not_scored = np.zeros(n, dtype=bool)

@@ -23,6 +23,9 @@ class ReplaySettings:
     straggler_quantile: float = 0.90
     protocol: str = "causal"
     overrides: dict[str, Any] | None = None  # rules flipped from the protocol's preset
+    # speculative resume's tau_kill - tau_est (simulation.policies.kill_delay): None = one
+    # checkpoint interval, as the simulator's resume policy (stragglers.simulate.policies)
+    kill_delay: float | None = None
 
     def __post_init__(self) -> None:
         resolve_rules(self.protocol, self.overrides)  # raises naming the setting
@@ -34,6 +37,14 @@ class ReplaySettings:
             raise ValueError(f"replay.start_fraction must be in (0, 1), got {self.start_fraction}")
         if self.checkpoint_interval <= 0:
             raise ValueError("replay.checkpoint_interval must be positive")
+        if self.kill_delay is not None and not (0 <= float(self.kill_delay) < math.inf):
+            raise ValueError(f"simulation.policies.kill_delay must be >= 0, got {self.kill_delay}")
+
+    @property
+    def resume_kill_delay(self) -> float:
+        """tau_kill - tau_est of speculative resume: the one number SRQuant / LASER model and
+        the simulator's resume policy applies (`kill_delay`, or one checkpoint interval)."""
+        return float(self.checkpoint_interval if self.kill_delay is None else self.kill_delay)
 
     @property
     def rules(self) -> ProtocolRules:

@@ -29,11 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from stragglers.formats.features import (
-    FeatureAccumulator,
-    fill_missing,
-    prediction_start_count,
-)
+from stragglers.formats.features import FeatureAccumulator, fill_missing, prediction_start_count
 from stragglers.formats.jobs import Job
 from stragglers.methods.base import Checkpoint, JobInfo, Method
 from stragglers.replay.aligned import FinalScale, final_scale
@@ -163,6 +159,9 @@ def replay_wallclock_job(
         history=history if method.cross_job else None,
         job_start=float(job.task_start.min()) if method.cross_job else float("nan"),
         machine_state_names=tuple(job.machine_state_names) if method.uses_machine_state else (),
+        checkpoint_interval=float(settings.checkpoint_interval),
+        grid_origin=float(settings.grid_origin),
+        kill_delay=settings.resume_kill_delay,
     )
     method.start_job(info)
     # tasks a privileged method trains on with their labels stay in the replay (it needs

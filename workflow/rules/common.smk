@@ -98,6 +98,13 @@ def tuning_targets():
     ]
 
 
+def resume_kill_delay():
+    """Speculative resume's tau_kill - tau_est (simulation.policies.kill_delay; null = one
+    checkpoint interval): one setting for the simulator's resume policy and for the methods
+    that model it (SRQuant, LASER, through ReplaySettings.kill_delay -> JobInfo.kill_delay)."""
+    return config["simulation"].get("policies", {}).get("kill_delay")
+
+
 def dataset_config(dataset):
     return config["datasets"][dataset]
 

@@ -14,6 +14,7 @@ rule predict:
         method_params=lambda wc: config["methods"][wc.method] or {},
         replay=lambda wc: {**config["replay"], **dataset_config(wc.dataset).get("replay", {})},
         seed=config["seed"],
+        kill_delay=resume_kill_delay(),
         method_dirs=config.get("method_dirs", []),
         tuning_jobs=tuning_jobs(),
     # measured: bench/suggest_resources.py (README, "Running on a cluster")
@@ -47,6 +48,7 @@ rule tune_method:
         grid=lambda wc: TUNING["grids"][wc.method],
         replay=lambda wc: {**config["replay"], **dataset_config(wc.dataset).get("replay", {})},
         seed=config["seed"],
+        kill_delay=resume_kill_delay(),
         n_jobs=tuning_jobs(),
         method_dirs=config.get("method_dirs", []),
     log:

@@ -90,7 +90,7 @@ rule simulate_policies:
         repeats=config["simulation"]["repeats"],
         machines=config["simulation"]["machines"],
         resume_attempts=policy_setting("resume_attempts", 2),
-        kill_delay=policy_setting("kill_delay", None),
+        kill_delay=resume_kill_delay(),
         seed=config["seed"],
     log:
         "logs/policies/{dataset}/{method}.log",

@@ -1,5 +1,7 @@
 """The MTL paper's formulations (§5.2, Table 4) as launch-time methods, one class each:
-lambda = 1 for every partition as the paper sets; see stragglers/launch/mtl.py."""
+lambda_p = 1 for every partition as the paper sets (lam_base, lam_node, lam_workload,
+lam_tuple: its lambda_0, nu, omega, tau, swept in its Appendix A), `lam` multiplying them all;
+see stragglers/launch/mtl.py."""
 
 from stragglers.formats.datasets import machine_feature_category
 from stragglers.launch.methods.base import LaunchMethod
@@ -10,14 +12,21 @@ from stragglers.launch.mtl import MultiTaskSVM
 class _MultiTask(LaunchMethod):
     family = "Launch-time (MTL)"
     formulation = ""
-    defaults = {"lam": Param(1.0, float, gt=0)}  # lambda_p (C = 1 / (2 lambda))
+    defaults = {
+        "lam": Param(1.0, float, gt=0),  # multiplies every lambda_p (the overall regularisation strength)
+        "lam_base": Param(1.0, float, gt=0),  # lambda_0: the base (global) partition's lambda_p
+        "lam_node": Param(1.0, float, gt=0),  # nu: the node partition's
+        "lam_workload": Param(1.0, float, gt=0),  # omega: the workload partition's
+        "lam_tuple": Param(1.0, float, gt=0),  # tau: the {node, workload} tuple partition's
+    }
 
     def fit(self, X, straggler, node, workload):
         categories = None
         if self.formulation in ("ffs1", "ffs2"):
             categories = [machine_feature_category(name) for name in self.feature_names]
+        lam_p = {p: float(self.params[f"lam_{p}"]) for p in ("base", "node", "workload", "tuple")}
         self.model = MultiTaskSVM(self.formulation, lam=self.params["lam"], seed=self.seed,
-                                  feature_categories=categories)
+                                  feature_categories=categories, lam_p=lam_p)
         self.model.fit(X, straggler, node, workload)
 
     def predict(self, X, node, workload):

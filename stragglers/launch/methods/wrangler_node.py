@@ -10,13 +10,16 @@ from stragglers.launch.mtl import PerTupleSVM
 class WranglerNode(LaunchMethod):
     name = "Wrangler-node"
     family = "Launch-time (Wrangler)"
+    # platt: "training" fits Platt scaling on the SVM's training decisions (kept default);
+    # "held_out": on out-of-fold decisions over distinct rows, as Platt (1999) recommends
     defaults = {"C": Param(1.0, float, gt=0), "confidence": Param(0.5, float, ge=0, le=1),
-                "min_rows": Param(4, int, ge=1)}
+                "min_rows": Param(4, int, ge=1),
+                "platt": Param("training", str, choices=("training", "held_out"))}
 
     def fit(self, X, straggler, node, workload):
         self.model = PerTupleSVM(
             C=self.params["C"], confidence=self.params["confidence"], min_rows=self.params["min_rows"],
-            seed=self.seed,
+            seed=self.seed, platt=self.params["platt"],
         ).fit(X, straggler, node, workload)
 
     def predict(self, X, node, workload):
