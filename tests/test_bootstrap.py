@@ -141,6 +141,23 @@ def test_table3_intervals_edge_cases_give_nan_with_a_reason():
     # one of three jobs has the only lead: some resamples have none
     assert np.isnan(out.loc["Const", "median_lead_lo"])
     assert out.loc["Const", "interval_note"].startswith("median_lead: undefined in")
+    assert out.loc["Const", "interval_note"].endswith("no interval")
+
+
+def test_median_lead_undefined_in_a_few_resamples_leaves_them_out():
+    """Ten jobs, leads in four: a resample draws none of them with probability
+    0.6^10 = 0.6 %, under the 1 % limit: those resamples are left out, with a note."""
+    metrics = job_metrics_frame({"M": [0.5, 0.6] * 5})
+    metrics["median_lead"] = 0.4
+    leads = pd.DataFrame({"dataset": "d", "method": "M",
+                          "job_id": ["j00", "j01", "j02", "j03"] * 2,
+                          "lead": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]})
+    out = boot.table3_intervals(metrics, leads, seed=1, n_resamples=4000).iloc[0]
+    note = out["interval_note"]
+    assert note.startswith("median_lead: undefined in") and note.endswith("left out"), note
+    share = float(note.split("undefined in ")[1].split("%")[0]) / 100
+    assert 0.002 < share < 0.01  # 0.6 % expected
+    assert 0.1 <= out["median_lead_lo"] < 0.45 < out["median_lead_hi"] <= 0.8
 
 
 # ---------------------------------------------------------------------------------------
@@ -293,3 +310,20 @@ def test_reduction_intervals_per_policy_and_hadoop_ns():
                     & (mitigated["machines"] == "unlimited")].iloc[0]
     # all rows of a method share one resampling, so the same draws give the same interval
     assert (row["reduction_lo"], row["reduction_hi"]) == pytest.approx((low[0], high[0]))
+
+
+def test_a_method_that_failed_on_every_job_gets_reasons_not_errors():
+    metrics = job_metrics_frame({"A": [0.5, 0.75, 1.0], "Fails": [0.5, 0.5, 0.5]})
+    failed = metrics["method"] == "Fails"
+    metrics.loc[failed, "status"] = "failed"
+    metrics.loc[failed, ["F1", "TPR", "FPR", "early_F1"]] = np.nan
+    metrics["median_lead"] = np.nan
+    out = boot.table3_intervals(metrics, metrics.iloc[:0].assign(lead=[]), seed=1,
+                                n_resamples=200).set_index("method")
+    assert out.loc["Fails", "interval_note"] == "no scored job"
+    assert out.loc["Fails", ["F1_lo", "F1_hi"]].isna().all()
+    summary = summary_of(metrics)
+    table = boot.paired_comparisons(metrics, summary, seed=1, n_resamples=200)
+    row = table[(table["method"] == "Fails") & (table["metric"] == "F1")].iloc[0]
+    assert row["reference"] == "A" and row["n_jobs"] == 0 and np.isnan(row["diff_lo"])
+    assert row["note"] == "no job scored by both" and pd.isna(row["tied"])

@@ -11,8 +11,9 @@ statistic of those jobs; one call gives every metric of a method, so they share 
   resampled (e.g. ``("table3", dataset, method)``): a result depends on the config's seed and
   the data, not on row order, on other methods or on the order of the calls.
 - **Edge cases** give NaN intervals with a reason in a note, never an error: no scored job,
-  one scored job (scipy needs two), a statistic undefined in some resamples (e.g. a median lead
-  when the resample holds no flagged straggler). A sample whose resamples all give the same
+  one scored job (scipy needs two), a statistic undefined in more than 1 % of the resamples
+  (e.g. a median lead when the resample holds no flagged straggler; up to 1 % they are left
+  out of the percentile, with a note). A sample whose resamples all give the same
   value (e.g. the Oracle's F1 of 1 on every job) has the degenerate interval [v, v] whatever
   the interval method (scipy's BCa would give NaN there).
 - **Paired differences** (method - reference) use only the jobs both scored, resampled
@@ -46,6 +47,9 @@ PAIRED_COLUMNS = [
     "n_jobs", "method_mean", "reference_mean", "diff", "diff_lo", "diff_hi", "p_value",
     "p_holm", "tied", "note",
 ]
+# a statistic undefined in at most this share of resamples (a median lead when the resample
+# drew no job with a flagged straggler) gets the interval of the other resamples, noted
+MAX_UNDEFINED_SHARE = 0.01
 # the cells a lead batch may hold at once (resamples x jobs), to bound memory
 _MAX_CELLS = 4_000_000
 
@@ -116,7 +120,20 @@ def bootstrap_jobs(
         if undefined.all():
             notes.append("undefined in every resample")
         elif undefined.any():
-            notes.append(f"undefined in {undefined.mean():.1%} of resamples: no interval")
+            share = undefined.mean()
+            if share <= MAX_UNDEFINED_SHARE and method != "BCa":
+                # the rare resamples without a value are left out (noted), as a percentile of
+                # the others; BCa's jackknife has no such reading
+                alpha = 1 - confidence_level
+                q_low, q_high = np.percentile(values[~undefined], [50 * alpha,
+                                                                  100 - 50 * alpha])
+                if method == "basic":
+                    estimate = float(np.asarray(vectorised(np.arange(n_jobs)))[j])
+                    q_low, q_high = 2 * estimate - q_high, 2 * estimate - q_low
+                low[j], high[j] = q_low, q_high
+                notes.append(f"undefined in {share:.1%} of resamples, left out")
+            else:
+                notes.append(f"undefined in {share:.1%} of resamples: no interval")
         elif values.min() == values.max():
             low[j] = high[j] = values[0]  # degenerate: every resample gives the same value
             notes.append("")

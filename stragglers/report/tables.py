@@ -276,7 +276,7 @@ def write_table3(
             "<metric>_lo / <metric>_hi; none where it cannot be computed (one scored job, or a "
             "median lead undefined in some resamples: see interval_note in the CSV)."
         )
-    if ties:
+    if ties is not None:
         caption += (
             f" {TIE_MARK} marks a method statistically tied with the best (bold) F1 or "
             "early-F1: its paired bootstrap difference from the best, over the jobs both "
