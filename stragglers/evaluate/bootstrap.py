@@ -256,8 +256,8 @@ def table3_intervals(
     names = metrics + ([LEAD_METRIC] if with_lead else [])
     scored = job_metrics[job_metrics["status"] == "ok"]
     rows = []
-    for (dataset, method_name), group in job_metrics.groupby(
-            ["dataset", "method"], sort=False, observed=True):
+    pairs = job_metrics[["dataset", "method"]].drop_duplicates().itertuples(index=False)
+    for dataset, method_name in pairs:
         jobs = scored[(scored["dataset"] == dataset) & (scored["method"] == method_name)]
         jobs = jobs.assign(job_id=jobs["job_id"].astype(str)).sort_values("job_id")
         job_ids = jobs["job_id"].to_numpy()
