@@ -9,4 +9,6 @@ run_rule(snakemake.log[0], lambda: policies_report(
     out_csv=snakemake.output.csv,
     out_pocd_png=snakemake.output.pocd,
     out_reduction_png=snakemake.output.reduction,
+    seed=int(snakemake.params.seed),
+    bootstrap=dict(snakemake.params.bootstrap),
 ))

@@ -11,4 +11,7 @@ run_rule(snakemake.log[0], lambda: table3(
     out_md=snakemake.output.md,
     out_summary=snakemake.output.summary,
     lead_files=list(snakemake.input.leads),
+    seed=int(snakemake.params.seed),
+    bootstrap=dict(snakemake.params.bootstrap),
+    comparisons_file=snakemake.input.comparisons,
 ))

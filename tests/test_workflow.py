@@ -87,6 +87,20 @@ def test_pipeline_end_to_end(tmp_path):
     assert (oracle["early_share"] > 0.5).all()
     table3 = (results / "tables" / "table3.md").read_text()
     assert "## google-tiny" in table3 and "## alibaba-tiny" in table3 and "early-F1" in table3
+    # bootstrap intervals over jobs and the paired comparisons (issue 19, docs/statistics.md)
+    table3_csv = pd.read_csv(results / "tables" / "table3.csv")
+    for metric in ("F1", "TPR", "FPR", "early_F1", "median_lead"):
+        assert {f"{metric}_lo", f"{metric}_hi"} <= set(table3_csv.columns)
+    ok = table3_csv[table3_csv["jobs_evaluated"] >= 2]
+    assert ((ok["F1_lo"] <= ok["F1"] + 1e-12) & (ok["F1"] <= ok["F1_hi"] + 1e-12)).all()
+    assert (table3_csv.loc[table3_csv["method"] == "AlwaysFails", "interval_note"]
+            == "no scored job").all()
+    policies_csv = pd.read_csv(results / "tables" / "policies.csv")
+    assert {"reduction_lo", "reduction_hi"} <= set(policies_csv.columns)
+    paired = pd.read_csv(results / "tables" / "paired_comparisons.csv")
+    assert set(paired["metric"]) == {"F1", "early_F1"}
+    assert set(paired["reference_kind"]) == {"best", "NURD"}
+    assert (tmp_path / "logs" / "tables" / "paired_comparisons.log").exists()
     jobs = pd.read_parquet(results / "google-tiny" / "predictions" / "AlwaysFails" / "shard-0.jobs.parquet")
     assert (jobs["status"] == "failed").all()
     assert jobs["reason"].str.contains("fails on purpose").all()

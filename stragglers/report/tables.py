@@ -34,6 +34,7 @@ SIMULATION_COLUMNS = ["dataset", "method", "algorithm", "machines", "job_id", "r
                       "reduction"]
 ALGORITHMS = ("unlimited", "limited")
 PRIVILEGED_MARK = "†"
+TIE_MARK = "≈"  # statistically tied with the best (stragglers.evaluate.bootstrap)
 MISSING = "–"
 
 
@@ -154,9 +155,32 @@ def _bold_best(values: pd.Series, privileged: pd.Series, digits: int) -> list[st
     return cells
 
 
-def _table3_display(part: pd.DataFrame, with_paper: bool, digits: int) -> pd.DataFrame:
+def _with_interval(cells, part: pd.DataFrame, column: str, digits: int,
+                   ties: dict | None = None) -> list:
+    """`cells` (formatted values, or raw numbers) with their interval `v [lo, hi]` when the
+    frame has `<column>_lo` / `_hi`, and the tie mark for the methods in `ties`."""
+    values = part[column].reset_index(drop=True)
+    cells = [c if isinstance(c, str) else (MISSING if pd.isna(c) else f"{c:.{digits}f}")
+             for c in cells]
+    if f"{column}_lo" in part:
+        low = part[f"{column}_lo"].to_numpy(float)
+        high = part[f"{column}_hi"].to_numpy(float)
+        cells = [c if pd.isna(v) or np.isnan(lo) or np.isnan(hi)
+                 else f"{c} [{lo:.{digits}f}, {hi:.{digits}f}]"
+                 for c, v, lo, hi in zip(cells, values, low, high, strict=True)]
+    if ties:
+        dataset = part["dataset"].to_numpy()
+        cells = [f"{c} {TIE_MARK}" if ties.get((d, column, m)) else c
+                 for c, d, m in zip(cells, dataset, part["method"], strict=True)]
+    return cells
+
+
+def _table3_display(part: pd.DataFrame, with_paper: bool, digits: int,
+                    ties: dict | None = None) -> pd.DataFrame:
     """One dataset's Markdown view: family shown once per group, privileged marker, bold best
-    F1 and early-F1, ours beside the paper's numbers, then the timing columns and job counts."""
+    F1 and early-F1, ours beside the paper's numbers, then the timing columns and job counts.
+    Intervals (`<metric>_lo` / `_hi` columns) are shown as `v [lo, hi]`; `ties` (keys
+    (dataset, metric, method)) marks methods tied with the best."""
     display = pd.DataFrame()
     family = part["family"].astype(str).reset_index(drop=True)
     display["family"] = family.where(family != family.shift(), "")
@@ -168,6 +192,8 @@ def _table3_display(part: pd.DataFrame, with_paper: bool, digits: int) -> pd.Dat
     for metric in TABLE3_METRICS:
         values = part[metric].reset_index(drop=True)
         display[metric] = _bold_best(values, privileged, digits) if metric == "F1" else values
+        if f"{metric}_lo" in part or (metric == "F1" and ties):
+            display[metric] = _with_interval(display[metric], part, metric, digits, ties)
     if with_paper:
         for metric in TABLE3_METRICS:
             display[f"paper {metric}"] = part[f"paper_{metric}"].to_numpy()
@@ -176,6 +202,8 @@ def _table3_display(part: pd.DataFrame, with_paper: bool, digits: int) -> pd.Dat
             values = part[column].reset_index(drop=True)
             display[label] = (_bold_best(values, privileged, digits) if column == "early_F1"
                               else values)
+            if f"{column}_lo" in part or (column == "early_F1" and ties):
+                display[label] = _with_interval(display[label], part, column, digits, ties)
     counts = zip(*(part[c] for c in JOB_COUNTS), strict=True)
     display["jobs ok/failed/unscorable"] = [
         MISSING if pd.isna(ok) else "/".join(str(int(n)) for n in (ok, *rest))
@@ -192,17 +220,29 @@ def write_table3(
     dataset_order: Sequence[str] | None = None,
     title: str = "Table 3: straggler prediction accuracy, averaged over jobs",
     digits: int = 2,
+    intervals: pd.DataFrame | None = None,
+    ties: dict | None = None,
+    confidence_level: float = 0.95,
 ) -> pd.DataFrame:
     """Write Table 3: long CSV (one row per dataset and method) and Markdown with one table
     per dataset; returns the long frame.
 
     `paper_table3_path` None skips the join with the paper's published numbers.
+    `intervals` (stragglers.evaluate.bootstrap.table3_intervals) adds its `<metric>_lo` /
+    `<metric>_hi` columns and `interval_note` after every other column; `ties`
+    ({(dataset, metric, method): True}, bootstrap.tie_marks) marks the methods statistically
+    tied with the best F1 / early-F1 in the Markdown.
     """
     paper = read_paper_table3(paper_table3_path) if paper_table3_path is not None else None
     datasets = list(dataset_order) if dataset_order is not None else list(
         dict.fromkeys(summary["dataset"])
     )
     long = table3_long(summary, paper, datasets)
+    if intervals is not None:
+        # appended: the columns before keep their values and their positions
+        added = [c for c in intervals.columns if c not in ("dataset", "method")]
+        long = long.merge(intervals[["dataset", "method", *added]], on=["dataset", "method"],
+                          how="left", validate="one_to_one")
     write_csv_atomic(long, csv_path)
 
     caption = (
@@ -229,6 +269,20 @@ def write_table3(
             "flagged true stragglers, of (task end - flag time) / (task end - task start), "
             "the share of the task's life still ahead when it was flagged."
         )
+    if intervals is not None:
+        caption += (
+            f" In brackets: the {100 * confidence_level:g} % bootstrap interval over jobs "
+            "(jobs resampled with replacement, seeded; docs/statistics.md), in the CSV as "
+            "<metric>_lo / <metric>_hi; none where it cannot be computed (one scored job, or a "
+            "median lead undefined in some resamples: see interval_note in the CSV)."
+        )
+    if ties is not None:
+        caption += (
+            f" {TIE_MARK} marks a method statistically tied with the best (bold) F1 or "
+            "early-F1: its paired bootstrap difference from the best, over the jobs both "
+            "scored, is not significant after Holm's correction over the dataset's methods "
+            "(results/tables/paired_comparisons.csv, docs/statistics.md)."
+        )
     if paper is not None:
         caption += (
             " 'paper' columns are the numbers published in the paper (sources: "
@@ -244,7 +298,7 @@ def write_table3(
         part = long[long["dataset"] == dataset]
         if part.empty:
             continue
-        display = _table3_display(part, paper is not None, digits)
+        display = _table3_display(part, paper is not None, digits, ties)
         sections.append(f"## {dataset}\n\n{markdown_table(display, digits)}")
     md_path = Path(md_path)
     md_path.parent.mkdir(parents=True, exist_ok=True)

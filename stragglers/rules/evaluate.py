@@ -86,12 +86,21 @@ def table3(
     out_md: str,
     out_summary: str,
     lead_files: list[str] | None = None,
+    seed: int | None = None,
+    bootstrap: dict | None = None,
+    comparisons_file: str | None = None,
 ) -> pd.DataFrame:
+    """Table 3; with `seed`, the bootstrap intervals over jobs (`bootstrap`: resamples,
+    confidence_level, method; stragglers.evaluate.bootstrap) are added as `<metric>_lo` /
+    `<metric>_hi` columns after the others, and with `comparisons_file` (the
+    paired_comparisons rule's CSV) the methods tied with the best are marked."""
     from stragglers import evaluate, report
+    from stragglers.evaluate import bootstrap as boot
     from stragglers.evaluate import timing
 
     metrics = pd.concat([pd.read_csv(p, dtype={"job_id": str}) for p in job_metric_files], ignore_index=True)
     summary = evaluate.summary_table(metrics, dataset_order=datasets)
+    leads = None
     if lead_files:
         leads = pd.concat([pd.read_csv(p, dtype={"job_id": str}) for p in lead_files],
                           ignore_index=True)
@@ -100,8 +109,78 @@ def table3(
     write_csv_atomic(summary, out_summary)
     paper_path = Path(out_csv).with_name("paper_table3_relabelled.csv")
     write_csv_atomic(paper_rows_for(paper_table, kinds), paper_path)
-    report.write_table3(summary, out_csv, out_md, paper_table3_path=paper_path, dataset_order=datasets)
+    intervals = None
+    if seed is not None:
+        intervals = boot.table3_intervals(metrics, leads, seed=seed,
+                                          **bootstrap_settings(bootstrap))
+    ties = None
+    if comparisons_file is not None:
+        ties = boot.tie_marks(pd.read_csv(comparisons_file, dtype={"tied": "boolean"}))
+    report.write_table3(summary, out_csv, out_md, paper_table3_path=paper_path,
+                        dataset_order=datasets, intervals=intervals, ties=ties,
+                        confidence_level=bootstrap_settings(bootstrap)["confidence_level"])
     return summary
+
+
+def bootstrap_settings(settings: dict | None) -> dict:
+    """The config's `evaluation` bootstrap settings as keyword arguments of
+    stragglers.evaluate.bootstrap (defaults where absent)."""
+    from stragglers.evaluate import bootstrap as boot
+
+    settings = settings or {}
+    return {
+        "n_resamples": int(settings.get("bootstrap_resamples", boot.N_RESAMPLES)),
+        "confidence_level": float(settings.get("confidence_level", boot.CONFIDENCE_LEVEL)),
+        "method": str(settings.get("bootstrap_method", boot.DEFAULT_METHOD)),
+    }
+
+
+def paired_comparisons(
+    *,
+    job_metric_files: list[str],
+    datasets: list[str],
+    seed: int,
+    bootstrap: dict | None,
+    out_csv: str,
+    out_md: str,
+) -> pd.DataFrame:
+    """Every method against the best non-privileged method (by mean F1, and by mean early-F1)
+    and against NURD: paired bootstrap differences over the jobs both scored, Holm-adjusted
+    p-values and the tie flag (stragglers.evaluate.bootstrap, docs/statistics.md)."""
+    from stragglers import evaluate, report
+    from stragglers.evaluate import bootstrap as boot
+
+    metrics = pd.concat([pd.read_csv(p, dtype={"job_id": str}) for p in job_metric_files],
+                        ignore_index=True)
+    summary = evaluate.summary_table(metrics, dataset_order=datasets)
+    if "early_F1" in metrics:
+        early = (metrics[metrics["status"] == "ok"]
+                 .groupby(["dataset", "method"], sort=False, observed=True)["early_F1"].mean()
+                 .rename("early_F1").reset_index())
+        summary = summary.merge(early, on=["dataset", "method"], how="left")
+    settings = bootstrap_settings(bootstrap)
+    table = boot.paired_comparisons(metrics, summary, seed=seed, **settings)
+    level = f"{100 * settings['confidence_level']:g} %"
+    alpha = f"{1 - settings['confidence_level']:.2g}"
+    report.write_table(
+        table, out_csv, out_md, title="Paired comparisons: every method against the best and "
+        "against NURD",
+        caption=(
+            "One row per dataset, metric (F1, early-F1: per-job values), reference and method. "
+            "reference_kind 'best': the non-privileged method with the highest mean of that "
+            "metric in Table 3; 'NURD': NURD. Over the jobs both methods scored (n_jobs): "
+            "method_mean and reference_mean, diff = mean of (method - reference) per job, and "
+            f"its {level} paired bootstrap interval diff_lo, diff_hi (jobs resampled, the same "
+            f"jobs for both methods; {settings['n_resamples']} resamples, "
+            f"{settings['method']} interval, seeded from the config's seed). p_value: two-sided "
+            "bootstrap p-value of diff = 0; p_holm: Holm-adjusted over the non-privileged "
+            "methods of the same dataset, metric and reference; tied: p_holm >= "
+            f"{alpha}, the method is statistically indistinguishable from the reference "
+            "(marked in table3.md for the best). Privileged methods are outside the family. "
+            "note: why a row has no interval. Details: docs/statistics.md."
+        ),
+    )
+    return table
 
 
 def cost_table(*, job_files: list[str], benchmark_files: list[str], out_csv: str, out_md: str) -> pd.DataFrame:

@@ -16,7 +16,8 @@ Seed: {seed}.
 
 | path | what it is |
 |---|---|
-| `tables/table3.md`, `.csv` | Paper Table 3: mean TPR, FPR, FNR, F1 over jobs per method, one Markdown table per dataset, grouped by family, with the paper's published numbers beside ours, early-TPR, early-F1 and median lead (how early the flags came); jobs evaluated / failed / unscorable per method. The CSV is long: one row per dataset and method |
+| `tables/table3.md`, `.csv` | Paper Table 3: mean TPR, FPR, FNR, F1 over jobs per method, one Markdown table per dataset, grouped by family, with the paper's published numbers beside ours, early-TPR, early-F1 and median lead (how early the flags came); jobs evaluated / failed / unscorable per method; each headline number with its bootstrap interval over jobs (`<metric>_lo`, `<metric>_hi` in the CSV, `v [lo, hi]` in the Markdown) and ≈ for the methods statistically tied with the best. The CSV is long: one row per dataset and method |
+| `tables/paired_comparisons.md`, `.csv` | Every method against the best non-privileged method (by mean F1, and by mean early-F1) and against NURD, per dataset: paired bootstrap difference over the jobs both scored, its interval, p-value, Holm-adjusted p-value and `tied` (docs/statistics.md) |
 | `tables/summary_by_dataset.csv` | Table 3 in long form (one row per dataset and method, with F1 std over jobs) |
 | `tables/paper_table3_relabelled.csv` | The paper's numbers (stragglers/data/paper_table3.csv) keyed by our dataset names |
 | `tables/cost.md`, `.csv` | Seconds per job and per checkpoint for every method; Snakemake benchmark totals |
@@ -37,7 +38,7 @@ Seed: {seed}.
 | `<dataset>/figures/reduction_limited_mean.png` | Figure 8/9 analogue |
 | `tables/reproduction_audit.md`, `.csv`, `figures/reproduction_audit.png` | (with `snakemake audit`) F1, TPR, FPR and JCT reductions of the audit methods from the paper's experiment (`replay.protocol: paper`) one rule at a time to `causal` (docs/protocols.md) |
 | `<dataset>/audit/<variant>.csv` | (with `snakemake audit`) one protocol variant's rows of that table |
-| `tables/policies.md`, `.csv` | Per method and mitigation policy (relaunch, speculative copy, speculative resume): JCT reduction, machine time relative to no mitigation, PoCD per deadline factor; Markdown one table per dataset (unlimited machines), CSV long with every machine count |
+| `tables/policies.md`, `.csv` | Per method and mitigation policy (relaunch, speculative copy, speculative resume): JCT reduction, machine time relative to no mitigation, PoCD per deadline factor, the reduction's bootstrap interval over jobs (`reduction_lo`, `reduction_hi`); Markdown one table per dataset (unlimited machines), CSV long with every machine count |
 | `<dataset>/policies/<method>.parquet` | Per job, repeat, policy and machine count: baseline, mitigated and reference JCT, machine time with and without mitigation |
 | `<dataset>/policies/summary.csv` | The dataset's rows of `tables/policies.csv` |
 | `<dataset>/figures/pocd_vs_machine_time.png` | PoCD against machine time per method and policy (one panel per deadline factor) |

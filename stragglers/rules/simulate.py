@@ -65,11 +65,37 @@ def simulate_policies_method(
     return result
 
 
+def reduction_intervals(frame: pd.DataFrame, *, dataset: str, seed: int,
+                        bootstrap: dict | None = None) -> pd.DataFrame:
+    """Bootstrap interval over jobs of the mean JCT reduction per (method, policy, machines)
+    of `policies.pocd_summary`: each job's reduction averaged over repeats, jobs resampled
+    (one resampling per method, shared by its policies and machine counts); Hadoop-NS (no
+    mitigation, reduction 0 on every job) gets [0, 0]. Columns method, policy, machines,
+    reduction_lo, reduction_hi, reduction_interval_note."""
+    from stragglers.evaluate import bootstrap as boot
+    from stragglers.rules.evaluate import bootstrap_settings
+
+    keys = ["method", "policy", "machines"]
+    frame = frame.assign(
+        machines=frame["machines"].astype("Int64").astype(str).replace("<NA>", "unlimited"))
+    base = frame.drop_duplicates(["job_id", "repeat"]).assign(
+        method="Hadoop-NS", policy="none", machines="unlimited", reduction=0.0)
+    frame = pd.concat([base, frame], ignore_index=True)
+    per_job = (frame.groupby([*keys, "job_id"], sort=False)["reduction"].mean()
+               .reset_index())
+    return boot.grouped_mean_intervals(
+        per_job, group=["method"], rows=["policy", "machines"], value="reduction", seed=seed,
+        key=("policies", dataset), **bootstrap_settings(bootstrap))
+
+
 def policies_report(
     *, simulation_files: list[str], dataset: str, deadline_factors: list[float],
     out_csv: str, out_pocd_png: str, out_reduction_png: str,
+    seed: int | None = None, bootstrap: dict | None = None,
 ) -> pd.DataFrame:
-    """Per (method, policy, machines): reduction, machine time, PoCD; and the two figures."""
+    """Per (method, policy, machines): reduction, machine time, PoCD; and the two figures.
+    With `seed`, the reduction's bootstrap interval over jobs (`reduction_intervals`) is
+    appended as reduction_lo, reduction_hi, reduction_interval_note."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -80,6 +106,11 @@ def policies_report(
     frame = pd.concat([pd.read_parquet(p) for p in simulation_files], ignore_index=True)
     table = policies.pocd_summary(frame, deadline_factors)
     table.insert(0, "dataset", dataset)
+    if seed is not None:
+        intervals = reduction_intervals(frame, dataset=dataset, seed=seed, bootstrap=bootstrap)
+        # appended: the columns before keep their values and their positions
+        table = table.merge(intervals, on=["method", "policy", "machines"], how="left",
+                            validate="one_to_one")
     write_csv_atomic(table, out_csv)
 
     unlimited = table[table["machines"] == "unlimited"]
@@ -136,9 +167,22 @@ def policies_table(*, files: list[str], out_csv: str, out_md: str) -> pd.DataFra
         "(Algorithm 2); copy = speculative copy; resume = speculative resume with r + 1 "
         "attempts. Every machine count is in the CSV. Model: docs/simulation.md."
     )
+    with_interval = "reduction_lo" in table
+    if with_interval:
+        caption += (
+            " reduction [lo, hi]: the mean and its bootstrap interval over jobs (jobs "
+            "resampled, seeded; CSV columns reduction_lo, reduction_hi; none where it cannot be "
+            "computed, reason in reduction_interval_note; docs/statistics.md)."
+        )
     parts = []
     for dataset, rows in table.groupby("dataset", sort=False):
         rows = rows[rows["machines"] == "unlimited"].drop(columns=["dataset", "machines"])
+        if with_interval:
+            rows = rows.assign(reduction=[
+                f"{v:.3f}" + ("" if pd.isna(lo) or pd.isna(hi) else f" [{lo:.3f}, {hi:.3f}]")
+                for v, lo, hi in zip(rows["reduction"], rows["reduction_lo"],
+                                     rows["reduction_hi"], strict=True)
+            ]).drop(columns=["reduction_lo", "reduction_hi", "reduction_interval_note"])
         parts.append(f"## {dataset}\n\n" + report.markdown_table(rows))
     text = "# Mitigation policies: JCT, PoCD and machine time\n\n" + caption + "\n\n" + \
         "\n".join(parts)

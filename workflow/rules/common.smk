@@ -152,6 +152,7 @@ def final_targets():
     targets = [
         "results/tables/table3.csv",
         "results/tables/table3.md",
+        "results/tables/paired_comparisons.md",
         "results/tables/cost.md",
         "results/tables/completion_time.md",
         "results/tables/policies.md",

@@ -32,10 +32,33 @@ rule evaluate_dataset:
         "../../scripts/evaluate_dataset.py"
 
 
+rule paired_comparisons:
+    input:
+        job_metrics=expand("results/{dataset}/evaluation/job_metrics.csv", dataset=DATASETS),
+    output:
+        csv="results/tables/paired_comparisons.csv",
+        md=report(
+            "results/tables/paired_comparisons.md",
+            caption="../report/paired_comparisons.rst",
+            category="Prediction",
+        ),
+    params:
+        datasets=DATASETS,
+        seed=config["seed"],
+        bootstrap=config["evaluation"],
+    log:
+        "logs/tables/paired_comparisons.log",
+    benchmark:
+        "benchmarks/tables/paired_comparisons.tsv"
+    script:
+        "../../scripts/paired_comparisons.py"
+
+
 rule table3:
     input:
         job_metrics=expand("results/{dataset}/evaluation/job_metrics.csv", dataset=DATASETS),
         leads=expand("results/{dataset}/evaluation/leads.csv", dataset=DATASETS),
+        comparisons="results/tables/paired_comparisons.csv",
         paper=workflow.source_path("../../stragglers/data/paper_table3.csv"),
     output:
         csv="results/tables/table3.csv",
@@ -48,8 +71,12 @@ rule table3:
     params:
         datasets=DATASETS,
         kinds={name: ds["kind"] for name, ds in config["datasets"].items()},
+        seed=config["seed"],
+        bootstrap=config["evaluation"],
     log:
         "logs/tables/table3.log",
+    benchmark:
+        "benchmarks/tables/table3.tsv"
     script:
         "../../scripts/table3.py"
 

@@ -119,8 +119,12 @@ rule policies_report:
         ),
     params:
         deadline_factors=policy_setting("deadline_factors", [1.0, 1.1, 1.25]),
+        seed=config["seed"],
+        bootstrap=config["evaluation"],
     log:
         "logs/policies/{dataset}/report.log",
+    benchmark:
+        "benchmarks/policies/{dataset}/report.tsv"
     script:
         "../../scripts/policies_report.py"
 
