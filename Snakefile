@@ -22,6 +22,6 @@ include: "workflow/rules/launch.smk"
 
 
 rule all:
+    default_target: True
     input:
         final_targets(),
-    default_target: True

@@ -8,6 +8,13 @@ rule audit_variant:
         jobs=converted_all_shards,
     output:
         "results/{dataset}/audit/{variant}.csv",
+    log:
+        "logs/audit/{dataset}/{variant}.log",
+    benchmark:
+        "benchmarks/audit/{dataset}/{variant}.tsv"
+    conda:
+        "../../environment.yml"
+    threads: 1
     params:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
         replay=lambda wc: audit_replay(wc.dataset),
@@ -16,11 +23,6 @@ rule audit_variant:
         seed=config["seed"],
         machines=config["simulation"]["machines"],
         repeats=config["simulation"]["repeats"],
-    log:
-        "logs/audit/{dataset}/{variant}.log",
-    benchmark:
-        "benchmarks/audit/{dataset}/{variant}.tsv"
-    threads: 1
     script:
         "../../scripts/audit_variant.py"
 
@@ -42,12 +44,14 @@ rule audit_table:
             caption="../report/reproduction_audit.rst",
             category="Reproduction audit",
         ),
+    log:
+        "logs/tables/reproduction_audit.log",
+    conda:
+        "../../environment.yml"
     params:
         datasets={name: ds["kind"] for name, ds in config["datasets"].items()},
         methods=config.get("audit", {}).get("methods", {}),
         headline=config.get("audit", {}).get("nurd_lines", ["NURD a=0", "NURD a=0.5"]),
-    log:
-        "logs/tables/reproduction_audit.log",
     script:
         "../../scripts/audit_table.py"
 

@@ -48,19 +48,27 @@ for _name, _params in config["methods"].items():
     _check_params(check_method_params, _name, _params, f"methods.{_name}")
 for _label, _entry in ((config.get("audit") or {}).get("methods") or {}).items():
     if _entry["method"] not in available_methods():
-        raise ValueError(f"config audit.methods.{_label}: unknown method {_entry['method']!r}; "
-                         f"available: {available_methods()}")
-    _check_params(check_method_params, _entry["method"], _entry.get("params"), f"audit.methods.{_label}")
+        raise ValueError(
+            f"config audit.methods.{_label}: unknown method {_entry['method']!r}; "
+            f"available: {available_methods()}"
+        )
+    _check_params(
+        check_method_params, _entry["method"], _entry.get("params"), f"audit.methods.{_label}"
+    )
 for _name, _grid in ((config.get("tuning") or {}).get("grids") or {}).items():
     for _key, _values in _grid.items():
         for _value in _values:
-            _check_params(check_method_params, _name, {_key: _value}, f"tuning.grids.{_name}.{_key}")
+            _check_params(
+                check_method_params, _name, {_key: _value}, f"tuning.grids.{_name}.{_key}"
+            )
 if LAUNCH_METHODS:
     from stragglers.launch.methods import check_launch_params
 
     for _name, _params in config["launch"]["methods"].items():
         _check_params(check_launch_params, _name, _params, f"launch.methods.{_name}")
-reject_renamed("config launch", config.get("launch") or {}, ("refit_every", "history_jobs"), noun="setting")
+reject_renamed(
+    "config launch", config.get("launch") or {}, ("refit_every", "history_jobs"), noun="setting"
+)
 for _name, _ds in config["datasets"].items():
     if _ds["source"] == "local" and not Path(_ds["raw_dir"]).exists():
         raise ValueError(f"config datasets.{_name}.raw_dir: {_ds['raw_dir']} does not exist")
@@ -132,9 +140,7 @@ def prediction_files(dataset, method, part):
 def dataset_prediction_files(part):
     def inputs(wildcards):
         return [
-            path
-            for method in METHODS
-            for path in prediction_files(wildcards.dataset, method, part)
+            path for method in METHODS for path in prediction_files(wildcards.dataset, method, part)
         ]
 
     return inputs
@@ -159,8 +165,11 @@ def final_targets():
         "results/README.md",
     ]
     if LAUNCH_METHODS and LAUNCH_DATASETS:
-        targets += ["results/tables/launch_table.md", "results/tables/launch_learning_curve.md",
-                    "results/tables/launch_simulation.md"]
+        targets += [
+            "results/tables/launch_table.md",
+            "results/tables/launch_learning_curve.md",
+            "results/tables/launch_simulation.md",
+        ]
     for dataset in DATASETS:
         targets += [
             f"results/{dataset}/figures/f1_over_time.png",
@@ -183,7 +192,9 @@ _LAYOUTS = {}
 def layout(dataset):
     """The dataset's raw files and conversion groups (computed once per dataset)."""
     if dataset not in _LAYOUTS:
-        _LAYOUTS[dataset] = raw_layout(dataset_config(dataset)["kind"], dataset_config(dataset), raw_dir(dataset))
+        _LAYOUTS[dataset] = raw_layout(
+            dataset_config(dataset)["kind"], dataset_config(dataset), raw_dir(dataset)
+        )
     return _LAYOUTS[dataset]
 
 
@@ -229,18 +240,28 @@ def gather_shard_input(wildcards):
 
 def convert_manifest_input(wildcards):
     dataset = wildcards.dataset
-    stage_reports = [f"resources/convert/{dataset}/reports/group-{group}.json" for group in convert_groups(dataset)]
+    stage_reports = [
+        f"resources/convert/{dataset}/reports/group-{group}.json"
+        for group in convert_groups(dataset)
+    ]
     if dataset_config(dataset)["kind"] == "google-2011":
         stage_reports.insert(0, f"resources/convert/{dataset}/prepared")
     return {
         "stage_reports": stage_reports,
-        "shard_manifests": [f"resources/convert/{dataset}/shards/shard-{shard}.parquet" for shard in shards(dataset)],
-        "shard_reports": [f"resources/convert/{dataset}/shards/shard-{shard}.json" for shard in shards(dataset)],
+        "shard_manifests": [
+            f"resources/convert/{dataset}/shards/shard-{shard}.parquet" for shard in shards(dataset)
+        ],
+        "shard_reports": [
+            f"resources/convert/{dataset}/shards/shard-{shard}.json" for shard in shards(dataset)
+        ],
     }
 
 
 def download_markers(wildcards):
-    return [f"resources/download/{wildcards.dataset}.files/{name}.json" for name in layout(wildcards.dataset).files]
+    return [
+        f"resources/download/{wildcards.dataset}.files/{name}.json"
+        for name in layout(wildcards.dataset).files
+    ]
 
 
 def download_file_input(wildcards):
@@ -271,7 +292,10 @@ def launch_outputs(kind):
 
 
 def converted_all_shards(wildcards):
-    return [f"resources/converted/{wildcards.dataset}/jobs/shard-{shard}" for shard in shards(wildcards.dataset)]
+    return [
+        f"resources/converted/{wildcards.dataset}/jobs/shard-{shard}"
+        for shard in shards(wildcards.dataset)
+    ]
 
 
 # The reproduction audit (workflow/rules/audit.smk).
@@ -290,3 +314,8 @@ def audit_variant_files():
 
 def audit_benchmark_files():
     return [f"benchmarks/audit/{d}/{v}.tsv" for d in DATASETS for v in AUDIT_VARIANTS]
+
+
+def policy_setting(name, default):
+    """A mitigation-policy setting (simulation.policies) or its default."""
+    return config["simulation"].get("policies", {}).get(name, default)

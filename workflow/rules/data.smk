@@ -5,19 +5,21 @@
 rule generate_trace:
     output:
         directory("resources/raw/{dataset}"),
-    params:
-        kind=lambda wc: dataset_config(wc.dataset)["kind"],
-        generator=lambda wc: dataset_config(wc.dataset).get("generator", {}),
-        seed=config["seed"],
+    log:
+        "logs/generate/{dataset}.log",
+    benchmark:
+        "benchmarks/generate/{dataset}.tsv"
+    conda:
+        "../../environment.yml"
     # measured: bench/suggest_resources.py (README, "Running on a cluster")
     # (5,000 generated jobs, 1.08 M tasks: 1.15 GB peak RSS, 58 CPU s)
     resources:
         mem_mb=1792,
         runtime=5,
-    log:
-        "logs/generate/{dataset}.log",
-    benchmark:
-        "benchmarks/generate/{dataset}.tsv"
+    params:
+        kind=lambda wc: dataset_config(wc.dataset)["kind"],
+        generator=lambda wc: dataset_config(wc.dataset).get("generator", {}),
+        seed=config["seed"],
     script:
         "../../scripts/generate_trace.py"
 
@@ -25,11 +27,13 @@ rule generate_trace:
 rule verify_local_trace:
     output:
         "resources/verified/{dataset}.json",
+    log:
+        "logs/verify/{dataset}.log",
+    conda:
+        "../../environment.yml"
     params:
         raw_dir=lambda wc: dataset_config(wc.dataset)["raw_dir"],
         sha256sum=lambda wc: dataset_config(wc.dataset).get("sha256sum", ""),
-    log:
-        "logs/verify/{dataset}.log",
     script:
         "../../scripts/verify_local_trace.py"
 
@@ -45,13 +49,15 @@ rule verify_local_trace:
 rule download_checksums:
     output:
         "resources/download/{dataset}.sha256sum.json",
+    log:
+        "logs/download/{dataset}/SHA256SUM.log",
+    conda:
+        "../../environment.yml"
+    resources:
+        download_slots=1,
     params:
         download=lambda wc: dataset_config(wc.dataset)["download"],
         folder=lambda wc: f"resources/download/{wc.dataset}",
-    log:
-        "logs/download/{dataset}/SHA256SUM.log",
-    resources:
-        download_slots=1,
     script:
         "../../scripts/download_checksums.py"
 
@@ -61,19 +67,18 @@ rule download_file:
         download_file_input,
     output:
         "resources/download/{dataset}.files/{file}.json",
-    params:
-        kind=lambda wc: dataset_config(wc.dataset)["kind"],
-        download=lambda wc: dataset_config(wc.dataset)["download"],
-        folder=lambda wc: f"resources/download/{wc.dataset}",
-    # network-bound, not measured here: 41 GB of Google parts at >= 1 MB/s in one job
-    resources:
-        runtime=720,
     log:
         "logs/download/{dataset}/{file}.log",
     benchmark:
         "benchmarks/download/{dataset}/{file}.tsv"
+    conda:
+        "../../environment.yml"
     resources:
         download_slots=1,
+    params:
+        kind=lambda wc: dataset_config(wc.dataset)["kind"],
+        download=lambda wc: dataset_config(wc.dataset)["download"],
+        folder=lambda wc: f"resources/download/{wc.dataset}",
     script:
         "../../scripts/download_file.py"
 
@@ -83,11 +88,13 @@ rule download_trace:
         download_markers,
     output:
         "resources/download/{dataset}.done.json",
+    log:
+        "logs/download/{dataset}.log",
+    conda:
+        "../../environment.yml"
     params:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
         folder=lambda wc: f"resources/download/{wc.dataset}",
-    log:
-        "logs/download/{dataset}.log",
     script:
         "../../scripts/download_trace.py"
 
@@ -100,6 +107,12 @@ rule convert_prepare:
         prepare_input,
     output:
         directory("resources/convert/{dataset}/prepared"),
+    log:
+        "logs/convert/{dataset}/prepare.log",
+    benchmark:
+        "benchmarks/convert/{dataset}/prepare.tsv"
+    conda:
+        "../../environment.yml"
     params:
         raw_dir=lambda wc: raw_dir(wc.dataset),
         event_parts=lambda wc: layout(wc.dataset).tables["task_events"],
@@ -107,10 +120,6 @@ rule convert_prepare:
         n_shards=lambda wc: dataset_config(wc.dataset)["n_shards"],
         min_tasks=lambda wc: dataset_config(wc.dataset).get("min_tasks", 100),
         priorities=lambda wc: dataset_config(wc.dataset).get("production_priorities", [9, 10, 11]),
-    log:
-        "logs/convert/{dataset}/prepare.log",
-    benchmark:
-        "benchmarks/convert/{dataset}/prepare.tsv"
     script:
         "../../scripts/convert_prepare.py"
 
@@ -121,6 +130,18 @@ rule convert_part:
     output:
         spill=temp(directory("resources/convert/{dataset}/spill/group-{group}")),
         report="resources/convert/{dataset}/reports/group-{group}.json",
+    log:
+        "logs/convert/{dataset}/group-{group}.log",
+    benchmark:
+        "benchmarks/convert/{dataset}/group-{group}.tsv"
+    conda:
+        "../../environment.yml"
+    # measured: bench/bench_convert.py, one real-size task_usage part in a fresh process:
+    # 1.1 GB peak RSS, 5.6 s CPU; headroom rule of bench/suggest_resources.py (1.5x memory,
+    # 3x CPU time, at least 5 min)
+    resources:
+        mem_mb=1792,
+        runtime=5,
     params:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
         raw_dir=lambda wc: raw_dir(wc.dataset),
@@ -130,16 +151,6 @@ rule convert_part:
         priorities=lambda wc: dataset_config(wc.dataset).get("production_priorities", [9, 10, 11]),
         grid=lambda wc: dataset_config(wc.dataset).get("replay", {}),
         machine_event_parts=lambda wc: layout(wc.dataset).tables.get("machine_events", []),
-    # measured: bench/bench_convert.py, one real-size task_usage part in a fresh process:
-    # 1.1 GB peak RSS, 5.6 s CPU; headroom rule of bench/suggest_resources.py (1.5x memory,
-    # 3x CPU time, at least 5 min)
-    resources:
-        mem_mb=1792,
-        runtime=5,
-    log:
-        "logs/convert/{dataset}/group-{group}.log",
-    benchmark:
-        "benchmarks/convert/{dataset}/group-{group}.tsv"
     script:
         "../../scripts/convert_part.py"
 
@@ -151,16 +162,18 @@ rule gather_shard:
         jobs=directory("resources/converted/{dataset}/jobs/shard-{shard}"),
         manifest="resources/convert/{dataset}/shards/shard-{shard}.parquet",
         report="resources/convert/{dataset}/shards/shard-{shard}.json",
+    log:
+        "logs/convert/{dataset}/shard-{shard}.log",
+    benchmark:
+        "benchmarks/convert/{dataset}/shard-{shard}.tsv"
+    conda:
+        "../../environment.yml"
     params:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
         min_tasks=lambda wc: dataset_config(wc.dataset).get("min_tasks", 100),
         latency_definition=lambda wc: dataset_config(wc.dataset).get(
             "latency_definition", "schedule_to_finish"
         ),
-    log:
-        "logs/convert/{dataset}/shard-{shard}.log",
-    benchmark:
-        "benchmarks/convert/{dataset}/shard-{shard}.tsv"
     script:
         "../../scripts/gather_shard.py"
 
@@ -171,9 +184,11 @@ rule convert_manifest:
     output:
         manifest="resources/converted/{dataset}/manifest.parquet",
         report="resources/converted/{dataset}/report.json",
-    params:
-        kind=lambda wc: dataset_config(wc.dataset)["kind"],
     log:
         "logs/convert/{dataset}/manifest.log",
+    conda:
+        "../../environment.yml"
+    params:
+        kind=lambda wc: dataset_config(wc.dataset)["kind"],
     script:
         "../../scripts/convert_manifest.py"

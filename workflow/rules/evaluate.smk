@@ -22,12 +22,14 @@ rule evaluate_dataset:
             category="Prediction",
             subcategory="{dataset}",
         ),
-    params:
-        n_points=config["evaluation"]["f1_time_points"],
     log:
         "logs/evaluate/{dataset}.log",
     benchmark:
         "benchmarks/evaluate/{dataset}.tsv"
+    conda:
+        "../../environment.yml"
+    params:
+        n_points=config["evaluation"]["f1_time_points"],
     script:
         "../../scripts/evaluate_dataset.py"
 
@@ -42,14 +44,16 @@ rule paired_comparisons:
             caption="../report/paired_comparisons.rst",
             category="Prediction",
         ),
-    params:
-        datasets=DATASETS,
-        seed=config["seed"],
-        bootstrap=config["evaluation"],
     log:
         "logs/tables/paired_comparisons.log",
     benchmark:
         "benchmarks/tables/paired_comparisons.tsv"
+    conda:
+        "../../environment.yml"
+    params:
+        datasets=DATASETS,
+        seed=config["seed"],
+        bootstrap=config["evaluation"],
     script:
         "../../scripts/paired_comparisons.py"
 
@@ -68,15 +72,17 @@ rule table3:
             category="Prediction",
         ),
         summary="results/tables/summary_by_dataset.csv",
+    log:
+        "logs/tables/table3.log",
+    benchmark:
+        "benchmarks/tables/table3.tsv"
+    conda:
+        "../../environment.yml"
     params:
         datasets=DATASETS,
         kinds={name: ds["kind"] for name, ds in config["datasets"].items()},
         seed=config["seed"],
         bootstrap=config["evaluation"],
-    log:
-        "logs/tables/table3.log",
-    benchmark:
-        "benchmarks/tables/table3.tsv"
     script:
         "../../scripts/table3.py"
 
@@ -100,5 +106,7 @@ rule cost_table:
         md=report("results/tables/cost.md", caption="../report/cost.rst", category="Cost"),
     log:
         "logs/tables/cost.log",
+    conda:
+        "../../environment.yml"
     script:
         "../../scripts/cost_table.py"

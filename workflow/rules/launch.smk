@@ -12,19 +12,25 @@ rule launch_predict:
         jobs="results/{dataset}/launch/{launch_method}.jobs.parquet",
         curve="results/{dataset}/launch/{launch_method}.curve.parquet",
         simulation="results/{dataset}/launch/{launch_method}.simulation.parquet",
+    log:
+        "logs/launch/{dataset}/{launch_method}.log",
+    benchmark:
+        "benchmarks/launch/{dataset}/{launch_method}.tsv"
+    conda:
+        "../../environment.yml"
     params:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
         method_params=lambda wc: config["launch"]["methods"][wc.launch_method] or {},
         launch=lambda wc: {k: v for k, v in config["launch"].items() if k != "methods"},
         straggler_quantile=config["replay"].get("straggler_quantile", 0.9),
-        interval=lambda wc: dataset_config(wc.dataset).get("replay", {}).get("checkpoint_interval", 300),
+        interval=lambda wc: dataset_config(wc.dataset)
+        .get("replay", {})
+        .get("checkpoint_interval", 300),
         repeats=config["simulation"]["repeats"],
-        deadline_factors=config["simulation"].get("policies", {}).get("deadline_factors", [1.0, 1.1, 1.25]),
+        deadline_factors=config["simulation"]
+        .get("policies", {})
+        .get("deadline_factors", [1.0, 1.1, 1.25]),
         seed=config["seed"],
-    log:
-        "logs/launch/{dataset}/{launch_method}.log",
-    benchmark:
-        "benchmarks/launch/{dataset}/{launch_method}.tsv"
     script:
         "../../scripts/launch_predict.py"
 
@@ -42,10 +48,16 @@ rule launch_tables:
         curve_md="results/tables/launch_learning_curve.md",
         simulation_csv="results/tables/launch_simulation.csv",
         simulation_md="results/tables/launch_simulation.md",
-        figures=expand("results/{dataset}/figures/launch_learning_curve.png", dataset=LAUNCH_DATASETS),
-    params:
-        deadline_factors=config["simulation"].get("policies", {}).get("deadline_factors", [1.0, 1.1, 1.25]),
+        figures=expand(
+            "results/{dataset}/figures/launch_learning_curve.png", dataset=LAUNCH_DATASETS
+        ),
     log:
         "logs/launch/tables.log",
+    conda:
+        "../../environment.yml"
+    params:
+        deadline_factors=config["simulation"]
+        .get("policies", {})
+        .get("deadline_factors", [1.0, 1.1, 1.25]),
     script:
         "../../scripts/launch_tables.py"

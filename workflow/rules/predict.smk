@@ -9,6 +9,22 @@ rule predict:
     output:
         tasks="results/{dataset}/predictions/{method}/shard-{shard}.tasks.parquet",
         jobs="results/{dataset}/predictions/{method}/shard-{shard}.jobs.parquet",
+    log:
+        "logs/predict/{dataset}/{method}/shard-{shard}.log",
+    benchmark:
+        "benchmarks/predict/{dataset}/{method}/shard-{shard}.tsv"
+    # Many short jobs: on a cluster, --group-components predict=N submits N of them per job
+    # (profiles in workflow/profiles/), each paying the start-up cost once.
+    group:
+        "predict"
+    conda:
+        "../../environment.yml"
+    threads: 1
+    # measured: bench/suggest_resources.py (README, "Running on a cluster")
+    # (slowest method SOD: 420 MB peak RSS, 1.36 CPU s per trace job, x 100 jobs per shard)
+    resources:
+        mem_mb=768,
+        runtime=7,
     params:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
         method_params=lambda wc: config["methods"][wc.method] or {},
@@ -17,20 +33,6 @@ rule predict:
         kill_delay=resume_kill_delay(),
         method_dirs=config.get("method_dirs", []),
         tuning_jobs=tuning_jobs(),
-    # measured: bench/suggest_resources.py (README, "Running on a cluster")
-    # (slowest method SOD: 420 MB peak RSS, 1.36 CPU s per trace job, x 100 jobs per shard)
-    resources:
-        mem_mb=768,
-        runtime=7,
-    log:
-        "logs/predict/{dataset}/{method}/shard-{shard}.log",
-    benchmark:
-        "benchmarks/predict/{dataset}/{method}/shard-{shard}.tsv"
-    threads: 1
-    # Many short jobs: on a cluster, --group-components predict=N submits N of them per job
-    # (profiles in workflow/profiles/), each paying the start-up cost once.
-    group:
-        "predict"
     script:
         "../../scripts/predict.py"
 
@@ -42,6 +44,12 @@ rule tune_method:
         jobs=converted_all_shards,
     output:
         "results/{dataset}/tuning/{method}.json",
+    log:
+        "logs/tune/{dataset}/{method}.log",
+    benchmark:
+        "benchmarks/tune/{dataset}/{method}.tsv"
+    conda:
+        "../../environment.yml"
     params:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
         method_params=lambda wc: config["methods"][wc.method] or {},
@@ -51,10 +59,6 @@ rule tune_method:
         kill_delay=resume_kill_delay(),
         n_jobs=tuning_jobs(),
         method_dirs=config.get("method_dirs", []),
-    log:
-        "logs/tune/{dataset}/{method}.log",
-    benchmark:
-        "benchmarks/tune/{dataset}/{method}.tsv"
     script:
         "../../scripts/tune_method.py"
 

@@ -8,11 +8,13 @@ rule results_index:
         "results/tables/completion_time.md",
     output:
         "results/README.md",
+    log:
+        "logs/results_index.log",
+    conda:
+        "../../environment.yml"
     params:
         datasets=DATASETS,
         methods=METHODS,
         config=config,
-    log:
-        "logs/results_index.log",
     script:
         "../../scripts/results_index.py"

@@ -7,20 +7,22 @@ rule simulate_method:
         jobs=lambda wc: prediction_files(wc.dataset, wc.method, "jobs"),
     output:
         "results/{dataset}/simulation/{method}.parquet",
-    params:
-        replay=lambda wc: {**config["replay"], **dataset_config(wc.dataset).get("replay", {})},
-        repeats=config["simulation"]["repeats"],
-        machines=config["simulation"]["machines"],
-        seed=config["seed"],
+    log:
+        "logs/simulate/{dataset}/{method}.log",
+    benchmark:
+        "benchmarks/simulate/{dataset}/{method}.tsv"
+    conda:
+        "../../environment.yml"
     # measured: bench/suggest_resources.py (README, "Running on a cluster")
     # (1.08 M tasks: 456 MB peak RSS, 16.5 CPU s)
     resources:
         mem_mb=768,
         runtime=5,
-    log:
-        "logs/simulate/{dataset}/{method}.log",
-    benchmark:
-        "benchmarks/simulate/{dataset}/{method}.tsv"
+    params:
+        replay=lambda wc: {**config["replay"], **dataset_config(wc.dataset).get("replay", {})},
+        repeats=config["simulation"]["repeats"],
+        machines=config["simulation"]["machines"],
+        seed=config["seed"],
     script:
         "../../scripts/simulate_method.py"
 
@@ -51,6 +53,8 @@ rule simulation_report:
         ),
     log:
         "logs/simulate/{dataset}/report.log",
+    conda:
+        "../../environment.yml"
     script:
         "../../scripts/simulation_report.py"
 
@@ -66,25 +70,29 @@ rule completion_time_table:
             caption="../report/completion_time.rst",
             category="Completion time",
         ),
-    params:
-        datasets=DATASETS,
     log:
         "logs/tables/completion_time.log",
+    conda:
+        "../../environment.yml"
+    params:
+        datasets=DATASETS,
     script:
         "../../scripts/completion_time_table.py"
 
 
 # Mitigation policies with deadlines: relaunch, speculative copy, speculative resume.
-def policy_setting(name, default):
-    return config["simulation"].get("policies", {}).get(name, default)
-
-
 rule simulate_policies:
     input:
         tasks=lambda wc: prediction_files(wc.dataset, wc.method, "tasks"),
         jobs=lambda wc: prediction_files(wc.dataset, wc.method, "jobs"),
     output:
         "results/{dataset}/policies/{method}.parquet",
+    log:
+        "logs/policies/{dataset}/{method}.log",
+    benchmark:
+        "benchmarks/policies/{dataset}/{method}.tsv"
+    conda:
+        "../../environment.yml"
     params:
         replay=lambda wc: {**config["replay"], **dataset_config(wc.dataset).get("replay", {})},
         repeats=config["simulation"]["repeats"],
@@ -92,10 +100,6 @@ rule simulate_policies:
         resume_attempts=policy_setting("resume_attempts", 2),
         kill_delay=resume_kill_delay(),
         seed=config["seed"],
-    log:
-        "logs/policies/{dataset}/{method}.log",
-    benchmark:
-        "benchmarks/policies/{dataset}/{method}.tsv"
     script:
         "../../scripts/simulate_policies.py"
 
@@ -117,14 +121,16 @@ rule policies_report:
             category="Mitigation policies",
             subcategory="{dataset}",
         ),
-    params:
-        deadline_factors=policy_setting("deadline_factors", [1.0, 1.1, 1.25]),
-        seed=config["seed"],
-        bootstrap=config["evaluation"],
     log:
         "logs/policies/{dataset}/report.log",
     benchmark:
         "benchmarks/policies/{dataset}/report.tsv"
+    conda:
+        "../../environment.yml"
+    params:
+        deadline_factors=policy_setting("deadline_factors", [1.0, 1.1, 1.25]),
+        seed=config["seed"],
+        bootstrap=config["evaluation"],
     script:
         "../../scripts/policies_report.py"
 
@@ -141,5 +147,7 @@ rule policies_table:
         ),
     log:
         "logs/tables/policies.log",
+    conda:
+        "../../environment.yml"
     script:
         "../../scripts/policies_table.py"
