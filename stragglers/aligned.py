@@ -66,13 +66,33 @@ def split_windows(
     return task[index], pieces, values[index]
 
 
+def per_window_counts(task: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Running counts (evictions / failures so far, rows sorted by task then time) turned into
+    the count within each window: the authors' preprocessing writes, per usage window, the
+    events since the previous window's end (data/timeseriestotal.py), not the total so far."""
+    values = np.asarray(values, dtype=float)
+    if len(values) == 0:
+        return values
+    previous = np.vstack([np.zeros((1, values.shape[1])), values[:-1]])
+    first = np.r_[True, task[1:] != task[:-1]]
+    previous[first] = 0.0
+    return values - previous
+
+
 def build_view(job: Job, last_columns: np.ndarray, features: str, piece: float) -> AlignedView:
-    """The aligned windows of `job` and the cumulative features of rule 2."""
+    """The aligned windows of `job` and the cumulative features of rule 2. Under
+    `divided_by_final` the running-count (`last`) columns enter as per-window counts, as in
+    the reference script's input (per_window_counts)."""
     order = np.lexsort((job.window_start, job.window_task))
+    window_values = job.window_features[order]
+    last = np.flatnonzero(np.asarray(last_columns, dtype=bool))
+    if features == "divided_by_final" and len(last):
+        window_values = window_values.copy()
+        window_values[:, last] = per_window_counts(job.window_task[order], window_values[:, last])
     task, duration, values = split_windows(
         job.window_task[order],
         (job.window_end - job.window_start)[order],
-        job.window_features[order],
+        window_values,
         piece,
     )
     n = job.n_tasks
@@ -98,6 +118,20 @@ def build_view(job: Job, last_columns: np.ndarray, features: str, piece: float) 
     else:
         raise ValueError(f"replay.overrides.features: unknown rule {features!r}")
     return AlignedView(n_windows, offset, latency, elapsed, cumulative)
+
+
+def script_column_order(feature_names) -> np.ndarray:
+    """Positions of `feature_names` in the reference script's column order (MCU, CMU, AMU,
+    UPC, TPC, MAXMU, MIO, MDK, MAXCPU, MAXIO, CPI, MAI, SCPU, EV, FL; datasets.SCRIPT_COLUMNS);
+    a feature set the script's layout does not hold (google-2011-events) keeps its order. Its
+    GradientBoostingRegressor breaks near-tied splits by column position, so the order
+    matters for the `regressor: sklearn_gbr` rule."""
+    from stragglers.datasets import SCRIPT_COLUMNS, SCRIPT_ORDER
+
+    names = list(feature_names)
+    if not all(name in SCRIPT_COLUMNS for name in names):
+        return np.arange(len(names), dtype=np.int64)
+    return np.argsort([SCRIPT_ORDER.index(SCRIPT_COLUMNS[name]) for name in names], kind="stable")
 
 
 def sorted_index_value(latency: np.ndarray, fraction: float) -> float:

@@ -21,7 +21,9 @@ log = logging.getLogger(__name__)
 
 # step, change, overrides added at this step (cumulative from step 0)
 LADDER: list[tuple[int, str, dict[str, Any]]] = [
-    (0, "paper, gamma = 0 (released script)", {}),
+    (0, "paper, gamma = 0 (released script, its GradientBoostingRegressor)", {}),
+    # its own row, between steps 0 and 1: the effect of the regressor alone (variant step0xgb)
+    (0, "step 0 with XGBoost (the pipeline's regressor)", {"regressor": "xgboost"}),
     (1, "alpha = 0.5 (paper text): NURD's headline line switches to alpha 0.5", {}),
     (2, "no pruning of the scored set", {"prune_scored": False}),
     (3, "scaling with the data visible at the checkpoint", {"scaling": "visible"}),
@@ -35,21 +37,26 @@ LADDER: list[tuple[int, str, dict[str, Any]]] = [
 ]
 # NURD's headline line at each step: alpha 0 at step 0 (the script's gamma = 0), 0.5 after
 HEADLINE_ALPHA_ZERO_STEPS = {0}
+XGBOOST_VARIANT = "step0xgb"  # step 0 with XGBoost; step 1 shares its runs
+
+
+def variant_name(step: int, overrides: dict[str, Any]) -> str:
+    return XGBOOST_VARIANT if step == 0 and overrides else f"step{step}"
 
 
 def variants() -> dict[str, dict[str, Any]]:
     """Variant name -> {path, step, change, overrides}. Step 1 changes a method parameter
-    only, so it shares step 0's runs (both NURD lines run at every step)."""
+    only, so it shares the runs of step 0 with XGBoost (both NURD lines run at every step)."""
     out: dict[str, dict[str, Any]] = {}
     cumulative: dict[str, Any] = {}
     for step, change, overrides in LADDER:
         cumulative = {**cumulative, **overrides}
         if step == 1:
             continue
-        out[f"step{step}"] = {"path": "cumulative", "step": step, "change": change,
-                              "overrides": dict(cumulative)}
+        out[variant_name(step, overrides)] = {"path": "cumulative", "step": step,
+                                              "change": change, "overrides": dict(cumulative)}
     for step, change, overrides in LADDER:
-        if step < 3:  # step 1 is a parameter, step 2 alone is step 2
+        if step < 3:  # step 1 is a parameter, step 2 alone is step 2, 0 XGBoost alone is itself
             continue
         alone = dict(overrides)
         if alone.get("timeline") == "wallclock":
@@ -179,12 +186,21 @@ PAPER_JCT_NURD = {"google": 0.258, "alibaba": 0.186}  # Section 7.3, Algorithm 2
 PUBLISHED = {"google-2011": "google", "google-2011-events": "google", "alibaba-2018": "alibaba"}
 
 
+def row_order(frame: pd.DataFrame) -> np.ndarray:
+    """Sort key: published -1, cumulative 0, 0 XGBoost (0.5), 1..6, then alone 13..16."""
+    order = np.where(frame["path"] == "cumulative", frame["step"].astype(float),
+                     10.0 + frame["step"].astype(float))
+    order = np.where(frame["variant"] == XGBOOST_VARIANT, 0.5, order)
+    return np.where(frame["path"] == "published", -1.0, order)
+
+
 def ladder_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """Expand step 0's runs into step 0 and step 1 and order the rows: 0..6, then alone."""
-    step0 = frame[frame["variant"] == "step0"]
-    step1 = step0.assign(step=1, variant="step1", change=LADDER[1][1])
+    """Expand the runs of step 0 with XGBoost into that row and step 1 and order the rows:
+    0, 0 XGBoost, 1..6, then alone."""
+    step0x = frame[frame["variant"] == XGBOOST_VARIANT]
+    step1 = step0x.assign(step=1, variant="step1", change=LADDER[2][1])
     out = pd.concat([frame, step1], ignore_index=True)
-    out["_order"] = np.where(out["path"] == "cumulative", out["step"], 10 + out["step"])
+    out["_order"] = row_order(out)
     return out.sort_values(["dataset", "_order", "method"], kind="stable").drop(columns="_order")
 
 
@@ -229,7 +245,9 @@ def markdown(table: pd.DataFrame, datasets: list[str], methods: list[str], minut
         "",
         "Each cell: mean F1 over jobs / mean reduction in job completion time under Algorithm 2",
         "(more machines than tasks; negative = relaunching made jobs slower). Steps 0-6 are",
-        "cumulative (step 6 = `replay.protocol: causal`, our default); the `alone` rows apply one",
+        "cumulative (step 6 = `replay.protocol: causal`, our default); `0 XGBoost` is step 0 with",
+        "the pipeline's XGBoost in place of the script's GradientBoostingRegressor, and steps 1-6",
+        "keep XGBoost; the `alone` rows apply one",
         "change to `paper` only. `NURD (ladder)` is NURD with alpha 0 at step 0 (the released",
         "script's gamma = 0) and alpha 0.5 from step 1 on (the paper's text). TPR, FPR and",
         "Algorithm 3 (mean over the configured machine counts) are in reproduction_audit.csv.",
@@ -248,6 +266,8 @@ def markdown(table: pd.DataFrame, datasets: list[str], methods: list[str], minut
             ["_order", "step", "path", "change"], sort=True
         ):
             label = "paper" if path == "published" else (f"{step}" if path == "cumulative" else f"{step} alone")
+            if _ == 0.5:
+                label = "0 XGBoost"
             cells = []
             for method in methods:
                 row = rows[rows["method"] == method]
@@ -268,12 +288,14 @@ def plot(table: pd.DataFrame, datasets: list[str], methods: list[str], path: str
     for i, dataset in enumerate(datasets):
         part = cumulative[cumulative["dataset"] == dataset]
         for method in methods:
-            rows = part[part["method"] == method].sort_values("step")
+            rows = part[part["method"] == method]
+            x = row_order(rows)  # step 0 with XGBoost at 0.5
+            rows, x = rows.iloc[np.argsort(x, kind="stable")], np.sort(x)
             if rows.empty:
                 continue
             style = {"linewidth": 2.5} if method == "NURD (ladder)" else {"linewidth": 1.2}
-            axes[i, 0].plot(rows["step"], rows["F1"], marker="o", label=method, **style)
-            axes[i, 1].plot(rows["step"], 100 * rows["reduction_alg2"], marker="o", label=method,
+            axes[i, 0].plot(x, rows["F1"], marker="o", label=method, **style)
+            axes[i, 1].plot(x, 100 * rows["reduction_alg2"], marker="o", label=method,
                             **style)
         axes[i, 0].set_title(f"{dataset}: mean F1")
         axes[i, 1].set_title(f"{dataset}: JCT reduction, Algorithm 2 (%)")
@@ -304,10 +326,7 @@ def audit_table(
         nurd = paper[paper["method"] == headline[1]].assign(method="NURD (ladder)")
         paper = pd.concat([paper, nurd], ignore_index=True)
     table = pd.concat([paper, frame], ignore_index=True)
-    table["_order"] = np.where(
-        table["path"] == "published", -1,
-        np.where(table["path"] == "cumulative", table["step"], 10 + table["step"]),
-    )
+    table["_order"] = row_order(table)
     method_order = ["NURD (ladder)", *methods]
     write_csv_atomic(table.drop(columns="_order"), out_csv)
     seconds = 0.0

@@ -7,6 +7,8 @@ checkpoints k = 2 .. K - 2, refitting whatever the method refits at every checkp
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from stragglers import aligned
@@ -25,6 +27,15 @@ def replay_aligned_job(job: Job, method: Method, settings, last_columns: np.ndar
 
     rules = settings.rules
     interval = float(settings.checkpoint_interval)
+    if rules.regressor == "sklearn_gbr":
+        # the script's regressor with the script's column order (it breaks near-tied splits
+        # by column position)
+        order = aligned.script_column_order(job.feature_names)
+        job = dataclasses.replace(
+            job, window_features=job.window_features[:, order],
+            feature_names=[job.feature_names[i] for i in order],
+        )
+        last_columns = np.asarray(last_columns, dtype=bool)[order]
     view = aligned.build_view(job, last_columns, rules.features, interval)
     latency = view.latency
     n = job.n_tasks
@@ -57,6 +68,7 @@ def replay_aligned_job(job: Job, method: Method, settings, last_columns: np.ndar
             straggler_threshold=model_threshold,
             seed=seed,
             true_latency=np.array(model_latency, dtype=float) if method.privileged else None,
+            regressor=rules.regressor,
         )
     )
     not_scored = np.zeros(n, dtype=bool)

@@ -331,6 +331,7 @@ def replay_job(
         history=history if method.cross_job else None,
         job_start=float(job.task_start.min()) if method.cross_job else float("nan"),
         machine_state_names=tuple(job.machine_state_names) if method.uses_machine_state else (),
+        regressor=rules.regressor,
     )
     method.start_job(info)
     # tasks a privileged method trains on with their labels stay in the replay (it needs

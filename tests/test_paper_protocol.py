@@ -283,7 +283,8 @@ def test_audit_table_one_markdown_table_per_dataset_with_paper_numbers(tmp_path)
                      "step": spec["step"], "change": spec["change"],
                      "overrides": repr(spec["overrides"]), "method": label, "jobs": 2,
                      "jobs_scored": 2, "jobs_failed": 0, "TPR": 0.5, "FPR": 0.1,
-                     "F1": 0.1 * spec["step"] + (0.01 if label == "NURD a=0" else 0.0),
+                     "F1": 0.1 * spec["step"] + (0.01 if label == "NURD a=0" else 0.0)
+                     + (0.002 if variant == "step0xgb" else 0.0),
                      "reduction_alg2": -0.1, "reduction_alg3": -0.2, "seconds": 1.0}
                     for label in methods]
             path = tmp_path / f"{dataset}-{variant}.csv"
@@ -300,7 +301,12 @@ def test_audit_table_one_markdown_table_per_dataset_with_paper_numbers(tmp_path)
     assert text.count("## g") == 1 and text.count("## a") == 1
     assert "| paper |" in text and "0.81 / +26%" in text and "0.59 / +19%" in text
     ladder = table[(table["method"] == "NURD (ladder)") & (table["path"] == "cumulative")]
-    # alpha 0 at step 0, alpha 0.5 from step 1 on
-    assert ladder[(ladder["dataset"] == "g") & (ladder["step"] == 0)]["F1"].item() == pytest.approx(0.01)
-    assert ladder[(ladder["dataset"] == "g") & (ladder["step"] == 1)]["F1"].item() == pytest.approx(0.0)
+    # alpha 0 at step 0 (with the script's regressor and with XGBoost), alpha 0.5 from step 1
+    # on; step 1 shares the runs of step 0 with XGBoost
+    g = ladder[ladder["dataset"] == "g"]
+    assert g[g["variant"] == "step0"]["F1"].item() == pytest.approx(0.01)
+    assert g[g["variant"] == "step0xgb"]["F1"].item() == pytest.approx(0.012)
+    assert g[g["step"] == 1]["F1"].item() == pytest.approx(0.002)
+    rows = [line.split(" | ")[0] for line in text.splitlines() if line.startswith("| 0")]
+    assert rows[:4] == ["| 0", "| 0 XGBoost", "| 0", "| 0 XGBoost"]
     assert (tmp_path / "audit.png").stat().st_size > 0

@@ -37,6 +37,9 @@ class JobInfo:
     job_start: float = float("nan")
     # methods with uses_machine_state: the columns of the Checkpoint's machine state arrays
     machine_state_names: tuple[str, ...] = ()
+    # the replay protocol's `regressor` rule (stragglers/protocol.py): the latency regressor
+    # of NURD, NURD-NC and GBTR when their own `regressor` parameter is "protocol"
+    regressor: str = "xgboost"
 
 
 @dataclass(frozen=True)
