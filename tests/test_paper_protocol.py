@@ -285,7 +285,8 @@ def test_audit_table_one_markdown_table_per_dataset_with_paper_numbers(tmp_path)
                      "jobs_scored": 2, "jobs_failed": 0, "TPR": 0.5, "FPR": 0.1,
                      "F1": 0.1 * spec["step"] + (0.01 if label == "NURD a=0" else 0.0)
                      + (0.002 if variant == "step0xgb" else 0.0),
-                     "reduction_alg2": -0.1, "reduction_alg3": -0.2, "seconds": 1.0}
+                     "reduction_alg2": -0.1, "reduction_alg3": -0.2,
+                     "reduction_alg2_replace_latency": 0.17, "seconds": 1.0}
                     for label in methods]
             path = tmp_path / f"{dataset}-{variant}.csv"
             pd.DataFrame(rows).to_csv(path, index=False)
@@ -300,6 +301,8 @@ def test_audit_table_one_markdown_table_per_dataset_with_paper_numbers(tmp_path)
     text = (tmp_path / "audit.md").read_text()
     assert text.count("## g") == 1 and text.count("## a") == 1
     assert "| paper |" in text and "0.81 / +26%" in text and "0.59 / +19%" in text
+    # both readings of Algorithm 2: ours (copy from the flag), then replace-the-latency
+    assert "0.01 / -10% / +17%" in text
     ladder = table[(table["method"] == "NURD (ladder)") & (table["path"] == "cumulative")]
     # alpha 0 at step 0 (with the script's regressor and with XGBoost), alpha 0.5 from step 1
     # on; step 1 shares the runs of step 0 with XGBoost

@@ -16,6 +16,7 @@ rule audit_variant:
         seed=config["seed"],
         machines=config["simulation"]["machines"],
         repeats=config["simulation"]["repeats"],
+        relaunch=config["simulation"].get("relaunch", "from_flag"),
     log:
         "logs/audit/{dataset}/{variant}.log",
     benchmark:
