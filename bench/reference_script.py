@@ -12,7 +12,7 @@ For every dataset and job (the first `--n-jobs` by id, as the audit; 0 = all):
 
 1. The converted job is written in the script's input layout: `<out>/<dataset>/input/<job>/<i>`,
    one headerless 22-column CSV per task i (its position in our job), one row per window in
-   time order (stragglers.datasets.SCRIPT_LAYOUT; windows longer than the dataset's
+   time order, ST / ET counted from the task's start (stragglers.datasets.SCRIPT_LAYOUT; windows longer than the dataset's
    checkpoint_interval cut into pieces, missing values 0, evictions / failures per window:
    what `replay.protocol: paper` reads, docs/protocols.md). Columns the dataset has no value
    for are 0 (the script drops constant columns).
@@ -83,8 +83,10 @@ def task_tables(job, kind: str, interval: float) -> list[np.ndarray]:
     if unmapped:
         raise ValueError(f"kind {kind!r}: columns {unmapped} have no place in the script's layout")
     place = [SCRIPT_LAYOUT.index(SCRIPT_COLUMNS[c]) for c in columns]
-    offset_in_task = pd.Series(duration).groupby(task).cumsum().to_numpy() - duration
-    start = job.task_start[task] + offset_in_task
+    # ST / ET: the window's offset from its task's start, so that the script's ET - ST is the
+    # duration exactly (with the trace's fractional start times it differed in the last bits,
+    # which reordered tasks of equal latency: 104 ties in one Google synthetic job)
+    start = pd.Series(duration).groupby(task).cumsum().to_numpy() - duration
     table = np.zeros((len(task), len(SCRIPT_LAYOUT)))
     table[:, 0], table[:, 1] = start, start + duration
     table[:, 3] = task
