@@ -58,6 +58,58 @@ def test_windows_and_cumulative_features_by_hand():
     np.testing.assert_allclose(last.cumulative[:, 0], [2.0, 4.0, 1.0])
 
 
+def test_running_counts_enter_divided_by_final_as_per_window_counts():
+    # task 0 has evictions so far 1, 3 over windows of 100 s and 300 s: per window 1 and 2,
+    # so its EV at window 1 is 100/400 * 1 + 300/400 * 2 = 1.75 (the running totals gave
+    # 100/400 * 1 + 300/400 * 3 = 2.5); task 1 (one window, total 2) shows 2
+    job = hand_job([[(100, 1.0), (300, 3.0)], [(300, 2.0)]])
+    np.testing.assert_array_equal(
+        aligned.per_window_counts(np.array([0, 0, 1]), np.array([[1.0], [3.0], [2.0]])),
+        [[1.0], [2.0], [2.0]])
+    view = aligned.build_view(job, np.array([True]), "divided_by_final", piece=300)
+    np.testing.assert_allclose(view.cumulative[:, 0], [0.25, 1.75, 2.0])
+    # mean_so_far keeps the latest running total
+    last = aligned.build_view(job, np.array([True]), "mean_so_far", piece=300)
+    np.testing.assert_allclose(last.cumulative[:, 0], [1.0, 3.0, 2.0])
+
+
+def test_script_column_order():
+    from stragglers.datasets import feature_columns
+
+    google = feature_columns("google-2011")
+    ordered = [google[i] for i in aligned.script_column_order(google)]
+    assert ordered[:3] == ["cpu_rate", "canonical_memory_usage", "assigned_memory_usage"]
+    assert ordered[8] == "maximum_cpu_rate" and ordered[-3:] == [
+        "sampled_cpu_usage", "evictions_so_far", "failures_so_far"]
+    alibaba = feature_columns("alibaba-2018")  # cpu_avg, cpu_max, mem_avg, mem_max
+    np.testing.assert_array_equal(aligned.script_column_order(alibaba), [0, 2, 3, 1])
+    events = feature_columns("google-2011-events")  # not in the script's layout: unchanged
+    np.testing.assert_array_equal(aligned.script_column_order(events), np.arange(len(events)))
+
+
+def test_paper_uses_the_scripts_regressor_and_causal_xgboost():
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    from stragglers.methods.nurd import BoostedLatencyModel
+
+    job = make_job(n_tasks=60, seed=3)
+    fitted = {}
+    for protocol in ("paper", "causal"):
+        method = NURD({"alpha": 0.0})
+        replay_job(job, method, ReplaySettings(protocol=protocol), LAST, seed=1)
+        fitted[protocol] = method.regressor
+    assert isinstance(fitted["paper"], GradientBoostingRegressor)
+    assert fitted["paper"].random_state == 42 and fitted["paper"].n_estimators == 100
+    assert isinstance(fitted["causal"], BoostedLatencyModel)
+    method = NURD({"alpha": 0.0, "regressor": "xgboost"})
+    replay_job(job, method, ReplaySettings(protocol="paper"), LAST, seed=1)
+    assert isinstance(method.regressor, BoostedLatencyModel)
+    with pytest.raises(ValueError, match="regressor"):
+        NURD({"regressor": "gbm"}).start_job(method.job)
+    with pytest.raises(ValueError, match="replay.overrides.regressor"):
+        ReplaySettings(protocol="paper", overrides={"regressor": "lightgbm"})
+
+
 def test_long_windows_are_cut_into_pieces_of_the_interval():
     task, duration, values = aligned.split_windows(
         np.array([0, 1]), np.array([150.0, 60.0]), np.array([[1.0], [2.0]]), 60.0
