@@ -203,6 +203,29 @@ def finished_at(
     return initial | (in_play & (last < k) & (last >= join_from))
 
 
+def script_row_order(order: list[int], finished: np.ndarray, stragglers: np.ndarray,
+                     latency: np.ndarray, threshold: float, start_fraction: float) -> list[int]:
+    """The finished set in the reference script's row order, extending `order` (the rows so
+    far) in place: its initial training rows come out of `list(set(...) - set(...))` (CPython's
+    set order, rebuilt here from the same int lists), and the tasks that finish at a
+    checkpoint are appended stragglers first, each group by task position. Its scikit-learn
+    GBR sums split gains in row order, so near-tied splits can depend on it."""
+    seen = set(order)
+    newcomers = [int(t) for t in finished if int(t) not in seen]
+    if not order:
+        non_stragglers = np.flatnonzero(latency < threshold).tolist()
+        cut = sorted_index_value(latency, start_fraction)
+        gap = np.flatnonzero((latency >= cut) & (latency < threshold)).tolist()
+        initial = list(set(non_stragglers) - set(gap))
+        wanted = set(newcomers)
+        first = [t for t in initial if t in wanted]
+        newcomers = first + sorted(wanted - set(first), key=lambda t: (not stragglers[t], t))
+    else:
+        newcomers.sort(key=lambda t: (not stragglers[t], t))
+    order.extend(newcomers)
+    return order
+
+
 def flag_time(k: int, interval: float) -> float:
     """Aligned time of a flag at checkpoint k: the end of a full k-th window."""
     return float((k + 1) * interval)

@@ -82,10 +82,16 @@ def replay_aligned_job(job: Job, method: Method, settings, last_columns: np.ndar
     started = False
     n_checkpoints = 0
     prediction_start = np.nan
+    row_order: list[int] = []  # the finished rows in the script's order
     for k in aligned.checkpoint_range(view.n_windows, stragglers):
         finished = np.flatnonzero(
             aligned.finished_at(k, view.n_windows, initial, in_play, join_from)
         )
+        if rules.initial_finished == "shortest" and len(finished):
+            # the script's row order (its GBR's near-tied splits depend on it)
+            aligned.script_row_order(row_order, finished, stragglers, latency, threshold,
+                                     settings.start_fraction)
+            finished = np.asarray(row_order, dtype=np.int64)
         if not started and rules.initial_finished == "first_to_finish" and len(finished) < needed:
             continue
         if len(finished) == 0:

@@ -365,3 +365,19 @@ def test_audit_table_one_markdown_table_per_dataset_with_paper_numbers(tmp_path)
     rows = [line.split(" | ")[0] for line in text.splitlines() if line.startswith("| 0")]
     assert rows[:4] == ["| 0", "| 0 XGBoost", "| 0", "| 0 XGBoost"]
     assert (tmp_path / "audit.png").stat().st_size > 0
+
+
+def test_finished_rows_in_the_scripts_order():
+    # 45 tasks: 3 and 40 are the initial finished set (latency below the int(0.05 n) cut),
+    # task 44 is the only straggler. The script's initial rows are list(set(...) - set(...)):
+    # in CPython 40 comes before 3 (slots 0 and 3 of an 8-slot table); tasks that finish
+    # later are appended stragglers first, then by position
+    latency = np.full(45, 50.0)
+    latency[[3, 40]] = 1.0
+    latency[44] = 200.0
+    stragglers = latency >= 100.0
+    order: list[int] = []
+    aligned.script_row_order(order, np.array([3, 40]), stragglers, latency, 100.0, 0.05)
+    assert order == [40, 3]
+    aligned.script_row_order(order, np.array([3, 7, 40, 44, 2]), stragglers, latency, 100.0, 0.05)
+    assert order == [40, 3, 44, 2, 7]
