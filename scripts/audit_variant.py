@@ -15,5 +15,6 @@ run_rule(snakemake.log[0], lambda: run_variant(
     seed=snakemake.params.seed,
     machines=list(snakemake.params.machines),
     repeats=snakemake.params.repeats,
+    relaunch=snakemake.params.relaunch,
     out=snakemake.output[0],
 ))

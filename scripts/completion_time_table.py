@@ -6,6 +6,7 @@ run_rule(snakemake.log[0], lambda: completion_time_table(
     unlimited_files=list(snakemake.input.unlimited),
     limited_files=list(snakemake.input.limited),
     datasets=list(snakemake.params.datasets),
+    readings_files=list(snakemake.input.readings),
     out_csv=snakemake.output.csv,
     out_md=snakemake.output.md,
 ))

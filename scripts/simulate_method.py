@@ -16,4 +16,5 @@ run_rule(snakemake.log[0], lambda: simulate_method(
     seed=snakemake.params.seed,
     out=snakemake.output[0],
     aligned_timeline=rules.timeline == "aligned",
+    relaunch=snakemake.params.relaunch,
 ))

@@ -10,4 +10,5 @@ run_rule(snakemake.log[0], lambda: simulation_report(
     out_unlimited_png=snakemake.output.unlimited,
     out_by_machines_png=snakemake.output.by_machines,
     out_limited_mean_png=snakemake.output.limited_mean,
+    out_readings_csv=snakemake.output.readings_csv,
 ))

@@ -54,6 +54,75 @@ def test_newton_logistic_matches_scikit_learn():
     np.testing.assert_allclose(predict_logistic(beta, x), reference.predict_proba(x)[:, 1], atol=1e-5)
 
 
+def _sklearn_optimum(x, y):
+    from sklearn.linear_model import LogisticRegression
+
+    reference = LogisticRegression(C=1.0, tol=1e-12, max_iter=100_000).fit(x, y)
+    return np.r_[reference.intercept_, reference.coef_[0]]
+
+
+def _many_finish_at_once(seed: int):
+    """Two checkpoints of a job's propensity fit: at the first, the 5% of tasks with the
+    lowest (noisy) first feature have finished; at the next, 80% have, all at once."""
+    rng = np.random.default_rng(seed)
+    n, d = 120, 3
+    x = rng.random((n, d))
+    order = np.argsort(x[:, 0] + 0.3 * rng.random(n))
+    first, then = np.zeros(n), np.zeros(n)
+    first[order[:6]] = 1.0
+    then[order[:96]] = 1.0
+    return x, first, then
+
+
+def test_warm_start_before_many_tasks_finish_reaches_the_optimum():
+    # issue 23: Newton warm-started from the previous checkpoint's optimum diverged here
+    # (objective ~1e13, intercept ~1e11); scikit-learn's optimum is the independent answer
+    x, first, then = _many_finish_at_once(0)
+    warm = fit_logistic(x, first, l2=1.0)
+    beta = fit_logistic(x, then, l2=1.0, initial=warm)
+    np.testing.assert_allclose(beta, _sklearn_optimum(x, then), atol=1e-4)
+
+
+def test_nurd_propensity_after_a_checkpoint_where_many_tasks_finish():
+    x, first, then = _many_finish_at_once(1)
+    method = NURD({"alpha": 0.0, "regressor": "xgboost"}, seed=0)
+    method.start_job(JobInfo("j", len(x), ("a", "b", "c"), straggler_threshold=1.0, seed=0))
+    for labels in (first, then):
+        done, running = np.flatnonzero(labels == 1), np.flatnonzero(labels == 0)
+        checkpoint = Checkpoint(
+            time=0.0, index=2, first_prediction=labels is first,
+            finished_tasks=done, finished_features=x[done], finished_latency=x[done, 0],
+            running_tasks=running, running_features=x[running],
+            running_elapsed=np.zeros(len(running)), prescaled=True,
+        )
+        method.predict(checkpoint)
+    # features as given (prescaled), finished = 1 vs running = 0
+    stacked = np.vstack([x[then == 1], x[then == 0]])
+    labels = np.r_[np.ones(int(then.sum())), np.zeros(int((then == 0).sum()))]
+    np.testing.assert_allclose(method.propensity_beta, _sklearn_optimum(stacked, labels), atol=1e-4)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    warm=st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=4, max_size=4),
+    share=st.floats(0.05, 0.95),
+)
+def test_any_warm_start_reaches_scikit_learns_optimum(seed, warm, share):
+    rng = np.random.default_rng(seed)
+    n = 80
+    x = rng.random((n, 3))
+    labels = (rng.random(n) < share).astype(float)
+    if labels.sum() in (0, n):
+        labels[0] = 1.0 - labels[0]
+    beta = fit_logistic(x, labels, l2=1.0, initial=np.asarray(warm))
+    np.testing.assert_allclose(beta, _sklearn_optimum(x, labels), atol=1e-4)
+
+
 def _checkpoint(finished, running, latency):
     return Checkpoint(
         time=900.0, index=1, first_prediction=True,

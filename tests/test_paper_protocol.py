@@ -60,6 +60,58 @@ def test_windows_and_cumulative_features_by_hand():
     np.testing.assert_allclose(last.cumulative[:, 0], [2.0, 4.0, 1.0])
 
 
+def test_running_counts_enter_divided_by_final_as_per_window_counts():
+    # task 0 has evictions so far 1, 3 over windows of 100 s and 300 s: per window 1 and 2,
+    # so its EV at window 1 is 100/400 * 1 + 300/400 * 2 = 1.75 (the running totals gave
+    # 100/400 * 1 + 300/400 * 3 = 2.5); task 1 (one window, total 2) shows 2
+    job = hand_job([[(100, 1.0), (300, 3.0)], [(300, 2.0)]])
+    np.testing.assert_array_equal(
+        aligned.per_window_counts(np.array([0, 0, 1]), np.array([[1.0], [3.0], [2.0]])),
+        [[1.0], [2.0], [2.0]])
+    view = aligned.build_view(job, np.array([True]), "divided_by_final", piece=300)
+    np.testing.assert_allclose(view.cumulative[:, 0], [0.25, 1.75, 2.0])
+    # mean_so_far keeps the latest running total
+    last = aligned.build_view(job, np.array([True]), "mean_so_far", piece=300)
+    np.testing.assert_allclose(last.cumulative[:, 0], [1.0, 3.0, 2.0])
+
+
+def test_script_column_order():
+    from stragglers.formats.datasets import feature_columns
+
+    google = feature_columns("google-2011")
+    ordered = [google[i] for i in aligned.script_column_order(google)]
+    assert ordered[:3] == ["cpu_rate", "canonical_memory_usage", "assigned_memory_usage"]
+    assert ordered[8] == "maximum_cpu_rate" and ordered[-3:] == [
+        "sampled_cpu_usage", "evictions_so_far", "failures_so_far"]
+    alibaba = feature_columns("alibaba-2018")  # cpu_avg, cpu_max, mem_avg, mem_max
+    np.testing.assert_array_equal(aligned.script_column_order(alibaba), [0, 2, 3, 1])
+    events = feature_columns("google-2011-events")  # not in the script's layout: unchanged
+    np.testing.assert_array_equal(aligned.script_column_order(events), np.arange(len(events)))
+
+
+def test_paper_uses_the_scripts_regressor_and_causal_xgboost():
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    from stragglers.methods.nurd import BoostedLatencyModel
+
+    job = make_job(n_tasks=60, seed=3)
+    fitted = {}
+    for protocol in ("paper", "causal"):
+        method = NURD({"alpha": 0.0})
+        replay_job(job, method, ReplaySettings(protocol=protocol), LAST, seed=1)
+        fitted[protocol] = method.regressor
+    assert isinstance(fitted["paper"], GradientBoostingRegressor)
+    assert fitted["paper"].random_state == 42 and fitted["paper"].n_estimators == 100
+    assert isinstance(fitted["causal"], BoostedLatencyModel)
+    method = NURD({"alpha": 0.0, "regressor": "xgboost"})
+    replay_job(job, method, ReplaySettings(protocol="paper"), LAST, seed=1)
+    assert isinstance(method.regressor, BoostedLatencyModel)
+    with pytest.raises(ValueError, match="regressor"):
+        NURD({"regressor": "gbm"}).start_job(method.job)
+    with pytest.raises(ValueError, match="replay.overrides.regressor"):
+        ReplaySettings(protocol="paper", overrides={"regressor": "lightgbm"})
+
+
 def test_long_windows_are_cut_into_pieces_of_the_interval():
     task, duration, values = aligned.split_windows(
         np.array([0, 1]), np.array([150.0, 60.0]), np.array([[1.0], [2.0]]), 60.0
@@ -285,8 +337,10 @@ def test_audit_table_one_markdown_table_per_dataset_with_paper_numbers(tmp_path)
                      "step": spec["step"], "change": spec["change"],
                      "overrides": repr(spec["overrides"]), "method": label, "jobs": 2,
                      "jobs_scored": 2, "jobs_failed": 0, "TPR": 0.5, "FPR": 0.1,
-                     "F1": 0.1 * spec["step"] + (0.01 if label == "NURD a=0" else 0.0),
-                     "reduction_alg2": -0.1, "reduction_alg3": -0.2, "seconds": 1.0}
+                     "F1": 0.1 * spec["step"] + (0.01 if label == "NURD a=0" else 0.0)
+                     + (0.002 if variant == "step0xgb" else 0.0),
+                     "reduction_alg2": -0.1, "reduction_alg3": -0.2,
+                     "reduction_alg2_replace_latency": 0.17, "seconds": 1.0}
                     for label in methods]
             path = tmp_path / f"{dataset}-{variant}.csv"
             pd.DataFrame(rows).to_csv(path, index=False)
@@ -301,8 +355,31 @@ def test_audit_table_one_markdown_table_per_dataset_with_paper_numbers(tmp_path)
     text = (tmp_path / "audit.md").read_text()
     assert text.count("## g") == 1 and text.count("## a") == 1
     assert "| paper |" in text and "0.81 / +26%" in text and "0.59 / +19%" in text
+    # both readings of Algorithm 2: ours (copy from the flag), then replace-the-latency
+    assert "0.01 / -10% / +17%" in text
     ladder = table[(table["method"] == "NURD (ladder)") & (table["path"] == "cumulative")]
-    # alpha 0 at step 0, alpha 0.5 from step 1 on
-    assert ladder[(ladder["dataset"] == "g") & (ladder["step"] == 0)]["F1"].item() == pytest.approx(0.01)
-    assert ladder[(ladder["dataset"] == "g") & (ladder["step"] == 1)]["F1"].item() == pytest.approx(0.0)
+    # alpha 0 at step 0 (with the script's regressor and with XGBoost), alpha 0.5 from step 1
+    # on; step 1 shares the runs of step 0 with XGBoost
+    g = ladder[ladder["dataset"] == "g"]
+    assert g[g["variant"] == "step0"]["F1"].item() == pytest.approx(0.01)
+    assert g[g["variant"] == "step0xgb"]["F1"].item() == pytest.approx(0.012)
+    assert g[g["step"] == 1]["F1"].item() == pytest.approx(0.002)
+    rows = [line.split(" | ")[0] for line in text.splitlines() if line.startswith("| 0")]
+    assert rows[:4] == ["| 0", "| 0 XGBoost", "| 0", "| 0 XGBoost"]
     assert (tmp_path / "audit.png").stat().st_size > 0
+
+
+def test_finished_rows_in_the_scripts_order():
+    # 45 tasks: 3 and 40 are the initial finished set (latency below the int(0.05 n) cut),
+    # task 44 is the only straggler. The script's initial rows are list(set(...) - set(...)):
+    # in CPython 40 comes before 3 (slots 0 and 3 of an 8-slot table); tasks that finish
+    # later are appended stragglers first, then by position
+    latency = np.full(45, 50.0)
+    latency[[3, 40]] = 1.0
+    latency[44] = 200.0
+    stragglers = latency >= 100.0
+    order: list[int] = []
+    aligned.script_row_order(order, np.array([3, 40]), stragglers, latency, 100.0, 0.05)
+    assert order == [40, 3]
+    aligned.script_row_order(order, np.array([3, 7, 40, 44, 2]), stragglers, latency, 100.0, 0.05)
+    assert order == [40, 3, 44, 2, 7]

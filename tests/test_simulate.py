@@ -325,3 +325,60 @@ def test_bad_random_number_inputs():
         replacement_uniforms("", 3, 2, seed=0)
     with pytest.raises(ValueError, match=r"\[0, 1\)"):
         replacement_durations(np.ones(3), np.array([[1.0]]))
+
+
+# ---------------------------------------------------------------------------------------------
+# the two readings of Algorithm 2's relaunch (simulation.relaunch), on a hand-made job:
+# task 0 runs [0, 400), task 1 [0, 1000), task 2 [100, 500); tasks 1 and 2 are flagged at
+# 300; the copies' drawn durations are (200, 50) in repeat 0 and (600, 700) in repeat 1.
+READING_START = np.array([0.0, 0.0, 100.0])
+READING_END = np.array([400.0, 1000.0, 500.0])
+READING_FLAG = np.array([np.nan, 300.0, 300.0])
+READING_DRAWS = np.array([[999.0, 200.0, 50.0], [999.0, 600.0, 700.0]])
+
+
+def test_algorithm2_copy_starts_at_the_flag_by_hand():
+    # ends: repeat 0 (400, 300+200, 300+50) -> JCT 500; repeat 1 (400, 900, 1000) -> 1000
+    reduction = simulate_unlimited(READING_START, READING_END, READING_FLAG, READING_DRAWS)
+    np.testing.assert_allclose(reduction, [(1000 - 500) / 1000, 0.0])
+
+
+def test_algorithm2_replace_the_latency_by_hand():
+    # ends: repeat 0 (400, 0+200, 100+50) -> JCT 400; repeat 1 (400, 600, 800) -> 800
+    reduction = simulate_unlimited(READING_START, READING_END, READING_FLAG, READING_DRAWS,
+                                   relaunch_from="start")
+    np.testing.assert_allclose(reduction, [0.6, 0.2])
+
+
+def test_algorithm3_both_readings_by_hand():
+    # grid every 100 s from 0. m = 2: at 300 and 400 all machines are busy (tasks 0-2, then
+    # 1-2); at 500 task 2 has ended, task 1 is relaunched: ends 500 + draw or 0 + draw.
+    # m = 3: at 400 one machine is free: task 1 (first in service order) is relaunched at 400;
+    # task 2 ends at 500 before a machine frees. m = 4: at 300 one is free (task 1); at 400
+    # task 0 has ended and, under "from the flag", task 1's copy holds a machine: task 2 is
+    # relaunched at 400 (ends 450 / 1100, or 100 + 50 / 100 + 700).
+    machines = [2, 3, 4]
+    from_flag = simulate_limited(READING_START, READING_END, READING_FLAG, READING_DRAWS,
+                                 machines, grid_origin=0.0, checkpoint_interval=100.0)
+    replace = simulate_limited(READING_START, READING_END, READING_FLAG, READING_DRAWS,
+                               machines, grid_origin=0.0, checkpoint_interval=100.0,
+                               relaunch_from="start")
+    np.testing.assert_allclose(from_flag, [[0.3, -0.1], [0.4, 0.0], [0.5, -0.1]])
+    np.testing.assert_allclose(replace, [[0.5, 0.4], [0.5, 0.4], [0.6, 0.2]])
+
+
+def test_relaunch_readings_and_draw_pool():
+    from stragglers.simulate.jct import RELAUNCH_READINGS, draw_pool, relaunch_reading
+
+    assert list(RELAUNCH_READINGS)[0] == "from_flag"  # the default
+    assert relaunch_reading("replace_latency") == ("start", "all")
+    pool = draw_pool(np.array([400.0, 1000.0, 300.0]), np.array([False, True, False]),
+                     "non_stragglers")
+    np.testing.assert_array_equal(pool, [400.0, 300.0])
+    # uniforms map through the pool's sorted values: floor(u * 2) -> 300, 400
+    np.testing.assert_array_equal(replacement_durations(pool, np.array([[0.1, 0.7]])), [[300.0, 400.0]])
+    with pytest.raises(ValueError, match="simulation.relaunch"):
+        relaunch_reading("restart")
+    with pytest.raises(ValueError, match="simulation.relaunch"):
+        simulate_unlimited(READING_START, READING_END, READING_FLAG, READING_DRAWS,
+                           relaunch_from="end")

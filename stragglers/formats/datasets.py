@@ -58,6 +58,20 @@ GOOGLE_EVENTS_FEATURES = (
     Feature("failures_so_far", "FL", "last"),
 )
 
+# The reference script's input layout (code/run_ts.py of y-ding/nurd-mlsys22-code): one
+# headerless 22-column CSV per task, its columns below; the script trains on SCRIPT_ORDER.
+# Our columns' places in it (Alibaba's four usage columns go to the matching Google ones;
+# bench/reference_script.py writes the layout, stragglers.replay.aligned.script_column_order uses
+# the order).
+SCRIPT_LAYOUT = ("ST", "ET", "JI", "TI", "MI", "MCU", "CMU", "AMU", "UPC", "TPC", "MAXMU", "MIO",
+                 "MDK", "MAXCPU", "MAXIO", "CPI", "MAI", "SP", "AT", "SCPU", "EV", "FL")
+SCRIPT_ORDER = ("MCU", "CMU", "AMU", "UPC", "TPC", "MAXMU", "MIO", "MDK", "MAXCPU", "MAXIO",
+                "CPI", "MAI", "SCPU", "EV", "FL")
+SCRIPT_COLUMNS = {
+    **{f.column: f.paper_name for f in GOOGLE_FEATURES},
+    "cpu_avg": "MCU", "mem_avg": "CMU", "mem_max": "MAXMU", "cpu_max": "MAXCPU",
+}
+
 # dataset kind -> features; a dataset in the config names its kind.
 FEATURES_BY_KIND = {
     "google-2011": GOOGLE_FEATURES,

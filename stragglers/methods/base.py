@@ -46,6 +46,9 @@ class JobInfo:
     checkpoint_interval: float = float("nan")
     grid_origin: float = float("nan")
     kill_delay: float = float("nan")
+    # the replay protocol's `regressor` rule (stragglers/replay/protocols.py): the latency
+    # regressor of NURD, NURD-NC and GBTR when their own `regressor` parameter is "protocol"
+    regressor: str = "xgboost"
 
 
 @dataclass(frozen=True)

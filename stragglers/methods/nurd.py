@@ -53,34 +53,69 @@ def minmax_scale(reference: np.ndarray, *blocks: np.ndarray) -> list[np.ndarray]
     return [(b - low) / span for b in blocks]
 
 
+def logistic_objective(design: np.ndarray, labels: np.ndarray, beta: np.ndarray,
+                       penalty: np.ndarray) -> float:
+    """sum of log-losses + 1/2 sum penalty * beta^2, computed without overflow."""
+    logits = design @ beta
+    return float(np.sum(np.logaddexp(0.0, logits) - labels * logits) + 0.5 * np.sum(penalty * beta**2))
+
+
 def fit_logistic(
     features: np.ndarray,
     labels: np.ndarray,
     l2: float = 1.0,
     initial: np.ndarray | None = None,
-    max_iter: int = 50,
+    max_iter: int = 100,
     tol: float = 1e-8,
 ) -> np.ndarray:
-    """L2-penalised logistic regression by Newton's method (IRLS); intercept unpenalised.
+    """L2-penalised logistic regression by safeguarded Newton's method; intercept unpenalised.
 
     Minimises sum log-loss + l2/2 * ||w||^2, the objective of scikit-learn's
     LogisticRegression(C=1/l2). Returns [intercept, coefficients...]. A few Newton steps from a
     warm start replace a generic solver, which matters when it is refit at every checkpoint.
+
+    Pure Newton from a warm start can diverge: when many tasks finish at once the previous
+    optimum sits where the log-loss is nearly flat, the Hessian is tiny, and the full step
+    overshoots (issue 23: objective 87 -> 5,652, intercept -2.4e11). So each step is
+    backtracked (halved) until the objective decreases (Armijo condition), and a warm start
+    whose objective is above the cold start's (beta = 0) is dropped for the cold start. The
+    objective is strictly convex (l2 > 0 on the coefficients; the intercept direction is
+    strictly convex unless one class is empty), so this reaches the unique optimum from any
+    start. Convergence: the largest gradient component below `tol` times the row count.
     """
     n, d = features.shape
     design = np.hstack([np.ones((n, 1)), features])
-    beta = np.zeros(d + 1) if initial is None else initial.copy()
+    labels = np.asarray(labels, dtype=float)
     penalty = np.full(d + 1, l2)
     penalty[0] = 0.0
+    beta = np.zeros(d + 1)
+    value = logistic_objective(design, labels, beta, penalty)
+    if initial is not None and np.all(np.isfinite(initial)) and len(initial) == d + 1:
+        warm = np.asarray(initial, dtype=float).copy()
+        warm_value = logistic_objective(design, labels, warm, penalty)
+        if warm_value < value:
+            beta, value = warm, warm_value
     for _ in range(max_iter):
         logits = design @ beta
         prob = 1.0 / (1.0 + np.exp(-np.clip(logits, -35, 35)))
         gradient = design.T @ (prob - labels) + penalty * beta
+        if np.max(np.abs(gradient)) < tol * max(n, 1):
+            break
         curvature = prob * (1.0 - prob)
         hessian = (design * curvature[:, None]).T @ design + np.diag(penalty + 1e-10)
         step = np.linalg.solve(hessian, gradient)
-        beta -= step
-        if np.max(np.abs(step)) < tol:
+        slope = float(gradient @ step)  # > 0: the Hessian is positive definite
+        t = 1.0
+        while True:
+            candidate = beta - t * step
+            candidate_value = logistic_objective(design, labels, candidate, penalty)
+            if candidate_value <= value - 1e-4 * t * slope or t < 1e-10:
+                break
+            t *= 0.5
+        if not candidate_value <= value:  # no decrease even for a tiny step: at the optimum
+            break
+        beta, value = candidate, candidate_value
+        if np.max(np.abs(t * step)) < tol:
             break
     return beta
 
@@ -135,7 +170,10 @@ class NURD(Method):
     defaults: ClassVar[dict[str, Any]] = {
         "alpha": Param(0.5, float, ge=0, le=1),  # calibration parameter (paper, Section 6)
         "epsilon": Param(0.05, float, gt=0),  # minimum weight (paper, Section 6)
-        "regressor": Param("xgboost", str, choices=("xgboost", "sklearn-gbr")),  # "xgboost" | "sklearn-gbr" (the reference code's choice)
+        # "protocol": the replay protocol's `regressor` rule (`paper`: sklearn-gbr, else
+        # xgboost); "xgboost" | "sklearn-gbr" (the reference script's choice) force one
+        "regressor": Param("protocol", str, choices=("protocol", "xgboost", "sklearn-gbr")),
+        "gbr_random_state": Param(42, int, ge=0),  # sklearn-gbr: the reference script's --rs default
         "n_estimators": Param(100, int, ge=1),
         "max_depth": Param(3, int, ge=1),
         "learning_rate": Param(0.1, float, gt=0),
@@ -155,11 +193,14 @@ class NURD(Method):
             raise ValueError(f"method {self.name}: alpha must be >= 0")
         if "epsilon" in self.params and not self.params["epsilon"] > 0:
             raise ValueError(f"method {self.name}: epsilon must be > 0")
-        if self.params["regressor"] not in ("xgboost", "sklearn-gbr"):
+        if self.params["regressor"] not in ("protocol", "xgboost", "sklearn-gbr"):
             raise ValueError(
-                f"method {self.name}: regressor must be 'xgboost' or 'sklearn-gbr', "
+                f"method {self.name}: regressor must be 'protocol', 'xgboost' or 'sklearn-gbr', "
                 f"got {self.params['regressor']!r}"
             )
+        self.regressor_kind = self.params["regressor"]
+        if self.regressor_kind == "protocol":
+            self.regressor_kind = "sklearn-gbr" if job.regressor == "sklearn_gbr" else "xgboost"
         self.delta: float | None = None
         self.rho: float | None = None
         self.regressor = None
@@ -169,14 +210,16 @@ class NURD(Method):
     # -- models -----------------------------------------------------------------------------
     def _new_regressor(self):
         p = self.params
-        if p["regressor"] == "sklearn-gbr":
+        if self.regressor_kind == "sklearn-gbr":
             from sklearn.ensemble import GradientBoostingRegressor
 
+            # scikit-learn's defaults otherwise (squared error, subsample 1, friedman_mse), as
+            # the reference script's GradientBoostingRegressor(random_state=rs)
             return GradientBoostingRegressor(
                 n_estimators=p["n_estimators"],
                 max_depth=p["max_depth"],
                 learning_rate=p["learning_rate"],
-                random_state=self.job.seed,
+                random_state=int(p["gbr_random_state"]),
             )
         return BoostedLatencyModel(
             n_estimators=p["n_estimators"],

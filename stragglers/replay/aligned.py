@@ -66,13 +66,33 @@ def split_windows(
     return task[index], pieces, values[index]
 
 
+def per_window_counts(task: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Running counts (evictions / failures so far, rows sorted by task then time) turned into
+    the count within each window: the authors' preprocessing writes, per usage window, the
+    events since the previous window's end (data/timeseriestotal.py), not the total so far."""
+    values = np.asarray(values, dtype=float)
+    if len(values) == 0:
+        return values
+    previous = np.vstack([np.zeros((1, values.shape[1])), values[:-1]])
+    first = np.r_[True, task[1:] != task[:-1]]
+    previous[first] = 0.0
+    return values - previous
+
+
 def build_view(job: Job, last_columns: np.ndarray, features: str, piece: float) -> AlignedView:
-    """The aligned windows of `job` and the cumulative features of rule 2."""
+    """The aligned windows of `job` and the cumulative features of rule 2. Under
+    `divided_by_final` the running-count (`last`) columns enter as per-window counts, as in
+    the reference script's input (per_window_counts)."""
     order = np.lexsort((job.window_start, job.window_task))
+    window_values = job.window_features[order]
+    last = np.flatnonzero(np.asarray(last_columns, dtype=bool))
+    if features == "divided_by_final" and len(last):
+        window_values = window_values.copy()
+        window_values[:, last] = per_window_counts(job.window_task[order], window_values[:, last])
     task, duration, values = split_windows(
         job.window_task[order],
         (job.window_end - job.window_start)[order],
-        job.window_features[order],
+        window_values,
         piece,
     )
     n = job.n_tasks
@@ -98,6 +118,20 @@ def build_view(job: Job, last_columns: np.ndarray, features: str, piece: float) 
     else:
         raise ValueError(f"replay.overrides.features: unknown rule {features!r}")
     return AlignedView(n_windows, offset, latency, elapsed, cumulative)
+
+
+def script_column_order(feature_names) -> np.ndarray:
+    """Positions of `feature_names` in the reference script's column order (MCU, CMU, AMU,
+    UPC, TPC, MAXMU, MIO, MDK, MAXCPU, MAXIO, CPI, MAI, SCPU, EV, FL; datasets.SCRIPT_COLUMNS);
+    a feature set the script's layout does not hold (google-2011-events) keeps its order. Its
+    GradientBoostingRegressor breaks near-tied splits by column position, so the order
+    matters for the `regressor: sklearn_gbr` rule."""
+    from stragglers.formats.datasets import SCRIPT_COLUMNS, SCRIPT_ORDER
+
+    names = list(feature_names)
+    if not all(name in SCRIPT_COLUMNS for name in names):
+        return np.arange(len(names), dtype=np.int64)
+    return np.argsort([SCRIPT_ORDER.index(SCRIPT_COLUMNS[name]) for name in names], kind="stable")
 
 
 def sorted_index_value(latency: np.ndarray, fraction: float) -> float:
@@ -167,6 +201,29 @@ def finished_at(
     checkpoint at which it ran: the script never adds a task that ended before k = 2)."""
     last = n_windows - 1
     return initial | (in_play & (last < k) & (last >= join_from))
+
+
+def script_row_order(order: list[int], finished: np.ndarray, stragglers: np.ndarray,
+                     latency: np.ndarray, threshold: float, start_fraction: float) -> list[int]:
+    """The finished set in the reference script's row order, extending `order` (the rows so
+    far) in place: its initial training rows come out of `list(set(...) - set(...))` (CPython's
+    set order, rebuilt here from the same int lists), and the tasks that finish at a
+    checkpoint are appended stragglers first, each group by task position. Its scikit-learn
+    GBR sums split gains in row order, so near-tied splits can depend on it."""
+    seen = set(order)
+    newcomers = [int(t) for t in finished if int(t) not in seen]
+    if not order:
+        non_stragglers = np.flatnonzero(latency < threshold).tolist()
+        cut = sorted_index_value(latency, start_fraction)
+        gap = np.flatnonzero((latency >= cut) & (latency < threshold)).tolist()
+        initial = list(set(non_stragglers) - set(gap))
+        wanted = set(newcomers)
+        first = [t for t in initial if t in wanted]
+        newcomers = first + sorted(wanted - set(first), key=lambda t: (not stragglers[t], t))
+    else:
+        newcomers.sort(key=lambda t: (not stragglers[t], t))
+    order.extend(newcomers)
+    return order
 
 
 def flag_time(k: int, interval: float) -> float:

@@ -7,6 +7,8 @@ checkpoints k = 2 .. K - 2, refitting whatever the method refits at every checkp
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from stragglers.formats.features import fill_missing, prediction_start_count
@@ -19,6 +21,15 @@ from stragglers.replay.core import JobRun, pruned_tasks, straggler_threshold
 def replay_aligned_job(job: Job, method: Method, settings, last_columns: np.ndarray, seed: int):
     rules = settings.rules
     interval = float(settings.checkpoint_interval)
+    if rules.regressor == "sklearn_gbr":
+        # the script's regressor with the script's column order (it breaks near-tied splits
+        # by column position)
+        order = aligned.script_column_order(job.feature_names)
+        job = dataclasses.replace(
+            job, window_features=job.window_features[:, order],
+            feature_names=[job.feature_names[i] for i in order],
+        )
+        last_columns = np.asarray(last_columns, dtype=bool)[order]
     view = aligned.build_view(job, last_columns, rules.features, interval)
     latency = view.latency
     n = job.n_tasks
@@ -54,6 +65,7 @@ def replay_aligned_job(job: Job, method: Method, settings, last_columns: np.ndar
             checkpoint_interval=float(settings.checkpoint_interval),
             grid_origin=float(settings.grid_origin),
             kill_delay=settings.resume_kill_delay,
+            regressor=rules.regressor,
         )
     )
     not_scored = np.zeros(n, dtype=bool)
@@ -67,10 +79,16 @@ def replay_aligned_job(job: Job, method: Method, settings, last_columns: np.ndar
     started = False
     n_checkpoints = 0
     prediction_start = np.nan
+    row_order: list[int] = []  # the finished rows in the script's order
     for k in aligned.checkpoint_range(view.n_windows, stragglers):
         finished = np.flatnonzero(
             aligned.finished_at(k, view.n_windows, initial, in_play, join_from)
         )
+        if rules.initial_finished == "shortest" and len(finished):
+            # the script's row order (its GBR's near-tied splits depend on it)
+            aligned.script_row_order(row_order, finished, stragglers, latency, threshold,
+                                     settings.start_fraction)
+            finished = np.asarray(row_order, dtype=np.int64)
         if not started and rules.initial_finished == "first_to_finish" and len(finished) < needed:
             continue
         if len(finished) == 0:

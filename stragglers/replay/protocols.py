@@ -1,6 +1,6 @@
 """The replay protocols as sets of named rules (README, docs/protocols.md).
 
-A protocol (`replay.protocol`) is a preset of six rules; `replay.overrides` flips any of
+A protocol (`replay.protocol`) is a preset of seven rules; `replay.overrides` flips any of
 them, so the road from the paper's experiment to our causal default can be walked one rule at
 a time (the reproduction audit, stragglers/report/audit.py):
 
@@ -17,6 +17,10 @@ a time (the reproduction audit, stragglers/report/audit.py):
   starts once start_fraction of the tasks have finished).
 - `threshold`: `sorted_index` (tau = sorted latencies at index int(q * n)) or `quantile`
   (np.quantile, linear).
+- `regressor`: the latency regressor of NURD, NURD-NC and GBTR unless their `regressor`
+  parameter names one: `sklearn_gbr` (the reference script's scikit-learn
+  GradientBoostingRegressor, its defaults, random_state 42, fed the script's column order) or
+  `xgboost` (the pipeline's boosted trees, stragglers.methods.nurd.BoostedLatencyModel).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ RULE_CHOICES: dict[str, tuple[Any, ...]] = {
     "features": ("divided_by_final", "mean_so_far"),
     "initial_finished": ("shortest", "first_to_finish"),
     "threshold": ("sorted_index", "quantile"),
+    "regressor": ("sklearn_gbr", "xgboost"),
 }
 
 
@@ -42,14 +47,15 @@ class ProtocolRules:
     features: str
     initial_finished: str
     threshold: str
+    regressor: str = "xgboost"
 
 
 PRESETS: dict[str, ProtocolRules] = {
-    "causal": ProtocolRules("wallclock", False, "visible", "mean_so_far", "first_to_finish", "quantile"),
+    "causal": ProtocolRules("wallclock", False, "visible", "mean_so_far", "first_to_finish", "quantile", "xgboost"),
     # the three future-using choices of the reference code, on the trace's clock
-    "reference": ProtocolRules("wallclock", True, "final", "divided_by_final", "first_to_finish", "sorted_index"),
+    "reference": ProtocolRules("wallclock", True, "final", "divided_by_final", "first_to_finish", "sorted_index", "xgboost"),
     # the reference script's experiment (docs/protocols.md)
-    "paper": ProtocolRules("aligned", True, "final", "divided_by_final", "shortest", "sorted_index"),
+    "paper": ProtocolRules("aligned", True, "final", "divided_by_final", "shortest", "sorted_index", "sklearn_gbr"),
 }
 PROTOCOLS = tuple(PRESETS)
 

@@ -162,6 +162,7 @@ def replay_wallclock_job(
         checkpoint_interval=float(settings.checkpoint_interval),
         grid_origin=float(settings.grid_origin),
         kill_delay=settings.resume_kill_delay,
+        regressor=rules.regressor,
     )
     method.start_job(info)
     # tasks a privileged method trains on with their labels stay in the replay (it needs

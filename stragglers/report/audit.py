@@ -22,7 +22,9 @@ log = logging.getLogger(__name__)
 
 # step, change, overrides added at this step (cumulative from step 0)
 LADDER: list[tuple[int, str, dict[str, Any]]] = [
-    (0, "paper, gamma = 0 (released script)", {}),
+    (0, "paper, gamma = 0 (released script, its GradientBoostingRegressor)", {}),
+    # its own row, between steps 0 and 1: the effect of the regressor alone (variant step0xgb)
+    (0, "step 0 with XGBoost (the pipeline's regressor)", {"regressor": "xgboost"}),
     (1, "alpha = 0.5 (paper text): NURD's headline line switches to alpha 0.5", {}),
     (2, "no pruning of the scored set", {"prune_scored": False}),
     (3, "scaling with the data visible at the checkpoint", {"scaling": "visible"}),
@@ -36,21 +38,26 @@ LADDER: list[tuple[int, str, dict[str, Any]]] = [
 ]
 # NURD's headline line at each step: alpha 0 at step 0 (the script's gamma = 0), 0.5 after
 HEADLINE_ALPHA_ZERO_STEPS = {0}
+XGBOOST_VARIANT = "step0xgb"  # step 0 with XGBoost; step 1 shares its runs
+
+
+def variant_name(step: int, overrides: dict[str, Any]) -> str:
+    return XGBOOST_VARIANT if step == 0 and overrides else f"step{step}"
 
 
 def variants() -> dict[str, dict[str, Any]]:
     """Variant name -> {path, step, change, overrides}. Step 1 changes a method parameter
-    only, so it shares step 0's runs (both NURD lines run at every step)."""
+    only, so it shares the runs of step 0 with XGBoost (both NURD lines run at every step)."""
     out: dict[str, dict[str, Any]] = {}
     cumulative: dict[str, Any] = {}
     for step, change, overrides in LADDER:
         cumulative = {**cumulative, **overrides}
         if step == 1:
             continue
-        out[f"step{step}"] = {"path": "cumulative", "step": step, "change": change,
-                              "overrides": dict(cumulative)}
+        out[variant_name(step, overrides)] = {"path": "cumulative", "step": step,
+                                              "change": change, "overrides": dict(cumulative)}
     for step, change, overrides in LADDER:
-        if step < 3:  # step 1 is a parameter, step 2 alone is step 2
+        if step < 3:  # step 1 is a parameter, step 2 alone is step 2, 0 XGBoost alone is itself
             continue
         alone = dict(overrides)
         if alone.get("timeline") == "wallclock":
@@ -70,13 +77,25 @@ def audit_jobs(manifest: pd.DataFrame, n_jobs: int) -> list[str]:
     return ids[:n_jobs] if n_jobs > 0 else ids
 
 
+def reading_suffix(reading: str, relaunch: str) -> str:
+    """Column suffix of a relaunch reading: none for the configured one (simulation.relaunch)."""
+    return "" if reading == relaunch else f"_{reading}"
+
+
 def simulate_reductions(
     tasks: pd.DataFrame, jobs: pd.DataFrame, *, aligned: bool, grid_origin: float,
     checkpoint_interval: float, machines: list[int], repeats: int, seed: int,
+    relaunch: str = "from_flag",
 ) -> pd.DataFrame:
-    """Per job: mean reduction under Algorithm 2 and Algorithm 3 (mean over machine counts)."""
+    """Per job: mean reduction under Algorithm 2 and Algorithm 3 (mean over machine counts),
+    under every reading of the relaunch (simulation.RELAUNCH_READINGS, same draws): columns
+    reduction_alg2 / _alg3 for the configured one, reduction_alg2_<reading> for the others."""
     from stragglers import simulate
     from stragglers.replay import aligned as aligned_rules
+
+    simulate.relaunch_reading(relaunch)
+    columns = ["job_id"] + [f"reduction_alg{a}{reading_suffix(r, relaunch)}"
+                            for r in simulate.RELAUNCH_READINGS for a in (2, 3)]
 
     ok = set(jobs.loc[jobs["status"] == "ok", "job_id"].astype(str))
     rows = []
@@ -93,15 +112,20 @@ def simulate_reductions(
             flags = aligned_rules.simulation_flags(flags, end)
             origin = 0.0
         uniforms = simulate.replacement_uniforms(str(job_id), len(latency), repeats, seed)
-        frame = simulate.simulate_job(
-            start, end, flags, simulate.replacement_durations(latency, uniforms),
-            grid_origin=origin, machines=machines, checkpoint_interval=checkpoint_interval,
-            job_id=str(job_id),
-        )
-        unlimited = frame.loc[frame["algorithm"] == "unlimited", "reduction"].mean()
-        limited = frame.loc[frame["algorithm"] == "limited", "reduction"].mean()
-        rows.append({"job_id": str(job_id), "reduction_alg2": unlimited, "reduction_alg3": limited})
-    return pd.DataFrame(rows, columns=["job_id", "reduction_alg2", "reduction_alg3"])
+        straggler = job_tasks["is_straggler"].to_numpy(bool)
+        row = {"job_id": str(job_id)}
+        for reading, (relaunch_from, pool) in simulate.RELAUNCH_READINGS.items():
+            frame = simulate.simulate_job(
+                start, end, flags,
+                simulate.replacement_durations(simulate.draw_pool(latency, straggler, pool), uniforms),
+                grid_origin=origin, machines=machines, checkpoint_interval=checkpoint_interval,
+                job_id=str(job_id), relaunch_from=relaunch_from,
+            )
+            suffix = reading_suffix(reading, relaunch)
+            row[f"reduction_alg2{suffix}"] = frame.loc[frame["algorithm"] == "unlimited", "reduction"].mean()
+            row[f"reduction_alg3{suffix}"] = frame.loc[frame["algorithm"] == "limited", "reduction"].mean()
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns)
 
 
 def run_variant(
@@ -117,6 +141,7 @@ def run_variant(
     machines: list[int],
     repeats: int,
     out: str,
+    relaunch: str = "from_flag",
 ) -> pd.DataFrame:
     """Every audit method under one variant on one dataset: one row per method."""
     import time
@@ -147,7 +172,7 @@ def run_variant(
         reductions = simulate_reductions(
             tasks, job_rows, aligned=rules.timeline == "aligned",
             grid_origin=settings.grid_origin, checkpoint_interval=settings.checkpoint_interval,
-            machines=machines, repeats=repeats, seed=seed,
+            machines=machines, repeats=repeats, seed=seed, relaunch=relaunch,
         )
         rows.append({
             "dataset": dataset,
@@ -165,6 +190,8 @@ def run_variant(
             "F1": scored["F1"].mean(),
             "reduction_alg2": reductions["reduction_alg2"].mean(),
             "reduction_alg3": reductions["reduction_alg3"].mean(),
+            **{c: reductions[c].mean() for c in reductions.columns
+               if c.startswith("reduction_alg") and c not in ("reduction_alg2", "reduction_alg3")},
             "seconds": time.perf_counter() - began,
         })
         log.info("%s %s %s: F1 %.3f, Alg2 %.3f, %.1fs", dataset, variant, label,
@@ -181,12 +208,21 @@ PAPER_JCT_NURD = {"google": 0.258, "alibaba": 0.186}  # Section 7.3, Algorithm 2
 PUBLISHED = {"google-2011": "google", "google-2011-events": "google", "alibaba-2018": "alibaba"}
 
 
+def row_order(frame: pd.DataFrame) -> np.ndarray:
+    """Sort key: published -1, cumulative 0, 0 XGBoost (0.5), 1..6, then alone 13..16."""
+    order = np.where(frame["path"] == "cumulative", frame["step"].astype(float),
+                     10.0 + frame["step"].astype(float))
+    order = np.where(frame["variant"] == XGBOOST_VARIANT, 0.5, order)
+    return np.where(frame["path"] == "published", -1.0, order)
+
+
 def ladder_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """Expand step 0's runs into step 0 and step 1 and order the rows: 0..6, then alone."""
-    step0 = frame[frame["variant"] == "step0"]
-    step1 = step0.assign(step=1, variant="step1", change=LADDER[1][1])
+    """Expand the runs of step 0 with XGBoost into that row and step 1 and order the rows:
+    0, 0 XGBoost, 1..6, then alone."""
+    step0x = frame[frame["variant"] == XGBOOST_VARIANT]
+    step1 = step0x.assign(step=1, variant="step1", change=LADDER[2][1])
     out = pd.concat([frame, step1], ignore_index=True)
-    out["_order"] = np.where(out["path"] == "cumulative", out["step"], 10 + out["step"])
+    out["_order"] = row_order(out)
     return out.sort_values(["dataset", "_order", "method"], kind="stable").drop(columns="_order")
 
 
@@ -219,10 +255,22 @@ def paper_rows(datasets: dict[str, str], methods: dict[str, dict[str, Any]], pap
     return pd.DataFrame(rows)
 
 
-def _cell(f1: float, jct: float) -> str:
+def _cell(f1: float, jct: float, *others: float) -> str:
     f1_text = "-" if pd.isna(f1) else f"{f1:.2f}"
-    jct_text = "-" if pd.isna(jct) else f"{100 * jct:+.0f}%"
-    return f"{f1_text} / {jct_text}"
+    jct_text = ["-" if pd.isna(j) else f"{100 * j:+.0f}%" for j in (jct, *others)]
+    return " / ".join([f1_text, *jct_text])
+
+
+def _other_reading(table: pd.DataFrame) -> str | None:
+    """The Algorithm 2 column of the first other relaunch reading (replace_latency when ours
+    is configured), shown beside the configured one."""
+    from stragglers.simulate.jct import RELAUNCH_READINGS
+
+    for reading in RELAUNCH_READINGS:
+        column = f"reduction_alg2_{reading}"
+        if column in table and table[column].notna().any():
+            return column
+    return None
 
 
 def markdown(table: pd.DataFrame, datasets: list[str], methods: list[str], minutes: str) -> str:
@@ -230,11 +278,17 @@ def markdown(table: pd.DataFrame, datasets: list[str], methods: list[str], minut
         "# Reproduction audit: from the paper's experiment to our causal protocol",
         "",
         "Each cell: mean F1 over jobs / mean reduction in job completion time under Algorithm 2",
-        "(more machines than tasks; negative = relaunching made jobs slower). Steps 0-6 are",
-        "cumulative (step 6 = `replay.protocol: causal`, our default); the `alone` rows apply one",
+        "(more machines than tasks; negative = relaunching made jobs slower) with the configured",
+        "relaunch reading (`simulation.relaunch`, default: a copy ends at its launch + the draw) /",
+        "the same with the other reading of Section 7.3, `replace_latency` (a copy ends at the",
+        "task's start + the draw; docs/simulation.md). Steps 0-6 are",
+        "cumulative (step 6 = `replay.protocol: causal`, our default); `0 XGBoost` is step 0 with",
+        "the pipeline's XGBoost in place of the script's GradientBoostingRegressor, and steps 1-6",
+        "keep XGBoost; the `alone` rows apply one",
         "change to `paper` only. `NURD (ladder)` is NURD with alpha 0 at step 0 (the released",
         "script's gamma = 0) and alpha 0.5 from step 1 on (the paper's text). TPR, FPR and",
-        "Algorithm 3 (mean over the configured machine counts) are in reproduction_audit.csv.",
+        "Algorithm 3 (mean over the configured machine counts) and the draw from non-stragglers",
+        "only (`_non_straggler`) are in reproduction_audit.csv.",
         f"Rules and switches: docs/protocols.md. {minutes}",
         "",
     ]
@@ -250,10 +304,14 @@ def markdown(table: pd.DataFrame, datasets: list[str], methods: list[str], minut
             ["_order", "step", "path", "change"], sort=True
         ):
             label = "paper" if path == "published" else (f"{step}" if path == "cumulative" else f"{step} alone")
+            if _ == 0.5:
+                label = "0 XGBoost"
             cells = []
+            other = _other_reading(rows)
             for method in methods:
                 row = rows[rows["method"] == method]
-                cells.append(_cell(row["F1"].iloc[0], row["reduction_alg2"].iloc[0]) if len(row) else "")
+                extra = [row[other].iloc[0]] if other is not None else []
+                cells.append(_cell(row["F1"].iloc[0], row["reduction_alg2"].iloc[0], *extra) if len(row) else "")
             lines.append("| " + " | ".join([label, change, *cells]) + " |")
         lines.append("")
     return "\n".join(lines) + "\n"
@@ -270,12 +328,14 @@ def plot(table: pd.DataFrame, datasets: list[str], methods: list[str], path: str
     for i, dataset in enumerate(datasets):
         part = cumulative[cumulative["dataset"] == dataset]
         for method in methods:
-            rows = part[part["method"] == method].sort_values("step")
+            rows = part[part["method"] == method]
+            x = row_order(rows)  # step 0 with XGBoost at 0.5
+            rows, x = rows.iloc[np.argsort(x, kind="stable")], np.sort(x)
             if rows.empty:
                 continue
             style = {"linewidth": 2.5} if method == "NURD (ladder)" else {"linewidth": 1.2}
-            axes[i, 0].plot(rows["step"], rows["F1"], marker="o", label=method, **style)
-            axes[i, 1].plot(rows["step"], 100 * rows["reduction_alg2"], marker="o", label=method,
+            axes[i, 0].plot(x, rows["F1"], marker="o", label=method, **style)
+            axes[i, 1].plot(x, 100 * rows["reduction_alg2"], marker="o", label=method,
                             **style)
         axes[i, 0].set_title(f"{dataset}: mean F1")
         axes[i, 1].set_title(f"{dataset}: JCT reduction, Algorithm 2 (%)")
@@ -303,10 +363,7 @@ def audit_table(
         nurd = paper[paper["method"] == headline[1]].assign(method="NURD (ladder)")
         paper = pd.concat([paper, nurd], ignore_index=True)
     table = pd.concat([paper, frame], ignore_index=True)
-    table["_order"] = np.where(
-        table["path"] == "published", -1,
-        np.where(table["path"] == "cumulative", table["step"], 10 + table["step"]),
-    )
+    table["_order"] = row_order(table)
     method_order = ["NURD (ladder)", *methods]
     write_csv_atomic(table.drop(columns="_order"), out_csv)
     seconds = 0.0

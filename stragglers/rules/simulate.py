@@ -207,13 +207,20 @@ def simulate_method(
     seed: int,
     out: str,
     aligned_timeline: bool = False,
+    relaunch: str = "from_flag",
 ) -> pd.DataFrame:
     """With `aligned_timeline` (replay.protocol paper) every task runs [0, latency) and a flag
     time is (k + 1) * interval: the grid starts at 0 and a task already over by its flag's time
-    is not relaunched (stragglers.replay.aligned.simulation_flags)."""
+    is not relaunched (stragglers.replay.aligned.simulation_flags).
+
+    Every reading of the relaunch (simulation.RELAUNCH_READINGS) is simulated, with the same
+    draws; column `reading` names it and `primary` marks the configured one
+    (`simulation.relaunch`), which the per-dataset tables and figures show."""
     from stragglers import evaluate, simulate
     from stragglers.replay import aligned
 
+    simulate.relaunch_reading(relaunch)  # an unknown setting stops here, named
+    readings = [relaunch] + [r for r in simulate.RELAUNCH_READINGS if r != relaunch]
     if aligned_timeline:
         grid_origin = 0.0
     tasks, jobs = evaluate.load_predictions(task_files, job_files)
@@ -228,25 +235,33 @@ def simulate_method(
         if aligned_timeline:
             flag_time = aligned.simulation_flags(flag_time, job_tasks["task_end"].to_numpy(float))
         uniforms = simulate.replacement_uniforms(str(job_id), len(latency), repeats, seed)
-        frame = simulate.simulate_job(
-            job_tasks["task_start"].to_numpy(float),
-            job_tasks["task_end"].to_numpy(float),
-            flag_time,
-            simulate.replacement_durations(latency, uniforms),
-            grid_origin=grid_origin,
-            machines=machines,
-            checkpoint_interval=checkpoint_interval,
-            job_id=str(job_id),
-        )
-        frame.insert(0, "job_id", str(job_id))
-        frame.insert(0, "method", method)
-        frame.insert(0, "dataset", dataset)
-        frames.append(frame)
+        for reading in readings:
+            relaunch_from, pool = simulate.relaunch_reading(reading)
+            frame = simulate.simulate_job(
+                job_tasks["task_start"].to_numpy(float),
+                job_tasks["task_end"].to_numpy(float),
+                flag_time,
+                simulate.replacement_durations(
+                    simulate.draw_pool(latency, job_tasks["is_straggler"].to_numpy(bool), pool),
+                    uniforms),
+                grid_origin=grid_origin,
+                machines=machines,
+                checkpoint_interval=checkpoint_interval,
+                job_id=str(job_id),
+                relaunch_from=relaunch_from,
+            )
+            frame.insert(0, "job_id", str(job_id))
+            frame.insert(0, "method", method)
+            frame.insert(0, "dataset", dataset)
+            frame["reading"] = reading
+            frame["primary"] = reading == relaunch
+            frames.append(frame)
     result = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=["dataset", "method", "job_id", *simulate.RESULT_COLUMNS]
+        columns=["dataset", "method", "job_id", *simulate.RESULT_COLUMNS, "reading", "primary"]
     )
     write_parquet_atomic(result, out)
-    log.info("simulated %d jobs (%d skipped as failed)", len(frames), int((jobs["status"] != "ok").sum()))
+    log.info("simulated %d jobs (%d skipped as failed)", len(frames) // len(readings),
+             int((jobs["status"] != "ok").sum()))
     return result
 
 
@@ -259,10 +274,14 @@ def simulation_report(
     out_unlimited_png: str,
     out_by_machines_png: str,
     out_limited_mean_png: str,
+    out_readings_csv: str | None = None,
 ) -> None:
     from stragglers import report
 
-    frame = pd.concat([pd.read_parquet(p) for p in simulation_files], ignore_index=True)
+    every = pd.concat([pd.read_parquet(p) for p in simulation_files], ignore_index=True)
+    if out_readings_csv is not None:
+        write_csv_atomic(relaunch_readings_table(every), out_readings_csv)
+    frame = every[every["primary"]].drop(columns=["reading", "primary"]) if "primary" in every else every
     unlimited_table, by_machines_table = report.simulation_tables(frame)
     write_csv_atomic(unlimited_table, out_unlimited_csv)
     write_csv_atomic(by_machines_table, out_limited_csv)
@@ -277,8 +296,21 @@ def simulation_report(
     )
 
 
+def relaunch_readings_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per (dataset, method, reading): mean reduction over jobs under Algorithm 2 and under
+    Algorithm 3 averaged over machine counts (a job's value: its mean over repeats / machine
+    counts), and whether the reading is the configured one."""
+    keys = ["dataset", "method", "reading"]
+    per_job = frame.groupby([*keys, "primary", "job_id", "algorithm"], sort=False)["reduction"].mean()
+    table = per_job.groupby([*keys, "primary", "algorithm"], sort=False).mean().unstack("algorithm")
+    table = table.reset_index().rename(columns={"unlimited": "reduction_unlimited",
+                                                "limited": "reduction_limited_mean_over_m"})
+    return table[[*keys, "primary", "reduction_unlimited", "reduction_limited_mean_over_m"]]
+
+
 def completion_time_table(
-    *, unlimited_files: list[str], limited_files: list[str], datasets: list[str], out_csv: str, out_md: str
+    *, unlimited_files: list[str], limited_files: list[str], datasets: list[str], out_csv: str, out_md: str,
+    readings_files: list[str] | None = None,
 ) -> pd.DataFrame:
     from stragglers import report
 
@@ -299,6 +331,15 @@ def completion_time_table(
                 }
             )
     table = pd.DataFrame(rows)
+    for dataset, path in zip(datasets, readings_files or []):
+        # the other readings of the relaunch (simulation.RELAUNCH_READINGS), as columns
+        readings = pd.read_csv(path)
+        readings = readings[~readings["primary"].astype(bool)]
+        for reading, part in readings.groupby("reading", sort=False):
+            part = part.set_index("method")
+            mask = table["dataset"] == dataset
+            for column in ("reduction_unlimited", "reduction_limited_mean_over_m"):
+                table.loc[mask, f"{column}_{reading}"] = table.loc[mask, "method"].map(part[column])
     report.write_table(
         table,
         out_csv,
@@ -310,7 +351,11 @@ def completion_time_table(
             "(same draws for every method). reduction_unlimited: Algorithm 2 (mean over repeats, "
             "then over jobs; std over jobs). reduction_limited_mean_over_m: Algorithm 3 averaged "
             "over the configured machine counts (paper Figures 8-9). Negative values: relaunching "
-            "made jobs slower. Model: docs/simulation.md."
+            "made jobs slower. Model: docs/simulation.md. Columns ending in a reading's name: "
+            "the same under the other readings of Section 7.3 (simulation.relaunch; "
+            "replace_latency: a copy ends at the task's start + the draw, ignoring the time the "
+            "killed attempt ran; _non_straggler: drawn from the non-stragglers' latencies), "
+            "which decide the sign of the result (docs/simulation.md)."
         ),
     )
     return table

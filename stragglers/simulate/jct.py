@@ -8,6 +8,14 @@ reduction of the job's completion time by relaunching flagged tasks:
 - Algorithm 3 (``m`` machines for the job): a relaunch needs a free machine at a checkpoint;
   a flagged task that finds none keeps running and retries at every later checkpoint.
 
+Where a relaunched copy ends has two readings of §7.3 ("the new completion time for a
+rescheduled task is randomly sampled from the existing execution times"), chosen by
+``relaunch_from`` (setting ``simulation.relaunch``, RELAUNCH_READINGS): ``"flag"`` (ours,
+the default: the copy starts when it is launched, end = launch time + draw; the killed
+attempt's time is lost) or ``"start"`` ("replace the latency": end = task start + draw, as if
+the task had run with the drawn latency from its start). ``docs/simulation.md`` shows that the
+sign of the paper's headline result depends on this choice.
+
 A relaunched copy's duration is drawn from the job's own task latencies (paper §7.3), through
 uniforms that depend only on (seed, job id, repeat, task), so every method is scored with the
 same random numbers. The model, with its consequences and the ones that do *not* hold, is
@@ -41,6 +49,37 @@ _CEIL_SLACK = 1e-9
 ALGORITHM_UNLIMITED = "unlimited"  # Algorithm 2
 ALGORITHM_LIMITED = "limited"  # Algorithm 3
 RESULT_COLUMNS = ["algorithm", "machines", "repeat", "jct_base", "jct_mitigated", "reduction"]
+RELAUNCH_FROM = ("flag", "start")
+# setting simulation.relaunch -> (where the copy's duration counts from, which latencies it is
+# drawn from); the first is the default
+RELAUNCH_READINGS: dict[str, tuple[str, str]] = {
+    "from_flag": ("flag", "all"),  # end = launch time + draw from every task's latency
+    "replace_latency": ("start", "all"),  # end = task start + draw ("replace the latency")
+    # the same, drawn from the non-stragglers' latencies (latency < tau) only
+    "replace_latency_non_straggler": ("start", "non_stragglers"),
+}
+
+
+def relaunch_reading(name: str) -> tuple[str, str]:
+    """(relaunch_from, draw pool) of a `simulation.relaunch` value; an unknown one is an error
+    naming the setting."""
+    if name not in RELAUNCH_READINGS:
+        raise ValueError(
+            f"simulation.relaunch must be one of {list(RELAUNCH_READINGS)}, got {name!r}"
+        )
+    return RELAUNCH_READINGS[name]
+
+
+def draw_pool(latency: np.ndarray, is_straggler: np.ndarray, pool: str) -> np.ndarray:
+    """The latencies a relaunched copy's duration is drawn from: every task's (`all`) or the
+    non-stragglers' (`non_stragglers`; every task's if the job has none)."""
+    latency = np.asarray(latency, dtype=np.float64)
+    if pool == "all":
+        return latency
+    if pool == "non_stragglers":
+        kept = latency[~np.asarray(is_straggler, dtype=bool)]
+        return kept if kept.size else latency
+    raise ValueError(f"draw pool must be 'all' or 'non_stragglers', got {pool!r}")
 
 
 # ----------------------------------------------------------------------------- random numbers
@@ -143,6 +182,14 @@ def _validate_job(task_start, task_end, flag_time, replacement, job_id):
     return start, end, flag, flagged, repl
 
 
+def _validate_relaunch_from(relaunch_from, job_id) -> None:
+    if relaunch_from not in RELAUNCH_FROM:
+        raise ValueError(
+            f"{_where(job_id)}relaunch_from must be one of {list(RELAUNCH_FROM)} "
+            f"(setting simulation.relaunch), got {relaunch_from!r}"
+        )
+
+
 def _validate_machines(machines, job_id) -> np.ndarray:
     values = list(machines)
     for m in values:
@@ -189,15 +236,20 @@ def mitigated_jct_unlimited(
     replacement: np.ndarray,
     *,
     job_id: str | None = None,
+    relaunch_from: str = "flag",
 ) -> tuple[float, np.ndarray]:
-    """Algorithm 2: (jct_base, jct_mitigated of shape (n_repeats,))."""
+    """Algorithm 2: (jct_base, jct_mitigated of shape (n_repeats,)). `relaunch_from`: "flag"
+    (a copy ends at flag + draw) or "start" (at task start + draw: the drawn latency replaces
+    the task's)."""
     start, end, flag, flagged, repl = _validate_job(
         task_start, task_end, flag_time, replacement, job_id
     )
+    _validate_relaunch_from(relaunch_from, job_id)
     first_start = start.min()
     jct_base = float(end.max() - first_start)
-    # Flagged tasks end at flag + replacement; the killed copy's end no longer counts.
-    new_end = np.where(flagged, np.where(flagged, flag, 0.0) + repl, end)  # (n_repeats, n_tasks)
+    # Flagged tasks end at flag (or start) + replacement; the killed copy's end no longer counts.
+    origin = np.where(flagged, flag, 0.0) if relaunch_from == "flag" else start
+    new_end = np.where(flagged, origin + repl, end)  # (n_repeats, n_tasks)
     return jct_base, new_end.max(axis=1) - first_start
 
 
@@ -211,16 +263,20 @@ def mitigated_jct_limited(
     checkpoint_interval: float = CHECKPOINT_INTERVAL,
     *,
     job_id: str | None = None,
+    relaunch_from: str = "flag",
 ) -> tuple[float, np.ndarray]:
     """Algorithm 3: (jct_base, jct_mitigated of shape (len(machines), n_repeats)).
 
     All (machine count, repeat) pairs are simulated together as rows of one batch; the loop
     runs over the checkpoints where something can change in some row: a flag time, or, while
     a row has tasks waiting for a machine, the first checkpoint after some copy ends.
+    `relaunch_from` "start": a copy launched at checkpoint c ends at task start + draw (it
+    holds its machine until then; one that would have ended by c frees it at once).
     """
     start, end, flag, flagged, repl = _validate_job(
         task_start, task_end, flag_time, replacement, job_id
     )
+    _validate_relaunch_from(relaunch_from, job_id)
     capacity_per_setting = _validate_machines(machines, job_id)
     if not (isinstance(checkpoint_interval, (int, float, np.number)) and checkpoint_interval > 0
             and math.isfinite(checkpoint_interval)):
@@ -279,7 +335,10 @@ def mitigated_jct_limited(
         served = waiting & (np.cumsum(waiting, axis=1) <= free[:, None])
         if served.any():
             original_end[served] = c
-            copy_end[served] = c + f_repl[served]
+            if relaunch_from == "flag":
+                copy_end[served] = c + f_repl[served]
+            else:
+                copy_end[served] = (f_start[None, :] + f_repl)[served]
             relaunched |= served
 
         # Next checkpoint where some row can change.
@@ -326,10 +385,11 @@ def simulate_unlimited(
     replacement: np.ndarray,
     *,
     job_id: str | None = None,
+    relaunch_from: str = "flag",
 ) -> np.ndarray:
     """Algorithm 2 reductions in JCT, shape (n_repeats,); negative when relaunching hurt."""
     jct_base, jct_mitigated = mitigated_jct_unlimited(
-        task_start, task_end, flag_time, replacement, job_id=job_id
+        task_start, task_end, flag_time, replacement, job_id=job_id, relaunch_from=relaunch_from
     )
     return jct_reduction(jct_base, jct_mitigated)
 
@@ -344,6 +404,7 @@ def simulate_limited(
     checkpoint_interval: float = CHECKPOINT_INTERVAL,
     *,
     job_id: str | None = None,
+    relaunch_from: str = "flag",
 ) -> np.ndarray:
     """Algorithm 3 reductions in JCT, shape (len(machines), n_repeats).
 
@@ -352,7 +413,7 @@ def simulate_limited(
     """
     jct_base, jct_mitigated = mitigated_jct_limited(
         task_start, task_end, flag_time, replacement, machines, grid_origin,
-        checkpoint_interval, job_id=job_id,
+        checkpoint_interval, job_id=job_id, relaunch_from=relaunch_from,
     )
     return jct_reduction(jct_base, jct_mitigated)
 
@@ -367,6 +428,7 @@ def simulate_job(
     machines: Sequence[int] = DEFAULT_MACHINES,
     checkpoint_interval: float = CHECKPOINT_INTERVAL,
     job_id: str | None = None,
+    relaunch_from: str = "flag",
 ) -> pd.DataFrame:
     """Both algorithms for one job as a tidy frame with columns RESULT_COLUMNS.
 
@@ -374,11 +436,11 @@ def simulate_job(
     """
     machines = list(machines)
     jct_base, unlimited = mitigated_jct_unlimited(
-        task_start, task_end, flag_time, replacement, job_id=job_id
+        task_start, task_end, flag_time, replacement, job_id=job_id, relaunch_from=relaunch_from
     )
     _, limited = mitigated_jct_limited(
         task_start, task_end, flag_time, replacement, machines, grid_origin,
-        checkpoint_interval, job_id=job_id,
+        checkpoint_interval, job_id=job_id, relaunch_from=relaunch_from,
     )
     n_settings, n_repeats = limited.shape
     machine_per_row = np.repeat(np.asarray(machines, dtype=np.int64), n_repeats)

@@ -23,6 +23,7 @@ rule audit_variant:
         seed=config["seed"],
         machines=config["simulation"]["machines"],
         repeats=config["simulation"]["repeats"],
+        relaunch=config["simulation"].get("relaunch", "from_flag"),
     script:
         "../../scripts/audit_variant.py"
 

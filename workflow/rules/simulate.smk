@@ -23,6 +23,7 @@ rule simulate_method:
         repeats=config["simulation"]["repeats"],
         machines=config["simulation"]["machines"],
         seed=config["seed"],
+        relaunch=config["simulation"].get("relaunch", "from_flag"),
     script:
         "../../scripts/simulate_method.py"
 
@@ -33,6 +34,7 @@ rule simulation_report:
     output:
         unlimited_csv="results/{dataset}/simulation/reduction_unlimited.csv",
         limited_csv="results/{dataset}/simulation/reduction_by_machines.csv",
+        readings_csv="results/{dataset}/simulation/reduction_readings.csv",
         unlimited=report(
             "results/{dataset}/figures/reduction_unlimited.png",
             caption="../report/reduction_unlimited.rst",
@@ -63,6 +65,7 @@ rule completion_time_table:
     input:
         unlimited=expand("results/{dataset}/simulation/reduction_unlimited.csv", dataset=DATASETS),
         limited=expand("results/{dataset}/simulation/reduction_by_machines.csv", dataset=DATASETS),
+        readings=expand("results/{dataset}/simulation/reduction_readings.csv", dataset=DATASETS),
     output:
         csv="results/tables/completion_time.csv",
         md=report(
