@@ -48,15 +48,23 @@ def run_measured(code: str) -> dict:
     process.stdout.close()
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"benchmark step failed: {code}")
-    return {"seconds": round(seconds, 2), "cpu_seconds": round(_cpu(usage), 2),
-            "peak_rss_mb": round(usage.ru_maxrss / 1024.0), "stdout": stdout}
+    return {
+        "seconds": round(seconds, 2),
+        "cpu_seconds": round(_cpu(usage), 2),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024.0),
+        "stdout": stdout,
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--jobs", type=int, default=1800)
     parser.add_argument("--seed", type=int, default=20220301)
-    parser.add_argument("--keep", type=Path, default=None, help="reuse/keep the generated trace here")
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="reuse/keep the generated trace here"
+    )
     args = parser.parse_args()
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-convert-"))
@@ -66,7 +74,10 @@ def main() -> None:
 
         # the generator writes at least two parts (balanced by rows); keep the first usage part
         # only, with all task_events: one real-size part, converted with its jobs' events
-        generate_google(raw, GoogleGeneratorConfig.from_dict({"n_jobs": args.jobs, "seed": args.seed, "n_parts": 2}))
+        generate_google(
+            raw,
+            GoogleGeneratorConfig.from_dict({"n_jobs": args.jobs, "seed": args.seed, "n_parts": 2}),
+        )
         for extra in sorted((raw / "task_usage").glob("part-*.csv.gz"))[1:]:
             extra.unlink()
     usage_part = next((raw / "task_usage").glob("part-*.csv.gz"))
@@ -92,7 +103,7 @@ def main() -> None:
     stages = work / "stages"
     shutil.rmtree(stages, ignore_errors=True)
     events = sorted(str(p.relative_to(raw)) for p in (raw / "task_events").glob("part-*.csv.gz"))
-    common = f"dataset='bench', min_tasks=100"
+    common = "dataset='bench', min_tasks=100"
     prepare = run_measured(
         "from stragglers import scatter; "
         f"scatter.prepare(raw_dir={str(raw)!r}, event_parts={events!r}, out_dir={str(stages / 'prepared')!r}, "
@@ -117,7 +128,9 @@ def main() -> None:
         "benchmark": "convert one real-size task_usage part vs gzip -dc",
         "usage_part_mb": round(usage_part.stat().st_size / 1e6, 1),
         "usage_rows": rows,
-        "task_events_mb": round(sum(p.stat().st_size for p in (raw / "task_events").glob("*.gz")) / 1e6, 1),
+        "task_events_mb": round(
+            sum(p.stat().st_size for p in (raw / "task_events").glob("*.gz")) / 1e6, 1
+        ),
         "gzip_dc_seconds": round(gzip_seconds, 2),
         "gzip_dc_cpu_seconds": round(gzip_cpu, 2),
         "convert_part_seconds": part["seconds"],

@@ -38,14 +38,29 @@ def bench_pipeline(cores: int) -> None:
     began = time.perf_counter()
     subprocess.run(
         [
-            "snakemake", "--cores", str(cores), "--snakefile", str(ROOT / "Snakefile"),
-            "--directory", str(work), "--configfile", str(ROOT / "config" / "config.yaml"), "-q",
+            "snakemake",
+            "--cores",
+            str(cores),
+            "--snakefile",
+            str(ROOT / "Snakefile"),
+            "--directory",
+            str(work),
+            "--configfile",
+            str(ROOT / "config" / "config.yaml"),
+            "-q",
         ],
         check=True,
     )
     seconds = time.perf_counter() - began
-    emit("pipeline", {"benchmark": "default pipeline", "cores": cores, "seconds": round(seconds, 1),
-                      "workdir": str(work)})
+    emit(
+        "pipeline",
+        {
+            "benchmark": "default pipeline",
+            "cores": cores,
+            "seconds": round(seconds, 1),
+            "workdir": str(work),
+        },
+    )
 
 
 def _mean_f1(tasks, jobs) -> float:
@@ -59,13 +74,13 @@ def bench_nurd_vs_gbr(n_jobs: int, seed: int) -> None:
     """Same jobs, same run: NURD as configured by default (native XGBoost refit when tasks
     have finished, Newton-method propensity) against the reference code's loop (scikit-learn's
     GradientBoostingRegressor refit at every checkpoint)."""
-    from stragglers.traces.generate import GoogleGeneratorConfig, generate_google
     from stragglers.convert.one_process import convert_google
-    from stragglers.methods import get_method
-    from stragglers.formats.jobs import iter_shard_jobs
     from stragglers.formats.datasets import last_columns
+    from stragglers.formats.jobs import iter_shard_jobs
+    from stragglers.methods import get_method
     from stragglers.replay.core import ReplaySettings
     from stragglers.replay.runner import run_method_on_jobs
+    from stragglers.traces.generate import GoogleGeneratorConfig, generate_google
 
     work = Path(tempfile.mkdtemp(prefix="bench-nurd-"))
     generate_google(work / "raw", GoogleGeneratorConfig.from_dict({"n_jobs": n_jobs, "seed": seed}))
@@ -74,6 +89,7 @@ def bench_nurd_vs_gbr(n_jobs: int, seed: int) -> None:
     get_method("NURD")  # import every method module (PyOD, lifelines...) before timing
     import sklearn.ensemble  # noqa: F401
     import xgboost  # noqa: F401
+
     reference_loop = {"regressor": "sklearn-gbr", "refit_every_checkpoint": True}
     variants = {
         "NURD (xgboost, refit when tasks finished)": ("NURD", {}),
@@ -81,12 +97,22 @@ def bench_nurd_vs_gbr(n_jobs: int, seed: int) -> None:
         "GBTR (xgboost, refit when tasks finished)": ("GBTR", {}),
         "GBTR (sklearn GBR, refit every checkpoint)": ("GBTR", reference_loop),
     }
-    result = {"benchmark": "NURD vs GBR refit at every checkpoint", "jobs": len(jobs),
-              "tasks": int(sum(j.n_tasks for j in jobs)), "variants": {}}
+    result = {
+        "benchmark": "NURD vs GBR refit at every checkpoint",
+        "jobs": len(jobs),
+        "tasks": int(sum(j.n_tasks for j in jobs)),
+        "variants": {},
+    }
     for label, (method, params) in variants.items():
         began = time.perf_counter()
         tasks, job_rows = run_method_on_jobs(
-            iter(jobs), get_method(method), params, ReplaySettings(), last_columns("google-2011"), seed, "bench"
+            iter(jobs),
+            get_method(method),
+            params,
+            ReplaySettings(),
+            last_columns("google-2011"),
+            seed,
+            "bench",
         )
         seconds = time.perf_counter() - began
         result["variants"][label] = {
@@ -115,8 +141,12 @@ def bench_dag(n_jobs: int, jobs_per_shard: int, parts_per_job: int = 1) -> None:
     n_shards = int(np.ceil(n_jobs / jobs_per_shard))
     config["datasets"] = {
         "google-2011": {
-            "kind": "google-2011", "source": "download", "download": {"parts": "all"},
-            "convert": {"parts_per_job": parts_per_job}, "n_shards": n_shards, "min_tasks": 100,
+            "kind": "google-2011",
+            "source": "download",
+            "download": {"parts": "all"},
+            "convert": {"parts_per_job": parts_per_job},
+            "n_shards": n_shards,
+            "min_tasks": 100,
             "replay": {"grid_origin": 600, "checkpoint_interval": 300},
         }
     }
@@ -129,9 +159,22 @@ def bench_dag(n_jobs: int, jobs_per_shard: int, parts_per_job: int = 1) -> None:
     cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
     completed = subprocess.run(
-        ["snakemake", "-n", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(work),
-         "--configfile", str(work / "config.yaml"), "--replace-workflow-config", "--quiet", "rules"],
-        check=True, capture_output=True, text=True,
+        [
+            "snakemake",
+            "-n",
+            "--snakefile",
+            str(ROOT / "Snakefile"),
+            "--directory",
+            str(work),
+            "--configfile",
+            str(work / "config.yaml"),
+            "--replace-workflow-config",
+            "--quiet",
+            "rules",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
     )
     seconds = time.perf_counter() - began
     cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -141,18 +184,28 @@ def bench_dag(n_jobs: int, jobs_per_shard: int, parts_per_job: int = 1) -> None:
         for fields in (line.split() for line in completed.stdout.splitlines())
         if len(fields) == 2 and fields[1].isdigit()
     }
-    emit("dag", {"benchmark": "snakemake -n, full Google size (500 + 500 parts downloaded)",
-                 "jobs": n_jobs, "shards": n_shards, "methods": len(methods),
-                 "parts_per_convert_job": parts_per_job,
-                 "snakemake_jobs": counts.get("total"),
-                 "jobs_per_rule": {k: v for k, v in counts.items() if k != "total"},
-                 "seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1),
-                 "load_average_1min": round(os.getloadavg()[0], 1)})
+    emit(
+        "dag",
+        {
+            "benchmark": "snakemake -n, full Google size (500 + 500 parts downloaded)",
+            "jobs": n_jobs,
+            "shards": n_shards,
+            "methods": len(methods),
+            "parts_per_convert_job": parts_per_job,
+            "snakemake_jobs": counts.get("total"),
+            "jobs_per_rule": {k: v for k, v in counts.items() if k != "total"},
+            "seconds": round(seconds, 1),
+            "cpu_seconds": round(cpu, 1),
+            "load_average_1min": round(os.getloadavg()[0], 1),
+        },
+    )
     shutil.rmtree(work)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="what", required=True)
     p = sub.add_parser("pipeline")
     p.add_argument("--cores", type=int, default=2)
@@ -162,7 +215,9 @@ def main() -> None:
     p = sub.add_parser("dag")
     p.add_argument("--jobs", type=int, default=8400)
     p.add_argument("--jobs-per-shard", type=int, default=100)
-    p.add_argument("--parts-per-job", type=int, default=1, help="task_usage parts per convert_part job")
+    p.add_argument(
+        "--parts-per-job", type=int, default=1, help="task_usage parts per convert_part job"
+    )
     args = parser.parse_args()
     if args.what == "pipeline":
         bench_pipeline(args.cores)

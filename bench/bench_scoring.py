@@ -43,13 +43,21 @@ def main(run_dir: str) -> None:
             added += time.perf_counter() - middle
         with tempfile.TemporaryDirectory() as scratch:
             began = time.perf_counter()
-            report.plot_lead_distribution(pd.concat(leads), pd.concat(metrics),
-                                          Path(scratch) / "lead.png", dataset_dir.name)
+            report.plot_lead_distribution(
+                pd.concat(leads), pd.concat(metrics), Path(scratch) / "lead.png", dataset_dir.name
+            )
             figure = time.perf_counter() - began
-        print(json.dumps({"dataset": dataset_dir.name, "methods": len(methods),
-                          "existing_metrics_s": round(existing, 3),
-                          "timing_metrics_s": round(added, 3),
-                          "lead_figure_s": round(figure, 3)}))
+        print(
+            json.dumps(
+                {
+                    "dataset": dataset_dir.name,
+                    "methods": len(methods),
+                    "existing_metrics_s": round(existing, 3),
+                    "timing_metrics_s": round(added, 3),
+                    "lead_figure_s": round(figure, 3),
+                }
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -28,9 +28,13 @@ def target_rules(job: Path) -> list[str]:
     """Rule names of the jobs a submitted script runs (one, or several for a group job)."""
     for line in (job / "jobscript.sh").read_text().splitlines():
         if "--target-jobs" in line:
-            words = shlex.split(line[line.index("--target-jobs"):])[1:]
-            return [w.split(":", 1)[0] for w in words[: next(
-                (i for i, w in enumerate(words) if w.startswith("--")), len(words))]]
+            words = shlex.split(line[line.index("--target-jobs") :])[1:]
+            return [
+                w.split(":", 1)[0]
+                for w in words[
+                    : next((i for i, w in enumerate(words) if w.startswith("--")), len(words))
+                ]
+            ]
     return []
 
 
@@ -54,17 +58,25 @@ def job_overheads(workdir: Path, state: Path) -> dict:
         if not logs or any(m is None for m in measured):
             continue  # a rule without a benchmark: its own work is not separable
         rules = target_rules(job)
-        rows.append({"rules": ",".join(sorted(set(rules))), "n_jobs": max(len(rules), 1),
-                     "wall_seconds": wall, "benchmark_seconds": sum(measured),
-                     "overhead_seconds": wall - sum(measured)})
+        rows.append(
+            {
+                "rules": ",".join(sorted(set(rules))),
+                "n_jobs": max(len(rules), 1),
+                "wall_seconds": wall,
+                "benchmark_seconds": sum(measured),
+                "overhead_seconds": wall - sum(measured),
+            }
+        )
     frame = pd.DataFrame(rows)
     if frame.empty:
         return {"rows": frame, "summary": {}}
     overhead = frame["overhead_seconds"].to_numpy()
-    summary = {"submitted_jobs_measured": int(len(frame)),
-               "median": round(float(np.median(overhead)), 2),
-               "p90": round(float(np.quantile(overhead, 0.9)), 2),
-               "min": round(float(overhead.min()), 2)}
+    summary = {
+        "submitted_jobs_measured": int(len(frame)),
+        "median": round(float(np.median(overhead)), 2),
+        "p90": round(float(np.quantile(overhead, 0.9)), 2),
+        "min": round(float(overhead.min()), 2),
+    }
     return {"rows": frame, "summary": summary}
 
 

@@ -14,9 +14,9 @@ import sys
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from stragglers.rules.launch import launch_settings
 from stragglers.launch.crossjob import add_labels
 from stragglers.launch.tasks import load_launch_tasks
+from stragglers.rules.launch import launch_settings
 
 
 def main(argv: list[str]) -> int:
@@ -32,7 +32,9 @@ def main(argv: list[str]) -> int:
     settings = launch_settings(config, kind, straggler_quantile=0.9)
     tasks, features = load_launch_tasks(converted, kind, settings.workload)
     tasks = add_labels(tasks, settings)
-    print(f"{converted}: {len(tasks)} tasks, {tasks['straggler'].mean():.3f} stragglers ({settings.label})")
+    print(
+        f"{converted}: {len(tasks)} tasks, {tasks['straggler'].mean():.3f} stragglers ({settings.label})"
+    )
     for column in features:
         values = tasks[column].to_numpy(float)
         known = ~np.isnan(values)

@@ -21,13 +21,13 @@ from pathlib import Path
 import numpy as np
 
 from stragglers.formats.datasets import machine_feature_category
-from stragglers.launch.mtl import MultiTaskSVM
 from stragglers.launch.crossjob import (
     LaunchSettings,
     Standardiser,
     add_labels,
     oversample_stragglers,
 )
+from stragglers.launch.mtl import MultiTaskSVM
 from stragglers.launch.tasks import load_launch_tasks
 
 BUDGETS = (200, 500, 1000, 2000, 20000)
@@ -50,20 +50,36 @@ def main() -> None:
     picked = oversample_stragglers(straggler, np.random.default_rng(args.seed))
     node, workload = train["node"].to_numpy()[picked], train["workload"].to_numpy()[picked]
     categories = [machine_feature_category(name) for name in features]
-    print(f"{len(train)} training tasks ({len(picked)} after oversampling), {len(features)} features")
+    print(
+        f"{len(train)} training tasks ({len(picked)} after oversampling), {len(features)} features"
+    )
     rows = []
     for name in FORMULATIONS:
         for budget in BUDGETS:
             started = time.process_time()
-            model = MultiTaskSVM(name, seed=args.seed, feature_categories=categories, max_iter=budget)
+            model = MultiTaskSVM(
+                name, seed=args.seed, feature_categories=categories, max_iter=budget
+            )
             model.fit(X[picked], straggler[picked], node, workload)
             seconds = time.process_time() - started
             objective = model.objective(X[picked], straggler[picked], node, workload)
-            flagged = float(model.predict(X, train["node"].to_numpy(), train["workload"].to_numpy()).mean())
-            rows.append({"formulation": name, "inner_max_iter": budget, "cpu_seconds": round(seconds, 3),
-                         "alternations": model.n_iter_, "objective": objective, "flagged_share": flagged})
-            print(f"{name:5s} inner {budget:6d}: {seconds:7.2f} s, {model.n_iter_:3d} alternations, "
-                  f"objective {objective:.4f}, flags {flagged:.3f}")
+            flagged = float(
+                model.predict(X, train["node"].to_numpy(), train["workload"].to_numpy()).mean()
+            )
+            rows.append(
+                {
+                    "formulation": name,
+                    "inner_max_iter": budget,
+                    "cpu_seconds": round(seconds, 3),
+                    "alternations": model.n_iter_,
+                    "objective": objective,
+                    "flagged_share": flagged,
+                }
+            )
+            print(
+                f"{name:5s} inner {budget:6d}: {seconds:7.2f} s, {model.n_iter_:3d} alternations, "
+                f"objective {objective:.4f}, flags {flagged:.3f}"
+            )
     out = Path(__file__).resolve().parent / "out" / "mixed_norm_solver.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"converted_dir": args.converted_dir, "rows": rows}, indent=2) + "\n")

@@ -33,13 +33,29 @@ import pandas as pd
 import yaml
 
 FULL = {
-    "google": {"tasks": 1_100_000, "jobs": 8425, "shards": 84, "raw_gb": 41.0,
-               "conversion_jobs_today": 1, "conversion_jobs_scattered": 1000},
-    "alibaba": {"tasks": 1_000_000, "jobs": 10_000, "shards": 100, "raw_gb": 20.0,
-                "conversion_jobs_today": 1, "conversion_jobs_scattered": 1},
+    "google": {
+        "tasks": 1_100_000,
+        "jobs": 8425,
+        "shards": 84,
+        "raw_gb": 41.0,
+        "conversion_jobs_today": 1,
+        "conversion_jobs_scattered": 1000,
+    },
+    "alibaba": {
+        "tasks": 1_000_000,
+        "jobs": 10_000,
+        "shards": 100,
+        "raw_gb": 20.0,
+        "conversion_jobs_today": 1,
+        "conversion_jobs_scattered": 1,
+    },
 }
-KIND = {"google-2011": "google", "google-2011-events": "google", "alibaba-2018": "alibaba",
-        "alibaba-2017": "alibaba"}
+KIND = {
+    "google-2011": "google",
+    "google-2011-events": "google",
+    "alibaba-2018": "alibaba",
+    "alibaba-2017": "alibaba",
+}
 
 
 def cpu(path: Path) -> float:
@@ -52,15 +68,33 @@ def measured_rates(workdir: Path, config_path: Path) -> dict:
     rates: dict = {}
     for dataset, settings in config["datasets"].items():
         family = KIND[settings["kind"]]
-        manifest = pd.read_parquet(workdir / "resources" / "converted" / dataset / "manifest.parquet")
+        manifest = pd.read_parquet(
+            workdir / "resources" / "converted" / dataset / "manifest.parquet"
+        )
         tasks = int(manifest["n_tasks"].sum())
-        entry = rates.setdefault(family, {"dataset": dataset, "tasks_measured": tasks,
-                                          "jobs_measured": len(manifest), "predict": {},
-                                          "simulate": {}, "policies": {}, "evaluate": None})
+        entry = rates.setdefault(
+            family,
+            {
+                "dataset": dataset,
+                "tasks_measured": tasks,
+                "jobs_measured": len(manifest),
+                "predict": {},
+                "simulate": {},
+                "policies": {},
+                "evaluate": None,
+            },
+        )
         for method_dir in sorted((workdir / "benchmarks" / "predict" / dataset).iterdir()):
             seconds, shard_tasks = 0.0, 0
             for tsv in method_dir.glob("shard-*.tsv"):
-                jobs = workdir / "results" / dataset / "predictions" / method_dir.name / f"{tsv.stem}.jobs.parquet"
+                jobs = (
+                    workdir
+                    / "results"
+                    / dataset
+                    / "predictions"
+                    / method_dir.name
+                    / f"{tsv.stem}.jobs.parquet"
+                )
                 seconds += cpu(tsv)
                 shard_tasks += int(pd.read_parquet(jobs, columns=["n_tasks"])["n_tasks"].sum())
             entry["predict"][method_dir.name] = seconds / shard_tasks
@@ -74,7 +108,9 @@ def measured_rates(workdir: Path, config_path: Path) -> dict:
     return rates
 
 
-def project(rates: dict, cores: list[int], convert_per_gb: float, startup: float, group: int) -> dict:
+def project(
+    rates: dict, cores: list[int], convert_per_gb: float, startup: float, group: int
+) -> dict:
     result = {}
     for family, full in FULL.items():
         if family not in rates:
@@ -86,42 +122,79 @@ def project(rates: dict, cores: list[int], convert_per_gb: float, startup: float
         predict_jobs = len(methods) * full["shards"]
         stages = {
             # name: (CPU seconds, longest single job in seconds, submitted jobs)
-            "conversion (one job, before scatter-gather)": (convert_per_gb * full["raw_gb"],
-                                            convert_per_gb * full["raw_gb"], 1),
-            "prediction": (predict_cpu, slowest * full["tasks"] / full["shards"],
-                           math.ceil(predict_jobs / group)),
+            "conversion (one job, before scatter-gather)": (
+                convert_per_gb * full["raw_gb"],
+                convert_per_gb * full["raw_gb"],
+                1,
+            ),
+            "prediction": (
+                predict_cpu,
+                slowest * full["tasks"] / full["shards"],
+                math.ceil(predict_jobs / group),
+            ),
             # one simulation job per method; methods not (yet) simulated in WORKDIR cost the
             # mean of those that were
-            "simulation": (sum(rate["simulate"].values()) / len(rate["simulate"]) * len(methods)
-                           * full["tasks"],
-                           max(rate["simulate"].values(), default=0.0) * full["tasks"],
-                           len(methods)),
+            "simulation": (
+                sum(rate["simulate"].values())
+                / len(rate["simulate"])
+                * len(methods)
+                * full["tasks"],
+                max(rate["simulate"].values(), default=0.0) * full["tasks"],
+                len(methods),
+            ),
         }
         if rate["policies"]:
             # one mitigation-policy simulation job per method (rule simulate_policies)
             stages["mitigation policies"] = (
-                sum(rate["policies"].values()) / len(rate["policies"]) * len(methods) * full["tasks"],
-                max(rate["policies"].values()) * full["tasks"], len(methods))
+                sum(rate["policies"].values())
+                / len(rate["policies"])
+                * len(methods)
+                * full["tasks"],
+                max(rate["policies"].values()) * full["tasks"],
+                len(methods),
+            )
         if rate["evaluate"] is not None:
-            stages["evaluation"] = (rate["evaluate"] * full["tasks"], rate["evaluate"] * full["tasks"], 1)
+            stages["evaluation"] = (
+                rate["evaluate"] * full["tasks"],
+                rate["evaluate"] * full["tasks"],
+                1,
+            )
         if full["conversion_jobs_scattered"] > 1:
             per_part = convert_per_gb * full["raw_gb"] / full["conversion_jobs_scattered"]
-            scattered = ("conversion (one job per part)",
-                         (convert_per_gb * full["raw_gb"], per_part, full["conversion_jobs_scattered"]))
+            scattered = (
+                "conversion (one job per part)",
+                (convert_per_gb * full["raw_gb"], per_part, full["conversion_jobs_scattered"]),
+            )
         else:
             scattered = None
+
         def totals(stage_set: dict) -> dict:
             cpu_s = sum(c + startup * n for c, _, n in stage_set.values())
-            wall = {n_cores: sum(max((c + startup * n) / n_cores, longest + startup)
-                                 for c, longest, n in stage_set.values()) for n_cores in cores}
-            return {"cpu_hours": round(cpu_s / 3600, 2),
-                    "wall_hours_on_cores": {str(k): round(v / 3600, 2) for k, v in wall.items()}}
+            wall = {
+                n_cores: sum(
+                    max((c + startup * n) / n_cores, longest + startup)
+                    for c, longest, n in stage_set.values()
+                )
+                for n_cores in cores
+            }
+            return {
+                "cpu_hours": round(cpu_s / 3600, 2),
+                "wall_hours_on_cores": {str(k): round(v / 3600, 2) for k, v in wall.items()},
+            }
+
         today = totals(stages)
         entry = {
-            "tasks": full["tasks"], "jobs": full["jobs"], "shards": full["shards"],
-            "methods": len(methods), "methods_simulated_in_workdir": len(rate["simulate"]),
-            "stages_cpu_hours": {k: round((c + startup * n) / 3600, 2) for k, (c, _, n) in stages.items()},
-            "longest_job_hours": {k: round(longest / 3600, 3) for k, (_, longest, _) in stages.items()},
+            "tasks": full["tasks"],
+            "jobs": full["jobs"],
+            "shards": full["shards"],
+            "methods": len(methods),
+            "methods_simulated_in_workdir": len(rate["simulate"]),
+            "stages_cpu_hours": {
+                k: round((c + startup * n) / 3600, 2) for k, (c, _, n) in stages.items()
+            },
+            "longest_job_hours": {
+                k: round(longest / 3600, 3) for k, (_, longest, _) in stages.items()
+            },
             "slowest_method": max(rate["predict"], key=rate["predict"].get),
             "today": today,
         }
@@ -134,11 +207,16 @@ def project(rates: dict, cores: list[int], convert_per_gb: float, startup: float
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("workdir", type=Path)
-    parser.add_argument("--configfile", type=Path,
-                        default=Path(__file__).resolve().parents[1] / "config" / "config.yaml",
-                        help="the config WORKDIR was run with")
+    parser.add_argument(
+        "--configfile",
+        type=Path,
+        default=Path(__file__).resolve().parents[1] / "config" / "config.yaml",
+        help="the config WORKDIR was run with",
+    )
     parser.add_argument("--cores", type=int, nargs="+", default=[1, 16, 64, 256])
     parser.add_argument("--convert-seconds-per-gb", type=float, default=12.0 / 0.09)
     parser.add_argument("--startup-seconds", type=float, default=5.0)
@@ -147,15 +225,24 @@ def main() -> None:
     rates = measured_rates(args.workdir.resolve(), args.configfile)
     result = {
         "measured_in": str(args.workdir),
-        "per_task_cpu_seconds": {f: {"predict_total_all_methods": sum(r["predict"].values()),
-                                     "simulate_total": sum(r["simulate"].values()),
-                                     "evaluate": r["evaluate"], "tasks_measured": r["tasks_measured"]}
-                                 for f, r in rates.items()},
-        "assumptions": {"convert_seconds_per_gb": round(args.convert_seconds_per_gb, 1),
-                        "startup_seconds_per_submitted_job": args.startup_seconds,
-                        "predict_group": args.group, "full_runs": FULL},
-        "projection": project(rates, args.cores, args.convert_seconds_per_gb, args.startup_seconds,
-                              args.group),
+        "per_task_cpu_seconds": {
+            f: {
+                "predict_total_all_methods": sum(r["predict"].values()),
+                "simulate_total": sum(r["simulate"].values()),
+                "evaluate": r["evaluate"],
+                "tasks_measured": r["tasks_measured"],
+            }
+            for f, r in rates.items()
+        },
+        "assumptions": {
+            "convert_seconds_per_gb": round(args.convert_seconds_per_gb, 1),
+            "startup_seconds_per_submitted_job": args.startup_seconds,
+            "predict_group": args.group,
+            "full_runs": FULL,
+        },
+        "projection": project(
+            rates, args.cores, args.convert_seconds_per_gb, args.startup_seconds, args.group
+        ),
     }
     out = Path(__file__).resolve().parent / "out"
     out.mkdir(exist_ok=True)

@@ -51,16 +51,20 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from stragglers.replay import aligned
 from stragglers import evaluate  # noqa: E402
-from stragglers.report.audit import audit_jobs  # noqa: E402
-from stragglers.formats.datasets import FEATURES_BY_KIND, SCRIPT_COLUMNS, SCRIPT_LAYOUT  # noqa: E402
+from stragglers.formats.datasets import (  # noqa: E402
+    FEATURES_BY_KIND,
+    SCRIPT_COLUMNS,
+    SCRIPT_LAYOUT,
+    last_columns,
+)
+from stragglers.formats.jobs import iter_shard_jobs, read_manifest  # noqa: E402
 from stragglers.methods import get_method  # noqa: E402
-from stragglers.formats.jobs import iter_shard_jobs, read_manifest
-from stragglers.formats.datasets import last_columns
-from stragglers.rules.predict import replay_settings  # noqa: E402
-from stragglers.replay.core import ReplaySettings
+from stragglers.replay import aligned  # noqa: E402
+from stragglers.replay.core import ReplaySettings  # noqa: E402
 from stragglers.replay.runner import run_method_on_jobs  # noqa: E402
+from stragglers.report.audit import audit_jobs  # noqa: E402
+from stragglers.rules.predict import replay_settings  # noqa: E402
 
 SCRIPT_METHODS = ("gb", "ipwnc", "ipw", "en", "bg", "tb", "kt")  # its get_TPR_FPR call order
 COMPARED = {"GBTR": "gb", "NURD-NC": "ipwnc", "NURD": "ipw"}
@@ -80,7 +84,8 @@ def task_tables(job, kind: str, interval: float) -> list[np.ndarray]:
     if last.any():
         values[:, last] = aligned.per_window_counts(task, values[:, last])
     task, duration, values = aligned.split_windows(
-        task, (job.window_end - job.window_start)[order], values, interval)
+        task, (job.window_end - job.window_start)[order], values, interval
+    )
     values = np.where(np.isnan(values), 0.0, values)  # the authors' fillna(0)
     columns = [f.column for f in FEATURES_BY_KIND[kind]]
     unmapped = [c for c in columns if c not in SCRIPT_COLUMNS]
@@ -96,7 +101,7 @@ def task_tables(job, kind: str, interval: float) -> list[np.ndarray]:
     table[:, 3] = task
     table[:, place] = values
     bounds = np.r_[0, np.cumsum(np.bincount(task, minlength=job.n_tasks))]
-    return [table[bounds[i]:bounds[i + 1]] for i in range(job.n_tasks)]
+    return [table[bounds[i] : bounds[i + 1]] for i in range(job.n_tasks)]
 
 
 def write_layout(job, kind: str, interval: float, folder: Path) -> None:
@@ -140,15 +145,18 @@ def load_script(path: Path, real_baselines: bool):
     """The script as a module, with the shims of the module docstring; returns (module, scores)
     where `scores` collects the (TPR, FPR, FNR, AUC, F1) of each get_TPR_FPR call."""
     if not hasattr(pd.DataFrame, "append"):
+
         def append(self, other, ignore_index=False):  # pandas < 2.0's DataFrame.append
             return pd.concat([self, other], ignore_index=ignore_index)
 
         pd.DataFrame.append = append
     stubs = {
-        "imblearn": {}, "imblearn.over_sampling": {"SMOTE": _StubBaseline},
+        "imblearn": {},
+        "imblearn.over_sampling": {"SMOTE": _StubBaseline},
         "imblearn.under_sampling": {"RandomUnderSampler": _StubBaseline},
         "pulearn": {"ElkanotoPuClassifier": _StubBaseline, "BaggingPuClassifier": _StubBaseline},
-        "KTBoost": {}, "KTBoost.KTBoost": {"BoostingRegressor": _StubBaseline},
+        "KTBoost": {},
+        "KTBoost.KTBoost": {"BoostingRegressor": _StubBaseline},
     }
     for name, attributes in stubs.items():
         if not _importable(name):
@@ -181,8 +189,17 @@ def run_script(module, scores: list, data: Path, job_id: str, gamma: float, log:
     scratch = log.parent / "script-out"
     scratch.mkdir(parents=True, exist_ok=True)
     argv = sys.argv
-    sys.argv = ["run_ts.py", "--data_path", f"{data}/", "--jobid", job_id,
-                "--gamma", repr(float(gamma)), "--out", str(scratch)]
+    sys.argv = [
+        "run_ts.py",
+        "--data_path",
+        f"{data}/",
+        "--jobid",
+        job_id,
+        "--gamma",
+        repr(float(gamma)),
+        "--out",
+        str(scratch),
+    ]
     text = io.StringIO()
     try:
         with contextlib.redirect_stdout(text):
@@ -192,17 +209,21 @@ def run_script(module, scores: list, data: Path, job_id: str, gamma: float, log:
         log.write_text(text.getvalue())
     if len(scores) != len(SCRIPT_METHODS):
         raise RuntimeError(f"job {job_id}: the script scored {len(scores)} methods, expected 7")
-    return {name: (s[0] / 100.0, s[1] / 100.0, float(s[4])) for name, s in zip(SCRIPT_METHODS, scores)}
+    return {
+        name: (s[0] / 100.0, s[1] / 100.0, float(s[4])) for name, s in zip(SCRIPT_METHODS, scores)
+    }
 
 
 # ---------------------------------------------------------------------------------------------
 # 3. the pipeline's step 0, and the comparison
 
 
-def pipeline_step0(jobs, kind: str, settings: ReplaySettings, seed: int, dataset: str,
-                   method: str, params: dict) -> pd.DataFrame:
-    tasks, rows = run_method_on_jobs(iter(jobs), get_method(method), params, settings,
-                                     last_columns(kind), seed, dataset)
+def pipeline_step0(
+    jobs, kind: str, settings: ReplaySettings, seed: int, dataset: str, method: str, params: dict
+) -> pd.DataFrame:
+    tasks, rows = run_method_on_jobs(
+        iter(jobs), get_method(method), params, settings, last_columns(kind), seed, dataset
+    )
     return evaluate.job_metrics(tasks, rows).set_index("job_id")
 
 
@@ -237,23 +258,36 @@ def compare_dataset(config: dict, dataset: str, args, module, scores) -> pd.Data
             ours = pipeline_step0(jobs, kind, settings, config["seed"], dataset, method, params)
             for job in jobs:
                 theirs = script[job.job_id]
-                row = {"dataset": dataset, "job_id": job.job_id, "method": method,
-                       "alpha": float(alpha) if method == "NURD" else np.nan}
+                row = {
+                    "dataset": dataset,
+                    "job_id": job.job_id,
+                    "method": method,
+                    "alpha": float(alpha) if method == "NURD" else np.nan,
+                }
                 mine = ours.loc[job.job_id]
-                row.update(pipeline_status=mine["status"], pipeline_TPR=mine["TPR"],
-                           pipeline_FPR=mine["FPR"], pipeline_F1=mine["F1"])
+                row.update(
+                    pipeline_status=mine["status"],
+                    pipeline_TPR=mine["TPR"],
+                    pipeline_FPR=mine["FPR"],
+                    pipeline_F1=mine["F1"],
+                )
                 if isinstance(theirs, str):
                     row.update(script_error=theirs)
                 else:
                     tpr, fpr, f1 = theirs[COMPARED[method]]
                     row.update(script_TPR=tpr, script_FPR=fpr, script_F1=f1, script_error="")
                 rows.append(row)
-        print(f"{dataset} alpha {alpha}: script {script_seconds:.0f} s for {len(jobs)} jobs",
-              flush=True)
+        print(
+            f"{dataset} alpha {alpha}: script {script_seconds:.0f} s for {len(jobs)} jobs",
+            flush=True,
+        )
     frame = pd.DataFrame(rows)
-    diff = np.maximum.reduce([
-        (frame[f"script_{m}"] - frame[f"pipeline_{m}"]).abs().fillna(np.inf).to_numpy()
-        for m in ("TPR", "FPR", "F1")])
+    diff = np.maximum.reduce(
+        [
+            (frame[f"script_{m}"] - frame[f"pipeline_{m}"]).abs().fillna(np.inf).to_numpy()
+            for m in ("TPR", "FPR", "F1")
+        ]
+    )
     frame["equal"] = diff <= EQUAL
     frame["abs_F1_difference"] = (frame["script_F1"] - frame["pipeline_F1"]).abs()
     frame.to_csv(out / "comparison.csv", index=False)
@@ -261,25 +295,31 @@ def compare_dataset(config: dict, dataset: str, args, module, scores) -> pd.Data
 
 
 def summary(frame: pd.DataFrame) -> str:
-    lines = ["| dataset | method | alpha | jobs | mean F1 script | mean F1 step 0 | "
-             "jobs equal | largest F1 gap |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| dataset | method | alpha | jobs | mean F1 script | mean F1 step 0 | "
+        "jobs equal | largest F1 gap |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     keys = ["dataset", "method", "alpha"]
     for (dataset, method, alpha), part in frame.groupby(keys, dropna=False, sort=False):
         alpha_text = "-" if pd.isna(alpha) else f"{alpha:g}"
         lines.append(
             f"| {dataset} | {method} | {alpha_text} | {len(part)} | {part['script_F1'].mean():.3f} | "
             f"{part['pipeline_F1'].mean():.3f} | {int(part['equal'].sum())} of {len(part)} | "
-            f"{part['abs_F1_difference'].max():.3f} |")
+            f"{part['abs_F1_difference'].max():.3f} |"
+        )
     differing = frame[~frame["equal"]]
     if len(differing):
         lines += ["", "Jobs that differ:", ""]
         for _, row in differing.iterrows():
             alpha = "" if pd.isna(row["alpha"]) else f" alpha {row['alpha']:g}"
-            lines.append(f"- {row['dataset']} {row['job_id']} {row['method']}{alpha}: F1 script "
-                         f"{row['script_F1']:.3f} / step 0 {row['pipeline_F1']:.3f}, TPR "
-                         f"{row['script_TPR']:.3f} / {row['pipeline_TPR']:.3f}, FPR "
-                         f"{row['script_FPR']:.3f} / {row['pipeline_FPR']:.3f}"
-                         + (f" ({row['script_error']})" if row.get("script_error") else ""))
+            lines.append(
+                f"- {row['dataset']} {row['job_id']} {row['method']}{alpha}: F1 script "
+                f"{row['script_F1']:.3f} / step 0 {row['pipeline_F1']:.3f}, TPR "
+                f"{row['script_TPR']:.3f} / {row['pipeline_TPR']:.3f}, FPR "
+                f"{row['script_FPR']:.3f} / {row['pipeline_FPR']:.3f}"
+                + (f" ({row['script_error']})" if row.get("script_error") else "")
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -288,12 +328,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--script", required=True, type=Path, help="your copy of code/run_ts.py")
     parser.add_argument("--config", type=Path, default=ROOT / "config" / "config.yaml")
     parser.add_argument("--datasets", nargs="*", help="default: every dataset of the config")
-    parser.add_argument("--alphas", nargs="*", type=float, default=[0.0, 0.5],
-                        help="the script's gamma = NURD's alpha")
+    parser.add_argument(
+        "--alphas",
+        nargs="*",
+        type=float,
+        default=[0.0, 0.5],
+        help="the script's gamma = NURD's alpha",
+    )
     parser.add_argument("--n-jobs", type=int, default=0, help="first jobs by id; 0 = all")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "reference_script")
-    parser.add_argument("--real-baselines", action="store_true",
-                        help="run the script's PU / Tobit / Grabit baselines instead of stubs")
+    parser.add_argument(
+        "--real-baselines",
+        action="store_true",
+        help="run the script's PU / Tobit / Grabit baselines instead of stubs",
+    )
     args = parser.parse_args(argv)
     if not args.script.is_file():
         parser.error(f"--script: no file {args.script}")

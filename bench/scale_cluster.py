@@ -28,7 +28,9 @@ from job_overhead import job_overheads  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--jobs", type=int, default=5000, help="trace jobs to generate")
     parser.add_argument("--shards", type=int, default=50)
     parser.add_argument("--methods", nargs="+", default=["NURD", "Oracle"])
@@ -41,11 +43,16 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     config = {
         "seed": 20220301,
-        "datasets": {"google-scale": {
-            "kind": "google-2011", "source": "generate", "generator": {"n_jobs": args.jobs},
-            "n_shards": args.shards, "min_tasks": 100,
-            "replay": {"grid_origin": 600, "checkpoint_interval": 300},
-        }},
+        "datasets": {
+            "google-scale": {
+                "kind": "google-2011",
+                "source": "generate",
+                "generator": {"n_jobs": args.jobs},
+                "n_shards": args.shards,
+                "min_tasks": 100,
+                "replay": {"grid_origin": 600, "checkpoint_interval": 300},
+            }
+        },
         "replay": {"start_fraction": 0.04, "straggler_quantile": 0.9, "protocol": "causal"},
         "methods": {name: {} for name in args.methods},
         "evaluation": {"f1_time_points": 10},
@@ -56,27 +63,50 @@ def main() -> None:
     state = work / "submitted"
     python = sys.executable
     command = [
-        python, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(work),
-        "--configfile", str(config_path), "--replace-workflow-config",
-        "--executor", "cluster-generic",
-        "--cluster-generic-submit-cmd", f"{python} {PROFILE / 'submit.py'} {state}",
-        "--cluster-generic-status-cmd", f"{python} {PROFILE / 'status.py'} {state}",
-        "--cluster-generic-cancel-cmd", f"{python} {PROFILE / 'cancel.py'} {state}",
-        "--jobs", str(args.parallel), "--latency-wait", "10", "--max-status-checks-per-second", "2",
-        "--group-components", f"predict={args.group}", "-q",
+        python,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(work),
+        "--configfile",
+        str(config_path),
+        "--replace-workflow-config",
+        "--executor",
+        "cluster-generic",
+        "--cluster-generic-submit-cmd",
+        f"{python} {PROFILE / 'submit.py'} {state}",
+        "--cluster-generic-status-cmd",
+        f"{python} {PROFILE / 'status.py'} {state}",
+        "--cluster-generic-cancel-cmd",
+        f"{python} {PROFILE / 'cancel.py'} {state}",
+        "--jobs",
+        str(args.parallel),
+        "--latency-wait",
+        "10",
+        "--max-status-checks-per-second",
+        "2",
+        "--group-components",
+        f"predict={args.group}",
+        "-q",
     ]
     began = time.perf_counter()
     subprocess.run(command, check=True)
     seconds = time.perf_counter() - began
 
-    report = json.loads((work / "resources" / "converted" / "google-scale" / "report.json").read_text())
+    report = json.loads(
+        (work / "resources" / "converted" / "google-scale" / "report.json").read_text()
+    )
     overheads = job_overheads(work, state)
     result = {
         "benchmark": "scale check through cluster-generic",
         "trace_jobs_generated": args.jobs,
         "trace_jobs_kept": report["counts"]["jobs_kept"],
         "tasks_kept": report["counts"]["tasks_kept"],
-        "shards": args.shards, "methods": args.methods, "predict_group_size": args.group,
+        "shards": args.shards,
+        "methods": args.methods,
+        "predict_group_size": args.group,
         "submitted_jobs": len(list(state.iterdir())),
         "parallel_submitted_jobs": args.parallel,
         "wall_seconds": round(seconds, 1),

@@ -26,9 +26,15 @@ import pandas as pd
 
 # benchmarks/convert/<dataset>/ holds the scatter-gather stages, told apart by file name
 CONVERT_STAGES = {"prepare": "convert_prepare", "group": "convert_part", "shard": "gather_shard"}
-BENCHMARK_RULES = {"predict": "predict", "simulate": "simulate_method", "policies": "simulate_policies",
-                   "generate": "generate_trace", "download": "download_trace", "tune": "tune_method",
-                   "evaluate": "evaluate_dataset"}
+BENCHMARK_RULES = {
+    "predict": "predict",
+    "simulate": "simulate_method",
+    "policies": "simulate_policies",
+    "generate": "generate_trace",
+    "download": "download_trace",
+    "tune": "tune_method",
+    "evaluate": "evaluate_dataset",
+}
 
 
 def read_benchmarks(workdir: Path) -> pd.DataFrame:
@@ -40,11 +46,15 @@ def read_benchmarks(workdir: Path) -> pd.DataFrame:
         folder = relative.parts[0]
         if folder == "convert":
             folder = CONVERT_STAGES.get(relative.stem.split("-")[0], "convert")
-        record = {"folder": folder, "path": str(relative), "seconds": float(row["s"]),
-                  "cpu_seconds": float(row["cpu_time"]),
-                  "max_rss_mb": float(row["max_rss"]) if row["max_rss"] != "-" else float("nan"),
-                  "mean_load": float(row["mean_load"]) if "mean_load" in row else float("nan"),
-                  "jobs_in_shard": None}
+        record = {
+            "folder": folder,
+            "path": str(relative),
+            "seconds": float(row["s"]),
+            "cpu_seconds": float(row["cpu_time"]),
+            "max_rss_mb": float(row["max_rss"]) if row["max_rss"] != "-" else float("nan"),
+            "mean_load": float(row["mean_load"]) if "mean_load" in row else float("nan"),
+            "jobs_in_shard": None,
+        }
         if relative.parts[0] == "predict":
             dataset, method, shard = relative.parts[1], relative.parts[2], relative.stem
             record["method"] = method
@@ -70,23 +80,27 @@ def suggest(frame: pd.DataFrame, jobs_per_shard: int) -> list[dict]:
             longest = max(longest, float(slowest.max()) * jobs_per_shard)
             basis = f"slowest method ({slowest.idxmax()}, {slowest.max():.3f} CPU s/trace job) x {jobs_per_shard}"
         peak = float(group["max_rss_mb"].max())
-        suggestions.append({
-            "rule": BENCHMARK_RULES.get(folder, folder),
-            "benchmarks": int(len(group)),
-            "max_seconds": round(float(group["seconds"].max()), 1),
-            "max_cpu_seconds": round(float(group["cpu_seconds"].max()), 1),
-            "max_rss_mb": round(peak, 1),
-            "max_mean_load_percent": round(float(group["mean_load"].max()), 1),
-            "runtime_basis": basis,
-            "mem_mb": max(512, round_up(1.5 * peak, 256)),
-            "runtime": max(5, math.ceil(3 * longest / 60)),
-            "cpus": 1 if float(group["mean_load"].max()) < 150 else 2,
-        })
+        suggestions.append(
+            {
+                "rule": BENCHMARK_RULES.get(folder, folder),
+                "benchmarks": int(len(group)),
+                "max_seconds": round(float(group["seconds"].max()), 1),
+                "max_cpu_seconds": round(float(group["cpu_seconds"].max()), 1),
+                "max_rss_mb": round(peak, 1),
+                "max_mean_load_percent": round(float(group["mean_load"].max()), 1),
+                "runtime_basis": basis,
+                "mem_mb": max(512, round_up(1.5 * peak, 256)),
+                "runtime": max(5, math.ceil(3 * longest / 60)),
+                "cpus": 1 if float(group["mean_load"].max()) < 150 else 2,
+            }
+        )
     return suggestions
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("workdirs", type=Path, nargs="+")
     parser.add_argument("--jobs-per-shard", type=int, default=100)
     args = parser.parse_args()

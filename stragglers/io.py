@@ -79,5 +79,3 @@ def run_rule(log_path: str | None, work) -> Any:
     except Exception:
         log.exception("rule failed")
         raise
-
-

@@ -5,15 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from stragglers.replay.history import JobHistory
 from stragglers.formats.jobs import job_from_frame
+from stragglers.replay.history import JobHistory
 
 FEATURES = ["cpu", "io", "noise", "evictions_so_far"]
 LAST = np.array([False, False, False, True])
 
 
-def make_job_frame(n_tasks: int = 200, seed: int = 0, straggler_share: float = 0.1,
-                   origin: float = 600.0, step: float = 300.0) -> pd.DataFrame:
+def make_job_frame(
+    n_tasks: int = 200,
+    seed: int = 0,
+    straggler_share: float = 0.1,
+    origin: float = 600.0,
+    step: float = 300.0,
+) -> pd.DataFrame:
     """Tasks start within the first hour; stragglers (slow machines) run 3-6x longer and show
     a high `io` value in every window while they run; `cpu` is mildly informative."""
     rng = np.random.default_rng(seed)
@@ -24,28 +29,34 @@ def make_job_frame(n_tasks: int = 200, seed: int = 0, straggler_share: float = 0
     end = start + latency
     rows = []
     for t in range(n_tasks):
-        edges = np.arange(np.floor((start[t] - origin) / step) + 1, np.ceil((end[t] - origin) / step)) * step + origin
+        edges = (
+            np.arange(np.floor((start[t] - origin) / step) + 1, np.ceil((end[t] - origin) / step))
+            * step
+            + origin
+        )
         bounds = np.concatenate([[start[t]], edges, [end[t]]])
         for w0, w1 in zip(bounds[:-1], bounds[1:]):
             if w1 <= w0:
                 continue
-            rows.append({
-                "task": t,
-                "window_start": w0,
-                "window_end": w1,
-                "available_from": w1,
-                "cpu": rng.normal(0.5 - 0.1 * slow[t], 0.1),
-                "io": rng.normal(1.0 + 2.0 * slow[t], 0.3),
-                "noise": rng.normal(0, 1),
-                "evictions_so_far": 0.0,
-                "task_id": str(t),
-                "task_start": start[t],
-                "task_end": end[t],
-                "latency": latency[t],
-                "machine_id": str(t % 17),
-                "evictions": 0,
-                "failures": 0,
-            })
+            rows.append(
+                {
+                    "task": t,
+                    "window_start": w0,
+                    "window_end": w1,
+                    "available_from": w1,
+                    "cpu": rng.normal(0.5 - 0.1 * slow[t], 0.1),
+                    "io": rng.normal(1.0 + 2.0 * slow[t], 0.3),
+                    "noise": rng.normal(0, 1),
+                    "evictions_so_far": 0.0,
+                    "task_id": str(t),
+                    "task_start": start[t],
+                    "task_end": end[t],
+                    "latency": latency[t],
+                    "machine_id": str(t % 17),
+                    "evictions": 0,
+                    "failures": 0,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -55,6 +66,7 @@ def make_job(n_tasks: int = 200, seed: int = 0, **kwargs):
 
 # ---- converted jobs on disk and a history over them (cross-job methods) -------------------
 
+
 def write_jobs(folder, n_jobs=6, spacing=12000.0, n_tasks=60):
     """Jobs starting `spacing` seconds apart, written as converted files + manifest."""
     rows = []
@@ -63,9 +75,18 @@ def write_jobs(folder, n_jobs=6, spacing=12000.0, n_tasks=60):
         frame = make_job_frame(n_tasks, seed=i, origin=600.0 + spacing * i)
         path = f"jobs/job{i}.parquet"
         frame.to_parquet(folder / path)
-        rows.append({"dataset": "t", "job_id": f"job{i}", "n_tasks": n_tasks,
-                     "n_windows": len(frame), "shard": i % 2, "path": path,
-                     "job_start": frame["task_start"].min(), "job_end": frame["task_end"].max()})
+        rows.append(
+            {
+                "dataset": "t",
+                "job_id": f"job{i}",
+                "n_tasks": n_tasks,
+                "n_windows": len(frame),
+                "shard": i % 2,
+                "path": path,
+                "job_start": frame["task_start"].min(),
+                "job_end": frame["task_end"].max(),
+            }
+        )
     return pd.DataFrame(rows)
 
 

@@ -65,9 +65,16 @@ def job_info(cls, latency: np.ndarray, history=None, true_latency=None) -> JobIn
     tau = float(np.quantile(latency, 0.9))
     if true_latency is None and cls.privileged:
         true_latency = latency.copy()
-    return JobInfo(job_id=JOB_ID, n_tasks=len(latency), feature_names=FEATURES,
-                   straggler_threshold=tau, seed=11, true_latency=true_latency,
-                   history=history, job_start=0.0)
+    return JobInfo(
+        job_id=JOB_ID,
+        n_tasks=len(latency),
+        feature_names=FEATURES,
+        straggler_threshold=tau,
+        seed=11,
+        true_latency=true_latency,
+        history=history,
+        job_start=0.0,
+    )
 
 
 def _frozen(array) -> np.ndarray:
@@ -76,21 +83,26 @@ def _frozen(array) -> np.ndarray:
     return array
 
 
-def checkpoint(features, latency, start, time, index, first, finished, running,
-               read_only=False) -> Checkpoint:
+def checkpoint(
+    features, latency, start, time, index, first, finished, running, read_only=False
+) -> Checkpoint:
     wrap = _frozen if read_only else np.asarray
     return Checkpoint(
-        time=float(time), index=int(index), first_prediction=bool(first),
+        time=float(time),
+        index=int(index),
+        first_prediction=bool(first),
         finished_tasks=wrap(finished.astype(np.int64)),
-        finished_features=wrap(features[finished]), finished_latency=wrap(latency[finished]),
+        finished_features=wrap(features[finished]),
+        finished_latency=wrap(latency[finished]),
         running_tasks=wrap(running.astype(np.int64)),
         running_features=wrap(features[running]),
         running_elapsed=wrap(time - start[running]),
     )
 
 
-def run_job(method, features, latency, start, info: JobInfo, n_checkpoints: int = 6,
-            read_only: bool = False) -> list[np.ndarray]:
+def run_job(
+    method, features, latency, start, info: JobInfo, n_checkpoints: int = 6, read_only: bool = False
+) -> list[np.ndarray]:
     """Drive `method` through a job like the replay: checkpoints from the time 20% of the
     tasks had finished to the last end; flagged tasks leave later checkpoints. The flags."""
     end = start + latency
@@ -112,21 +124,29 @@ def run_job(method, features, latency, start, info: JobInfo, n_checkpoints: int 
 
 def _assert_flags(cls, flags, n_running: int, where: str) -> None:
     assert isinstance(flags, np.ndarray), (
-        f"method {cls.name}: predict returned {type(flags).__name__} at {where}, not a numpy array")
+        f"method {cls.name}: predict returned {type(flags).__name__} at {where}, not a numpy array"
+    )
     assert flags.dtype == bool, (
-        f"method {cls.name}: predict returned dtype {flags.dtype} at {where}, not bool")
+        f"method {cls.name}: predict returned dtype {flags.dtype} at {where}, not bool"
+    )
     assert flags.shape == (n_running,), (
         f"method {cls.name}: predict returned shape {flags.shape} at {where}, "
-        f"expected ({n_running},): one flag per running task")
+        f"expected ({n_running},): one flag per running task"
+    )
 
 
 def empty_history(folder: Path):
     """A JobHistory with no earlier job (cross-job methods then use their fallbacks)."""
     from stragglers.replay.history import JobHistory
 
-    manifest = pd.DataFrame({"job_id": pd.Series([], dtype=str), "path": pd.Series([], dtype=str),
-                             "job_start": pd.Series([], dtype=float),
-                             "job_end": pd.Series([], dtype=float)})
+    manifest = pd.DataFrame(
+        {
+            "job_id": pd.Series([], dtype=str),
+            "path": pd.Series([], dtype=str),
+            "job_start": pd.Series([], dtype=float),
+            "job_end": pd.Series([], dtype=float),
+        }
+    )
     return JobHistory(manifest, folder, "google-2011")
 
 
@@ -144,16 +164,18 @@ def check_params_declared(cls) -> None:
     for key, spec in cls.defaults.items():
         assert isinstance(spec, Param), (
             f"method {cls.name}: parameter {key!r} is declared as a bare value {spec!r}; declare "
-            f"Param(default, type, range) (stragglers.methods.base.Param)")
+            f"Param(default, type, range) (stragglers.methods.base.Param)"
+        )
         assert spec.accepts(spec.default), (
-            f"method {cls.name}: the default of {key!r}, {spec.default!r}, is not "
-            f"{spec.allowed()}")
+            f"method {cls.name}: the default of {key!r}, {spec.default!r}, is not {spec.allowed()}"
+        )
     if cls.__module__.startswith("stragglers.methods."):  # the package's methods
         source = module_file(cls.__module__)
         read = declared_defaults(source, cls.name)
         assert read == dict(cls.defaults), (
             f"method {cls.name}: the parameters read from {source.name} without importing it "
-            f"differ from the class's: {read} != {dict(cls.defaults)}")
+            f"differ from the class's: {read} != {dict(cls.defaults)}"
+        )
         assert declared_params(cls.name) == read
     cls({}, seed=0)  # the defaults pass the constructor's check
 
@@ -164,12 +186,14 @@ def check_flags(cls, tmp_path: Path) -> None:
     run_job(method, features, latency, start, job_info(cls, latency, _history(cls, tmp_path)))
     attempts = method.resume_attempts()
     assert attempts is None or (isinstance(attempts, (int, np.integer)) and attempts >= 1), (
-        f"method {cls.name}: resume_attempts() returned {attempts!r}, not None or an int >= 1")
+        f"method {cls.name}: resume_attempts() returned {attempts!r}, not None or an int >= 1"
+    )
     excluded = method.excluded_from_evaluation()
     if excluded is not None:
         excluded = np.asarray(excluded)
-        assert excluded.dtype.kind in "iu" and np.all((excluded >= 0) & (excluded < len(latency))), (
-            f"method {cls.name}: excluded_from_evaluation() is not task positions: {excluded!r}")
+        assert excluded.dtype.kind in "iu" and np.all(
+            (excluded >= 0) & (excluded < len(latency))
+        ), f"method {cls.name}: excluded_from_evaluation() is not task positions: {excluded!r}"
 
 
 def _single(cls, tmp_path, features, latency, start, finished, running, time) -> None:
@@ -182,12 +206,13 @@ def _single(cls, tmp_path, features, latency, start, finished, running, time) ->
     except ERRORS_OK as error:
         assert cls.name in str(error) or JOB_ID in str(error), (
             f"method {cls.name}: an error that names neither the method nor the job: "
-            f"{type(error).__name__}: {error}")
+            f"{type(error).__name__}: {error}"
+        )
         return
     except Exception as error:  # noqa: BLE001 - the check reports any other failure
         raise AssertionError(
-            f"method {cls.name}: {type(error).__name__} instead of flags or a clear error: "
-            f"{error}") from error
+            f"method {cls.name}: {type(error).__name__} instead of flags or a clear error: {error}"
+        ) from error
     _assert_flags(cls, flags, len(running), "a degenerate checkpoint")
 
 
@@ -222,8 +247,9 @@ class PoisonedLatency:
     """Stands in for JobInfo.true_latency: any use fails the check."""
 
     def _fail(self, *args, **kwargs):
-        raise AssertionError("reads JobInfo.true_latency (running tasks' latencies) "
-                             "while not privileged")
+        raise AssertionError(
+            "reads JobInfo.true_latency (running tasks' latencies) while not privileged"
+        )
 
     __getitem__ = __array__ = __len__ = __iter__ = __float__ = __getattr__ = _fail
     __lt__ = __le__ = __gt__ = __ge__ = __add__ = __sub__ = __mul__ = __truediv__ = _fail
@@ -241,7 +267,8 @@ def check_no_latency_peeking(cls, tmp_path: Path) -> None:
     except ValueError as error:
         if "read-only" in str(error):
             raise AssertionError(
-                f"method {cls.name} writes into a checkpoint's arrays: {error}") from error
+                f"method {cls.name} writes into a checkpoint's arrays: {error}"
+            ) from error
         raise
 
 
@@ -249,23 +276,39 @@ def check_same_seed_same_flags(cls, tmp_path: Path) -> None:
     features, latency, start = small_job(seed=1)
     runs = []
     for _ in range(2):
-        runs.append(run_job(cls({}, seed=5), features, latency, start,
-                            job_info(cls, latency, _history(cls, tmp_path))))
+        runs.append(
+            run_job(
+                cls({}, seed=5),
+                features,
+                latency,
+                start,
+                job_info(cls, latency, _history(cls, tmp_path)),
+            )
+        )
     for k, (a, b) in enumerate(zip(*runs)):
         assert np.array_equal(a, b), (
             f"method {cls.name}: two runs with seed 5 flag different tasks at checkpoint {k}: "
-            f"{np.flatnonzero(a).tolist()} vs {np.flatnonzero(b).tolist()}")
+            f"{np.flatnonzero(a).tolist()} vs {np.flatnonzero(b).tolist()}"
+        )
 
 
-ONLINE_CHECKS = [check_flags, check_degenerate_checkpoints, check_no_latency_peeking,
-                 check_same_seed_same_flags]
+ONLINE_CHECKS = [
+    check_flags,
+    check_degenerate_checkpoints,
+    check_no_latency_peeking,
+    check_same_seed_same_flags,
+]
 
 
 # ---------------------------------------------------------------------------------------------
 # launch-time methods
 
-LAUNCH_FEATURES = ["launch_machine_cpu_requested", "launch_machine_memory_requested",
-                   "launch_machine_running_tasks", "launch_machine_disk_io_time_sum"]
+LAUNCH_FEATURES = [
+    "launch_machine_cpu_requested",
+    "launch_machine_memory_requested",
+    "launch_machine_running_tasks",
+    "launch_machine_disk_io_time_sum",
+]
 
 
 def launch_rows(n: int = 80, seed: int = 0):
@@ -286,10 +329,13 @@ def _launch_model(cls, seed: int = 2):
 
 
 def _assert_launch(cls, predicted, n: int, where: str) -> None:
-    assert isinstance(predicted, np.ndarray) and predicted.dtype == bool and predicted.shape == (n,), (
+    assert (
+        isinstance(predicted, np.ndarray) and predicted.dtype == bool and predicted.shape == (n,)
+    ), (
         f"launch method {cls.name}: predict returned {type(predicted).__name__} "
         f"{getattr(predicted, 'dtype', '')} {getattr(predicted, 'shape', '')} for {where}, "
-        f"expected bool ({n},)")
+        f"expected bool ({n},)"
+    )
 
 
 def check_launch_params_declared(cls) -> None:
@@ -297,11 +343,14 @@ def check_launch_params_declared(cls) -> None:
 
     for key, spec in cls.defaults.items():
         assert isinstance(spec, Param), (
-            f"launch method {cls.name}: parameter {key!r} is a bare value {spec!r}, not a Param")
+            f"launch method {cls.name}: parameter {key!r} is a bare value {spec!r}, not a Param"
+        )
         assert spec.accepts(spec.default), (
-            f"launch method {cls.name}: the default of {key!r} is not {spec.allowed()}")
+            f"launch method {cls.name}: the default of {key!r} is not {spec.allowed()}"
+        )
     assert declared_launch_params(cls.name) == dict(cls.defaults), (
-        f"launch method {cls.name}: the parameters read from source differ from the class's")
+        f"launch method {cls.name}: the parameters read from source differ from the class's"
+    )
     cls({}, seed=0)
 
 
@@ -313,16 +362,21 @@ def check_launch_predictions(cls) -> None:
     _assert_launch(cls, model.predict(X[:0], node[:0], workload[:0]), 0, "no rows")
     unseen_node = np.array(["new-machine"] * 5, dtype=object)
     unseen_workload = np.array(["new-user"] * 5, dtype=object)
-    _assert_launch(cls, model.predict(X[:5], unseen_node, unseen_workload), 5,
-                   "a node and a workload not seen in training")
+    _assert_launch(
+        cls,
+        model.predict(X[:5], unseen_node, unseen_workload),
+        5,
+        "a node and a workload not seen in training",
+    )
     assert isinstance(model.describe(), dict)
 
 
 def check_launch_degenerate(cls) -> None:
     X, straggler, node, workload = launch_rows()
-    for label, rows in (("constant features", np.zeros_like(X)),
-                        ("NaN features", np.where(np.arange(X.size).reshape(X.shape) % 7 == 0,
-                                                  np.nan, X))):
+    for label, rows in (
+        ("constant features", np.zeros_like(X)),
+        ("NaN features", np.where(np.arange(X.size).reshape(X.shape) % 7 == 0, np.nan, X)),
+    ):
         model = _launch_model(cls)
         try:
             model.fit(rows, straggler, node, workload)
@@ -331,8 +385,9 @@ def check_launch_degenerate(cls) -> None:
             assert str(error), f"launch method {cls.name}: an error without a message on {label}"
             continue
         except Exception as error:  # noqa: BLE001
-            raise AssertionError(f"launch method {cls.name}: {type(error).__name__} on {label}: "
-                                 f"{error}") from error
+            raise AssertionError(
+                f"launch method {cls.name}: {type(error).__name__} on {label}: {error}"
+            ) from error
         _assert_launch(cls, predicted, len(rows), label)
 
 
@@ -344,7 +399,8 @@ def check_launch_same_seed(cls) -> None:
         model.fit(X, straggler, node, workload)
         predictions.append(model.predict(X, node, workload))
     assert np.array_equal(*predictions), (
-        f"launch method {cls.name}: two fits with seed 4 predict differently")
+        f"launch method {cls.name}: two fits with seed 4 predict differently"
+    )
 
 
 LAUNCH_CHECKS = [check_launch_predictions, check_launch_degenerate, check_launch_same_seed]

@@ -14,26 +14,44 @@ from stragglers.report import tables as rp
 B = 999  # resamples in the hand-computed cases: p = 2 / (B + 1) = 0.002 exactly
 
 
-def job_metrics_frame(per_method: dict[str, list[float]], dataset="d", privileged=(),
-                      early: dict[str, list[float]] | None = None) -> pd.DataFrame:
+def job_metrics_frame(
+    per_method: dict[str, list[float]],
+    dataset="d",
+    privileged=(),
+    early: dict[str, list[float]] | None = None,
+) -> pd.DataFrame:
     """Job metrics rows (status ok) with the given per-job F1; TPR = F1, FPR = 1 - F1."""
     rows = []
     for method, values in per_method.items():
         for i, f1 in enumerate(values):
-            rows.append({
-                "dataset": dataset, "method": method,
-                "family": "Reference" if method in privileged else "F",
-                "privileged": method in privileged, "job_id": f"j{i:02d}", "status": "ok",
-                "F1": f1, "TPR": f1, "FPR": 1 - f1,
-                "early_F1": (early or per_method)[method][i],
-            })
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "method": method,
+                    "family": "Reference" if method in privileged else "F",
+                    "privileged": method in privileged,
+                    "job_id": f"j{i:02d}",
+                    "status": "ok",
+                    "F1": f1,
+                    "TPR": f1,
+                    "FPR": 1 - f1,
+                    "early_F1": (early or per_method)[method][i],
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def summary_of(metrics: pd.DataFrame) -> pd.DataFrame:
-    return (metrics.groupby(["dataset", "method"], sort=False)
-            .agg(family=("family", "first"), privileged=("privileged", "first"),
-                 F1=("F1", "mean"), early_F1=("early_F1", "mean")).reset_index())
+    return (
+        metrics.groupby(["dataset", "method"], sort=False)
+        .agg(
+            family=("family", "first"),
+            privileged=("privileged", "first"),
+            F1=("F1", "mean"),
+            early_F1=("early_F1", "mean"),
+        )
+        .reset_index()
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -49,8 +67,12 @@ def test_interval_covers_a_known_mean_about_95_percent_of_the_time():
     for i in range(300):
         sample = rng.beta(2, 5, size=30)
         low, high, notes, _ = boot.bootstrap_jobs(
-            len(sample), boot.mean_statistic(sample), 1, rng=boot.rng_for(7, "coverage", i),
-            n_resamples=500)
+            len(sample),
+            boot.mean_statistic(sample),
+            1,
+            rng=boot.rng_for(7, "coverage", i),
+            n_resamples=500,
+        )
         assert notes == [""]
         covered.append(low[0] <= true_mean <= high[0])
     coverage = np.mean(covered)
@@ -59,16 +81,19 @@ def test_interval_covers_a_known_mean_about_95_percent_of_the_time():
 
 
 def test_one_job_no_job_and_a_constant_sample():
-    low, high, notes, dist = boot.bootstrap_jobs(1, boot.mean_statistic([0.5]), 1,
-                                                 rng=boot.rng_for(1, "x"))
+    low, high, notes, dist = boot.bootstrap_jobs(
+        1, boot.mean_statistic([0.5]), 1, rng=boot.rng_for(1, "x")
+    )
     assert np.isnan(low[0]) and np.isnan(high[0]) and dist is None
     assert notes == ["one scored job: no interval"]
-    low, high, notes, _ = boot.bootstrap_jobs(0, boot.mean_statistic(np.zeros((0, 1))), 1,
-                                              rng=boot.rng_for(1, "x"))
+    low, high, notes, _ = boot.bootstrap_jobs(
+        0, boot.mean_statistic(np.zeros((0, 1))), 1, rng=boot.rng_for(1, "x")
+    )
     assert np.isnan(low[0]) and notes == ["no scored job"]
     for method in boot.INTERVAL_METHODS:  # BCa alone would give NaN here
-        low, high, notes, _ = boot.bootstrap_jobs(5, boot.mean_statistic(np.ones(5)), 1,
-                                                  rng=boot.rng_for(1, "x"), method=method)
+        low, high, notes, _ = boot.bootstrap_jobs(
+            5, boot.mean_statistic(np.ones(5)), 1, rng=boot.rng_for(1, "x"), method=method
+        )
         assert (low[0], high[0], notes) == (1.0, 1.0, [""])
 
 
@@ -88,23 +113,30 @@ def test_pooled_median_matches_pandas_on_the_pooled_resample():
     statistic = boot.pooled_median_statistic(leads, lead_job, 8)  # job 7 has no lead
     positions = rng.integers(0, 8, (25, 8))
     positions[0] = 7  # a resample of the lead-less job alone: undefined
-    expected = [pd.Series(np.concatenate([leads[lead_job == j] for j in row])).median()
-                for row in positions]
+    expected = [
+        pd.Series(np.concatenate([leads[lead_job == j] for j in row])).median() for row in positions
+    ]
     np.testing.assert_allclose(statistic(positions)[0], expected, equal_nan=True)
     assert statistic(np.arange(8))[0] == pytest.approx(np.median(leads))
 
 
 def lead_case():
-    metrics = job_metrics_frame({"A": [0.2, 0.4, 0.6, 0.8, 1.0, 0.5],
-                                 "B": [0.1, 0.1, 0.3, 0.2, 0.9, 0.4]})
+    metrics = job_metrics_frame(
+        {"A": [0.2, 0.4, 0.6, 0.8, 1.0, 0.5], "B": [0.1, 0.1, 0.3, 0.2, 0.9, 0.4]}
+    )
     metrics["median_lead"] = 0.5
     metrics.loc[4, "FPR"] = np.nan  # a job whose scored tasks are all stragglers
     extra = metrics.iloc[[0]].assign(job_id="failed", status="failed", F1=np.nan)
     metrics = pd.concat([metrics, extra], ignore_index=True)
     rng = np.random.default_rng(0)
-    leads = pd.DataFrame({"dataset": "d", "method": rng.choice(["A", "B"], 60),
-                          "job_id": [f"j{i:02d}" for i in rng.integers(0, 6, 60)],
-                          "lead": rng.random(60)})
+    leads = pd.DataFrame(
+        {
+            "dataset": "d",
+            "method": rng.choice(["A", "B"], 60),
+            "job_id": [f"j{i:02d}" for i in rng.integers(0, 6, 60)],
+            "lead": rng.random(60),
+        }
+    )
     return metrics, leads
 
 
@@ -113,16 +145,32 @@ def test_table3_intervals_are_deterministic_and_ignore_row_order():
     first = boot.table3_intervals(metrics, leads, seed=5, n_resamples=400)
     again = boot.table3_intervals(metrics, leads, seed=5, n_resamples=400)
     pd.testing.assert_frame_equal(first, again)
-    shuffled = boot.table3_intervals(metrics.sample(frac=1, random_state=1),
-                                     leads.sample(frac=1, random_state=2), seed=5,
-                                     n_resamples=400)
-    pd.testing.assert_frame_equal(first, shuffled.set_index("method").loc[
-        first["method"]].reset_index()[first.columns])
+    shuffled = boot.table3_intervals(
+        metrics.sample(frac=1, random_state=1),
+        leads.sample(frac=1, random_state=2),
+        seed=5,
+        n_resamples=400,
+    )
+    pd.testing.assert_frame_equal(
+        first, shuffled.set_index("method").loc[first["method"]].reset_index()[first.columns]
+    )
     other_seed = boot.table3_intervals(metrics, leads, seed=6, n_resamples=400)
     assert not first["F1_lo"].equals(other_seed["F1_lo"])
-    assert list(first.columns) == ["dataset", "method", "F1_lo", "F1_hi", "TPR_lo", "TPR_hi",
-                                   "FPR_lo", "FPR_hi", "early_F1_lo", "early_F1_hi",
-                                   "median_lead_lo", "median_lead_hi", "interval_note"]
+    assert list(first.columns) == [
+        "dataset",
+        "method",
+        "F1_lo",
+        "F1_hi",
+        "TPR_lo",
+        "TPR_hi",
+        "FPR_lo",
+        "FPR_hi",
+        "early_F1_lo",
+        "early_F1_hi",
+        "median_lead_lo",
+        "median_lead_hi",
+        "interval_note",
+    ]
     row = first.set_index("method").loc["A"]
     f1 = np.array([0.2, 0.4, 0.6, 0.8, 1.0, 0.5])
     assert row["F1_lo"] < f1.mean() < row["F1_hi"]
@@ -132,8 +180,7 @@ def test_table3_intervals_are_deterministic_and_ignore_row_order():
 def test_table3_intervals_edge_cases_give_nan_with_a_reason():
     metrics = job_metrics_frame({"One": [0.5], "Const": [1.0, 1.0, 1.0]})
     metrics["median_lead"] = np.nan
-    leads = pd.DataFrame({"dataset": "d", "method": ["Const"], "job_id": ["j00"],
-                          "lead": [0.3]})
+    leads = pd.DataFrame({"dataset": "d", "method": ["Const"], "job_id": ["j00"], "lead": [0.3]})
     out = boot.table3_intervals(metrics, leads, seed=1, n_resamples=300).set_index("method")
     assert out.loc["One", ["F1_lo", "F1_hi", "median_lead_lo"]].isna().all()
     assert out.loc["One", "interval_note"] == "one scored job: no interval"
@@ -149,9 +196,14 @@ def test_median_lead_undefined_in_a_few_resamples_leaves_them_out():
     0.6^10 = 0.6 %, under the 1 % limit: those resamples are left out, with a note."""
     metrics = job_metrics_frame({"M": [0.5, 0.6] * 5})
     metrics["median_lead"] = 0.4
-    leads = pd.DataFrame({"dataset": "d", "method": "M",
-                          "job_id": ["j00", "j01", "j02", "j03"] * 2,
-                          "lead": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]})
+    leads = pd.DataFrame(
+        {
+            "dataset": "d",
+            "method": "M",
+            "job_id": ["j00", "j01", "j02", "j03"] * 2,
+            "lead": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8],
+        }
+    )
     out = boot.table3_intervals(metrics, leads, seed=1, n_resamples=4000).iloc[0]
     note = out["interval_note"]
     assert note.startswith("median_lead: undefined in") and note.endswith("left out"), note
@@ -165,8 +217,7 @@ def test_median_lead_undefined_in_a_few_resamples_leaves_them_out():
 
 
 def test_a_method_against_itself_is_exactly_zero():
-    values = pd.Series(np.random.default_rng(1).random(20),
-                       index=[f"j{i}" for i in range(20)])
+    values = pd.Series(np.random.default_rng(1).random(20), index=[f"j{i}" for i in range(20)])
     result = boot.paired_difference(values, values, rng=boot.rng_for(1, "self"))
     assert (result["diff"], result["diff_lo"], result["diff_hi"]) == (0.0, 0.0, 0.0)
     assert result["p_value"] == 1.0 and result["note"] == ""
@@ -202,8 +253,9 @@ def tie_case():
     t = [1.0, 0.5] * 5
     low = [0.25] * 10
     early = {"A": [0.75] * 10, "T": [0.75] * 10, "L": [0.875] * 10, "Oracle": [1.0] * 10}
-    return job_metrics_frame({"A": a, "T": t, "L": low, "Oracle": [1.0] * 10},
-                             privileged=("Oracle",), early=early)
+    return job_metrics_frame(
+        {"A": a, "T": t, "L": low, "Oracle": [1.0] * 10}, privileged=("Oracle",), early=early
+    )
 
 
 def test_tie_mark_hand_computed():
@@ -213,8 +265,7 @@ def test_tie_mark_hand_computed():
     P(Bin(10, 1/2) <= 5) = 638 / 1024 > 1/2, and >= 0 likewise, so p = min(1, 2 x ...) = 1
     and p_holm = 1: tied. The Oracle is outside the family."""
     metrics = tie_case()
-    table = boot.paired_comparisons(metrics, summary_of(metrics), seed=3, n_resamples=B,
-                                    nurd="T")
+    table = boot.paired_comparisons(metrics, summary_of(metrics), seed=3, n_resamples=B, nurd="T")
     f1 = table[(table["metric"] == "F1") & (table["reference_kind"] == "best")]
     f1 = f1.set_index("method")
     assert set(f1["reference"]) == {"A"} and set(f1.index) == {"T", "L", "Oracle"}
@@ -241,21 +292,36 @@ def test_tie_mark_hand_computed():
 def test_table3_markdown_shows_intervals_and_tie_marks_csv_keeps_its_columns(tmp_path):
     metrics = tie_case()
     summary = summary_of(metrics).assign(
-        jobs_evaluated=10, jobs_failed=0, jobs_unscorable=0, TPR=lambda f: f["F1"],
-        FPR=lambda f: 1 - f["F1"], FNR=lambda f: 1 - f["F1"])
+        jobs_evaluated=10,
+        jobs_failed=0,
+        jobs_unscorable=0,
+        TPR=lambda f: f["F1"],
+        FPR=lambda f: 1 - f["F1"],
+        FNR=lambda f: 1 - f["F1"],
+    )
     plain = rp.write_table3(summary, tmp_path / "plain.csv", tmp_path / "plain.md")
     intervals = boot.table3_intervals(metrics, None, seed=3, n_resamples=B)
-    ties = boot.tie_marks(boot.paired_comparisons(metrics, summary_of(metrics), seed=3,
-                                                  n_resamples=B))
-    rp.write_table3(summary, tmp_path / "t3.csv", tmp_path / "t3.md", intervals=intervals,
-                    ties=ties)
+    ties = boot.tie_marks(
+        boot.paired_comparisons(metrics, summary_of(metrics), seed=3, n_resamples=B)
+    )
+    rp.write_table3(
+        summary, tmp_path / "t3.csv", tmp_path / "t3.md", intervals=intervals, ties=ties
+    )
     plain_csv = pd.read_csv(tmp_path / "plain.csv")
     with_ci = pd.read_csv(tmp_path / "t3.csv")
     # the existing columns: same values, same positions; the new ones after them
-    pd.testing.assert_frame_equal(with_ci.iloc[:, :plain_csv.shape[1]], plain_csv)
-    assert list(with_ci.columns[plain_csv.shape[1]:]) == [
-        "F1_lo", "F1_hi", "TPR_lo", "TPR_hi", "FPR_lo", "FPR_hi", "early_F1_lo",
-        "early_F1_hi", "interval_note"]
+    pd.testing.assert_frame_equal(with_ci.iloc[:, : plain_csv.shape[1]], plain_csv)
+    assert list(with_ci.columns[plain_csv.shape[1] :]) == [
+        "F1_lo",
+        "F1_hi",
+        "TPR_lo",
+        "TPR_hi",
+        "FPR_lo",
+        "FPR_hi",
+        "early_F1_lo",
+        "early_F1_hi",
+        "interval_note",
+    ]
     assert len(plain) == len(with_ci)
     text = (tmp_path / "t3.md").read_text()
     t_row = next(line for line in text.splitlines() if "| T |" in line)
@@ -283,31 +349,54 @@ def test_reduction_intervals_per_policy_and_hadoop_ns():
         for policy in policies.POLICIES:
             for machines in (pd.NA, 100):
                 for repeat in range(2):
-                    rows.append({"dataset": "d", "method": "M", "job_id": f"j{job}",
-                                 "policy": policy, "machines": machines, "repeat": repeat,
-                                 "jct_base": 100.0, "jct_mitigated": 90.0,
-                                 "reduction": rng.normal(0.1, 0.05), "jct_reference": 80.0,
-                                 "machine_time_base": 10.0, "machine_time": 11.0})
+                    rows.append(
+                        {
+                            "dataset": "d",
+                            "method": "M",
+                            "job_id": f"j{job}",
+                            "policy": policy,
+                            "machines": machines,
+                            "repeat": repeat,
+                            "jct_base": 100.0,
+                            "jct_mitigated": 90.0,
+                            "reduction": rng.normal(0.1, 0.05),
+                            "jct_reference": 80.0,
+                            "machine_time_base": 10.0,
+                            "machine_time": 11.0,
+                        }
+                    )
     frame = pd.DataFrame(rows)
     frame["machines"] = frame["machines"].astype("Int64")
     table = policies.pocd_summary(frame, [1.0])
-    intervals = reduction_intervals(frame, dataset="d", seed=2,
-                                    bootstrap={"bootstrap_resamples": 500})
+    intervals = reduction_intervals(
+        frame, dataset="d", seed=2, bootstrap={"bootstrap_resamples": 500}
+    )
     merged = table.merge(intervals, on=["method", "policy", "machines"], validate="1:1")
     assert len(merged) == len(table)
     base = merged[merged["method"] == "Hadoop-NS"].iloc[0]
     assert (base["reduction_lo"], base["reduction_hi"]) == (0.0, 0.0)
     mitigated = merged[merged["method"] == "M"]
-    assert ((mitigated["reduction_lo"] < mitigated["reduction"])
-            & (mitigated["reduction"] < mitigated["reduction_hi"])).all()
+    assert (
+        (mitigated["reduction_lo"] < mitigated["reduction"])
+        & (mitigated["reduction"] < mitigated["reduction_hi"])
+    ).all()
     # one policy's interval is the plain bootstrap of its per-job means
-    per_job = (frame[(frame["policy"] == "relaunch") & frame["machines"].isna()]
-               .groupby("job_id")["reduction"].mean().sort_index())
+    per_job = (
+        frame[(frame["policy"] == "relaunch") & frame["machines"].isna()]
+        .groupby("job_id")["reduction"]
+        .mean()
+        .sort_index()
+    )
     low, high, _, _ = boot.bootstrap_jobs(
-        len(per_job), boot.mean_statistic(per_job.to_numpy()), 1,
-        rng=boot.rng_for(2, "policies", "d", "M"), n_resamples=500)
-    row = mitigated[(mitigated["policy"] == "relaunch")
-                    & (mitigated["machines"] == "unlimited")].iloc[0]
+        len(per_job),
+        boot.mean_statistic(per_job.to_numpy()),
+        1,
+        rng=boot.rng_for(2, "policies", "d", "M"),
+        n_resamples=500,
+    )
+    row = mitigated[
+        (mitigated["policy"] == "relaunch") & (mitigated["machines"] == "unlimited")
+    ].iloc[0]
     # all rows of a method share one resampling, so the same draws give the same interval
     assert (row["reduction_lo"], row["reduction_hi"]) == pytest.approx((low[0], high[0]))
 
@@ -318,8 +407,9 @@ def test_a_method_that_failed_on_every_job_gets_reasons_not_errors():
     metrics.loc[failed, "status"] = "failed"
     metrics.loc[failed, ["F1", "TPR", "FPR", "early_F1"]] = np.nan
     metrics["median_lead"] = np.nan
-    out = boot.table3_intervals(metrics, metrics.iloc[:0].assign(lead=[]), seed=1,
-                                n_resamples=200).set_index("method")
+    out = boot.table3_intervals(
+        metrics, metrics.iloc[:0].assign(lead=[]), seed=1, n_resamples=200
+    ).set_index("method")
     assert out.loc["Fails", "interval_note"] == "no scored job"
     assert out.loc["Fails", ["F1_lo", "F1_hi"]].isna().all()
     summary = summary_of(metrics)

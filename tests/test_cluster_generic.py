@@ -19,7 +19,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-
 from served_bucket import served_folder, write_google_bucket
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,17 +41,37 @@ def served_trace(tmp_path):
 
 def write_config(path: Path, source: Path, url: str) -> Path:
     n_parts = len(list((source / "task_events").glob("part-*")))
-    google = {"kind": "google-2011", "min_tasks": 100,
-              "replay": {"grid_origin": 600, "checkpoint_interval": 300}}
+    google = {
+        "kind": "google-2011",
+        "min_tasks": 100,
+        "replay": {"grid_origin": 600, "checkpoint_interval": 300},
+    }
     config = {
         "seed": 7,
         "datasets": {
-            "generated": {**google, "source": "generate", "generator": {"n_jobs": 4}, "n_shards": 1},
-            "local": {**google, "source": "local", "raw_dir": str(source),
-                      "sha256sum": str(source / "SHA256SUM"), "n_shards": 1},
-            "downloaded": {**google, "source": "download", "n_shards": 1,
-                           "download": {"parts": f"0-{n_parts - 1}", "base_url": url,
-                                        "parts_per_table": n_parts}},
+            "generated": {
+                **google,
+                "source": "generate",
+                "generator": {"n_jobs": 4},
+                "n_shards": 1,
+            },
+            "local": {
+                **google,
+                "source": "local",
+                "raw_dir": str(source),
+                "sha256sum": str(source / "SHA256SUM"),
+                "n_shards": 1,
+            },
+            "downloaded": {
+                **google,
+                "source": "download",
+                "n_shards": 1,
+                "download": {
+                    "parts": f"0-{n_parts - 1}",
+                    "base_url": url,
+                    "parts_per_table": n_parts,
+                },
+            },
         },
         "replay": {"start_fraction": 0.04, "straggler_quantile": 0.9, "protocol": "causal"},
         "methods": {"NURD": {"n_estimators": 10}},
@@ -70,18 +89,35 @@ def cluster_generic_args(state_dir: Path, jobs: int) -> list[str]:
     script paths (a test runs from a scratch working directory)."""
     python = sys.executable
     return [
-        "--executor", "cluster-generic",
-        "--cluster-generic-submit-cmd", f"{python} {PROFILE / 'submit.py'} {state_dir}",
-        "--cluster-generic-status-cmd", f"{python} {PROFILE / 'status.py'} {state_dir}",
-        "--cluster-generic-cancel-cmd", f"{python} {PROFILE / 'cancel.py'} {state_dir}",
-        "--jobs", str(jobs), "--latency-wait", "5", "--max-status-checks-per-second", "4",
+        "--executor",
+        "cluster-generic",
+        "--cluster-generic-submit-cmd",
+        f"{python} {PROFILE / 'submit.py'} {state_dir}",
+        "--cluster-generic-status-cmd",
+        f"{python} {PROFILE / 'status.py'} {state_dir}",
+        "--cluster-generic-cancel-cmd",
+        f"{python} {PROFILE / 'cancel.py'} {state_dir}",
+        "--jobs",
+        str(jobs),
+        "--latency-wait",
+        "5",
+        "--max-status-checks-per-second",
+        "4",
     ]
 
 
 def run_snakemake(workdir: Path, config: Path, *args: str) -> None:
     command = [
-        sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
-        "--directory", str(workdir), "--configfile", str(config), "--replace-workflow-config",
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(config),
+        "--replace-workflow-config",
         *args,
     ]
     run = subprocess.run(command, capture_output=True, text=True, timeout=900)
@@ -99,9 +135,21 @@ NOT_IN_DEFAULT_RUN = {"audit_variant", "audit_table", "download_trace"}
 
 def workflow_rules(config: Path) -> set[str]:
     listed = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--configfile",
-         str(config), "--replace-workflow-config", "--list-rules"],
-        capture_output=True, text=True, check=True, cwd=config.parent,
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(ROOT / "Snakefile"),
+            "--configfile",
+            str(config),
+            "--replace-workflow-config",
+            "--list-rules",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=config.parent,
     )
     return {line.strip() for line in listed.stdout.splitlines() if line.strip()}
 
@@ -111,7 +159,7 @@ def submitted_rules_of(job: Path) -> list[str]:
     one, or several for a group job such as `predict`."""
     for line in (job / "jobscript.sh").read_text().splitlines():
         if "--target-jobs" in line:
-            words = shlex.split(line[line.index("--target-jobs"):])[1:]
+            words = shlex.split(line[line.index("--target-jobs") :])[1:]
             end = next((i for i, word in enumerate(words) if word.startswith("--")), len(words))
             return [word.split(":", 1)[0] for word in words[:end]]
     raise AssertionError(f"{job}: no --target-jobs in the job script")
@@ -151,10 +199,13 @@ def test_workflow_through_cluster_generic_equals_local_run(tmp_path, served_trac
 
     # same outputs as the local run
     outputs = sorted(p.relative_to(local) for p in (local / "results").rglob("*") if p.is_file())
-    outputs += sorted(p.relative_to(local) for p in (local / "resources" / "converted").rglob("*")
-                      if p.is_file())
+    outputs += sorted(
+        p.relative_to(local) for p in (local / "resources" / "converted").rglob("*") if p.is_file()
+    )
     assert outputs and all((cluster / p).is_file() for p in outputs)
-    cluster_outputs = sorted(p.relative_to(cluster) for p in (cluster / "results").rglob("*") if p.is_file())
+    cluster_outputs = sorted(
+        p.relative_to(cluster) for p in (cluster / "results").rglob("*") if p.is_file()
+    )
     assert cluster_outputs == sorted(p for p in outputs if p.parts[0] == "results")
     for relative in outputs:
         if relative.suffix == ".png" or relative.name.startswith("cost."):

@@ -16,22 +16,48 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def dry_run(tmp_path, *extra):
     return subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--snakefile", str(ROOT / "Snakefile"),
-         "--directory", str(tmp_path), "--quiet", "rules", *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "--snakefile",
+            str(ROOT / "Snakefile"),
+            "--directory",
+            str(tmp_path),
+            "--quiet",
+            "rules",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
     )
 
 
 DEFAULT = ("--configfile", str(ROOT / "config" / "config.yaml"))
 
 
-@pytest.mark.parametrize("methods,message", [
-    ("{NURD: {alfa: 0.5}}", "method NURD: unknown parameter 'alfa'; known: alpha, epsilon"),
-    ("{NURD: {alpha: -1}}", r"method NURD: parameter 'alpha' must be a number in [0, 1], got -1"),
-    ('{NURD: {alpha: "x"}}', "method NURD: parameter 'alpha' must be a number in [0, 1], got 'x'"),
-    ("{START: {max_history_jobs: 20}}", "method START: parameter 'max_history_jobs' was renamed "
-                                         "to 'history_jobs'"),
-])
+@pytest.mark.parametrize(
+    "methods,message",
+    [
+        ("{NURD: {alfa: 0.5}}", "method NURD: unknown parameter 'alfa'; known: alpha, epsilon"),
+        (
+            "{NURD: {alpha: -1}}",
+            r"method NURD: parameter 'alpha' must be a number in [0, 1], got -1",
+        ),
+        (
+            '{NURD: {alpha: "x"}}',
+            "method NURD: parameter 'alpha' must be a number in [0, 1], got 'x'",
+        ),
+        (
+            "{START: {max_history_jobs: 20}}",
+            "method START: parameter 'max_history_jobs' was renamed to 'history_jobs'",
+        ),
+    ],
+)
 def test_dry_run_stops_on_a_bad_parameter(tmp_path, methods, message):
     dry = dry_run(tmp_path, *DEFAULT, "--config", f"methods={methods}")
     assert dry.returncode != 0
@@ -48,8 +74,9 @@ def test_old_launch_setting_names_are_rejected(tmp_path):
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     config["launch"]["max_train_jobs"] = config["launch"].pop("history_jobs")
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    dry = dry_run(tmp_path, "--configfile", str(tmp_path / "config.yaml"),
-                  "--replace-workflow-config")
+    dry = dry_run(
+        tmp_path, "--configfile", str(tmp_path / "config.yaml"), "--replace-workflow-config"
+    )
     assert dry.returncode != 0
     assert "config launch: setting 'max_train_jobs' was renamed to 'history_jobs'" in dry.stdout
     with pytest.raises(ValueError, match="'retrain_every' was renamed to 'refit_every'"):

@@ -7,9 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stragglers.formats import raw as schema
-from stragglers.convert.one_process import convert_alibaba
-from stragglers.convert.one_process import convert_google
+from stragglers.convert.one_process import convert_alibaba, convert_google
 from stragglers.formats.datasets import feature_columns
 from stragglers.formats.jobs import read_job
 from stragglers.traces.rawcsv import RawTraceError
@@ -25,8 +23,11 @@ def event(t, job, task, kind, machine="", priority=9):
 
 def usage(t0, t1, job, task, machine=7, cpu=0.1):
     values = [cpu, 0.02, 0.02, 0.001, 0.002, 0.03, 0.001, 0.0001, 2 * cpu, 0.002, 1.5, 0.01]
-    return ",".join([str(int(t0 * S)), str(int(t1 * S)), str(job), str(task), str(machine)]
-                    + [str(v) for v in values] + ["0", "1", str(cpu)])
+    return ",".join(
+        [str(int(t0 * S)), str(int(t1 * S)), str(job), str(task), str(machine)]
+        + [str(v) for v in values]
+        + ["0", "1", str(cpu)]
+    )
 
 
 def write_part(folder, name, lines, corrupt=False):
@@ -49,9 +50,16 @@ def trace(tmp_path):
         part0.append(event(610 + task, 1, task, SCHEDULE, machine=100 + task))
     part0 += [event(700, 1, 0, EVICT, machine=100), event(720, 1, 0, SCHEDULE, machine=200)]
     part0 += [event(1000, 1, 1, FINISH, machine=101)]
-    part1 += [event(1300, 1, 0, FINISH, 200), event(1400, 1, 2, FINISH, 102), event(2000, 1, 3, FINISH, 103)]
+    part1 += [
+        event(1300, 1, 0, FINISH, 200),
+        event(1400, 1, 2, FINISH, 102),
+        event(2000, 1, 3, FINISH, 103),
+    ]
     for task in range(4):
-        part0 += [event(600, 2, task, SCHEDULE, 5, priority=2), event(900, 2, task, FINISH, 5, priority=2)]
+        part0 += [
+            event(600, 2, task, SCHEDULE, 5, priority=2),
+            event(900, 2, task, FINISH, 5, priority=2),
+        ]
     for task in range(4):
         part0.append(event(650, 3, task, SCHEDULE, 9))
         part1.append(event(1500, 3, task, KILL if task == 3 else FINISH, 9))
@@ -70,7 +78,11 @@ def trace(tmp_path):
     u0 += [usage(612, 900, 1, 2), usage(900, 1200, 1, 2)]
     u1 += [usage(1200, 1400, 1, 2)]
     u0 += [usage(613, 900, 1, 3, cpu=0.5), usage(900, 1200, 1, 3, cpu=0.5)]
-    u1 += [usage(1200, 1500, 1, 3, cpu=0.5), usage(1500, 1800, 1, 3, cpu=0.5), usage(1800, 2000, 1, 3, cpu=0.5)]
+    u1 += [
+        usage(1200, 1500, 1, 3, cpu=0.5),
+        usage(1500, 1800, 1, 3, cpu=0.5),
+        usage(1800, 2000, 1, 3, cpu=0.5),
+    ]
     u1 += [usage(1300, 1300, 1, 2)]  # zero-length window
     u1 += [usage(2000, 2100, 1, 3)]  # after the task finished
     for task in range(4):
@@ -116,11 +128,17 @@ def test_conversion_is_deterministic(trace, tmp_path):
     convert_google(trace, tmp_path / "a", dataset="t", n_shards=2, min_tasks=3)
     convert_google(trace, tmp_path / "b", dataset="t", n_shards=2, min_tasks=3)
     for name in ("manifest.parquet", "jobs/shard-0/1.parquet", "jobs/shard-1/3.parquet"):
-        pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "a" / name), pd.read_parquet(tmp_path / "b" / name))
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(tmp_path / "a" / name), pd.read_parquet(tmp_path / "b" / name)
+        )
 
 
 def test_truncated_gzip_is_an_error_naming_the_file(trace, tmp_path):
-    lines = gzip.decompress((trace / "task_usage" / "part-00001-of-00002.csv.gz").read_bytes()).decode().splitlines()
+    lines = (
+        gzip.decompress((trace / "task_usage" / "part-00001-of-00002.csv.gz").read_bytes())
+        .decode()
+        .splitlines()
+    )
     write_part(trace / "task_usage", "part-00001-of-00002.csv.gz", lines * 2000, corrupt=True)
     with pytest.raises(RawTraceError, match="part-00001-of-00002.csv.gz.*truncated or corrupt"):
         convert_google(trace, tmp_path / "out", dataset="t", n_shards=1, min_tasks=3)
@@ -153,7 +171,9 @@ def test_alibaba_instances(tmp_path):
     raw.mkdir()
     rows = []
     for i in range(6):
-        rows.append(f"ins_{i},M1,j_1,1,Terminated,{100 + i},{200 + 10 * i},m_{i},1,1,50.0,80.0,0.3,0.4")
+        rows.append(
+            f"ins_{i},M1,j_1,1,Terminated,{100 + i},{200 + 10 * i},m_{i},1,1,50.0,80.0,0.3,0.4"
+        )
     rows.append("ins_9,M1,j_1,1,Failed,100,150,m_1,1,1,50.0,80.0,0.3,0.4")
     rows.append("ins_10,M1,j_1,1,Terminated,100,100,m_1,1,1,50.0,80.0,0.3,0.4")  # zero length
     rows += [f"ins_{i},R2,j_2,1,Terminated,100,200,m_1,1,1,1,1,1,1" for i in range(2)]
@@ -164,7 +184,9 @@ def test_alibaba_instances(tmp_path):
     assert summary["counts"]["jobs_dropped_below_min_tasks"] == 1
     manifest = pd.read_parquet(tmp_path / "out" / "manifest.parquet")
     assert manifest["job_id"].tolist() == ["j_1.M1"] and manifest["n_tasks"].iloc[0] == 6
-    job = read_job(tmp_path / "out" / manifest["path"].iloc[0], "j_1.M1", feature_columns("alibaba-2018"))
+    job = read_job(
+        tmp_path / "out" / manifest["path"].iloc[0], "j_1.M1", feature_columns("alibaba-2018")
+    )
     assert job.latency.tolist() == [100.0 + 9 * i for i in range(6)]
     np.testing.assert_array_equal(job.available_from, job.task_start)
 
@@ -183,7 +205,9 @@ def _tar_with(path, member, text):
 def test_alibaba_2018_tarball_is_read_as_a_stream(tmp_path):
     raw = tmp_path / "ali"
     raw.mkdir()
-    rows = [f"ins_{i},M1,j_1,1,Terminated,{100 + i},{300 + i},m_1,1,1,5,8,0.3,0.4" for i in range(5)]
+    rows = [
+        f"ins_{i},M1,j_1,1,Terminated,{100 + i},{300 + i},m_1,1,1,5,8,0.3,0.4" for i in range(5)
+    ]
     _tar_with(raw / "batch_instance.tar.gz", "batch_instance.csv", "\n".join(rows) + "\n")
     summary = convert_alibaba(raw, tmp_path / "out", dataset="a", n_shards=3, min_tasks=5)
     assert summary["counts"]["jobs_kept"] == 1
@@ -196,19 +220,31 @@ def test_alibaba_2017_layout(tmp_path):
     # start, end, job id, task id, machine, status, seq, total seq, cpu max, cpu avg, mem max, mem avg
     rows = [f"{10 + i},{60 + 2 * i},7,3,m_{i},Terminated,{i},5,0.9,0.5,0.2,0.1" for i in range(5)]
     (raw / "batch_instance.csv").write_text("\n".join(rows) + "\n")
-    convert_alibaba(raw, tmp_path / "out", dataset="a17", n_shards=1, min_tasks=5, kind="alibaba-2017")
+    convert_alibaba(
+        raw, tmp_path / "out", dataset="a17", n_shards=1, min_tasks=5, kind="alibaba-2017"
+    )
     manifest = pd.read_parquet(tmp_path / "out" / "manifest.parquet")
     assert manifest["job_id"].tolist() == ["7.3"]
-    job = read_job(tmp_path / "out" / manifest["path"].iloc[0], "7.3", feature_columns("alibaba-2017"))
+    job = read_job(
+        tmp_path / "out" / manifest["path"].iloc[0], "7.3", feature_columns("alibaba-2017")
+    )
     assert job.latency.tolist() == [50.0 + i for i in range(5)]
     assert job.window_features[:, 0].tolist() == [0.5] * 5  # cpu_avg is the 10th column in 2017
 
 
 def test_reference_latency_definition_sums_usage_windows(trace, tmp_path):
-    convert_google(trace, tmp_path / "out", dataset="t", n_shards=1, min_tasks=3,
-                   latency_definition="usage_windows")
+    convert_google(
+        trace,
+        tmp_path / "out",
+        dataset="t",
+        n_shards=1,
+        min_tasks=3,
+        latency_definition="usage_windows",
+    )
     manifest = pd.read_parquet(tmp_path / "out" / "manifest.parquet").set_index("job_id")
-    job = read_job(tmp_path / "out" / manifest.loc["1", "path"], "1", feature_columns("google-2011"))
+    job = read_job(
+        tmp_path / "out" / manifest.loc["1", "path"], "1", feature_columns("google-2011")
+    )
     by_id = {tid: i for i, tid in enumerate(job.task_id)}
     # task 0: windows 610-690, 720-900, 900-1200, 1200-1300 (the evicted gap does not count)
     assert job.latency[by_id["0"]] == pytest.approx(80 + 180 + 300 + 100)

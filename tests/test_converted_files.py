@@ -36,9 +36,16 @@ def second_job_file(converted: Path) -> Path:
 
 def predict(converted: Path, out: Path):
     return predict_shard(
-        converted_dir=converted, dataset="t", kind="google-2011", shard=0, method="Elapsed",
-        params={}, settings=ReplaySettings(), seed=1,
-        out_tasks=out / "shard-0.tasks.parquet", out_jobs=out / "shard-0.jobs.parquet",
+        converted_dir=converted,
+        dataset="t",
+        kind="google-2011",
+        shard=0,
+        method="Elapsed",
+        params={},
+        settings=ReplaySettings(),
+        seed=1,
+        out_tasks=out / "shard-0.tasks.parquet",
+        out_jobs=out / "shard-0.jobs.parquet",
     )
 
 

@@ -159,7 +159,10 @@ def test_parse_real_sha256sum_format():
     sums = dl.parse_sha256sum(path.read_text())
     by_hand = dict(reversed(line.split()) for line in path.read_text().splitlines() if line.strip())
     assert sums == {name.lstrip("*"): digest for name, digest in by_hand.items()}
-    assert {"task_events/part-00000-of-00500.csv.gz", "machine_events/part-00000-of-00001.csv.gz"} <= set(sums)
+    assert {
+        "task_events/part-00000-of-00500.csv.gz",
+        "machine_events/part-00000-of-00001.csv.gz",
+    } <= set(sums)
     assert all(re.fullmatch(r"[0-9a-f]{64}", digest) for digest in sums.values())
 
 
@@ -272,8 +275,12 @@ def test_success_with_progress_callback(server, tmp_path):
     server.files["/f.bin"] = data
     seen = []
     dest = dl.download(
-        server.url("/f.bin"), tmp_path / "sub" / "f.bin", sha256=_sha(data).upper(),
-        progress=lambda done, total: seen.append((done, total)), chunk_size=65_536, **FAST,
+        server.url("/f.bin"),
+        tmp_path / "sub" / "f.bin",
+        sha256=_sha(data).upper(),
+        progress=lambda done, total: seen.append((done, total)),
+        chunk_size=65_536,
+        **FAST,
     )
     assert dest.read_bytes() == data
     assert seen[-1] == (len(data), len(data))
@@ -405,8 +412,14 @@ def test_stalled_server_times_out_then_resumes(server, tmp_path):
     data = _payload(80_000, seed=11)
     server.files["/s.bin"] = data
     server.behaviour["/s.bin"] = ["stall"]
-    dest = dl.download(server.url("/s.bin"), tmp_path / "s.bin", sha256=_sha(data),
-                       timeout=0.2, retries=2, backoff=0.01)
+    dest = dl.download(
+        server.url("/s.bin"),
+        tmp_path / "s.bin",
+        sha256=_sha(data),
+        timeout=0.2,
+        retries=2,
+        backoff=0.01,
+    )
     assert dest.read_bytes() == data
     first, second = server.requests_for("/s.bin")
     assert second["Range"] == f"bytes={len(data) // 4}-"
@@ -416,8 +429,14 @@ def test_server_silent_before_headers_times_out_then_succeeds(server, tmp_path):
     data = _payload(1_000, seed=12)
     server.files["/h.bin"] = data
     server.behaviour["/h.bin"] = ["stall-before-headers"]
-    dl.download(server.url("/h.bin"), tmp_path / "h.bin", sha256=_sha(data),
-                timeout=0.2, retries=2, backoff=0.01)
+    dl.download(
+        server.url("/h.bin"),
+        tmp_path / "h.bin",
+        sha256=_sha(data),
+        timeout=0.2,
+        retries=2,
+        backoff=0.01,
+    )
     assert (tmp_path / "h.bin").read_bytes() == data
     assert len(server.requests_for("/h.bin")) == 2
 
@@ -465,8 +484,22 @@ def test_google_cli_fetches_sums_then_verified_parts(server, tmp_path):
     base = _serve_google_bucket(server, parts)
     server.behaviour["/bucket/task_events/part-00001-of-00500.csv.gz"] = ["cut"]
     out = tmp_path / "google-2011"
-    argv = ["google", "--out", str(out), "--tables", "task_events", "job_events", "--parts", "0-1",
-            "--base-url", base, "--timeout", "2", "--backoff", "0.01"]
+    argv = [
+        "google",
+        "--out",
+        str(out),
+        "--tables",
+        "task_events",
+        "job_events",
+        "--parts",
+        "0-1",
+        "--base-url",
+        base,
+        "--timeout",
+        "2",
+        "--backoff",
+        "0.01",
+    ]
     assert dl.main(argv) == 0
     for table in ("task_events", "job_events"):
         for i in (0, 1):
@@ -489,12 +522,29 @@ def test_google_cli_fetches_machine_events_whatever_the_parts(server, tmp_path, 
     like the others, not numbered out of 500 and not subject to --parts."""
     parts = {
         MACHINE_EVENTS: _payload(3_000, seed=40),
-        **{f"task_events/part-{i:05d}-of-00500.csv.gz": _payload(1_000, seed=41 + i) for i in (2, 3)},
+        **{
+            f"task_events/part-{i:05d}-of-00500.csv.gz": _payload(1_000, seed=41 + i)
+            for i in (2, 3)
+        },
     }
     base = _serve_google_bucket(server, parts)
     out = tmp_path / "g"
-    argv = ["google", "--out", str(out), "--tables", "task_events", "machine_events", "--parts", "2-3",
-            "--base-url", base, "--timeout", "2", "--backoff", "0.01"]
+    argv = [
+        "google",
+        "--out",
+        str(out),
+        "--tables",
+        "task_events",
+        "machine_events",
+        "--parts",
+        "2-3",
+        "--base-url",
+        base,
+        "--timeout",
+        "2",
+        "--backoff",
+        "0.01",
+    ]
     assert dl.main(argv) == 0
     assert "3 files verified" in capsys.readouterr().out
     assert (out / MACHINE_EVENTS).read_bytes() == parts[MACHINE_EVENTS]
@@ -504,8 +554,12 @@ def test_google_cli_fetches_machine_events_whatever_the_parts(server, tmp_path, 
 
 def test_google_refuses_a_corrupted_machine_events(server, tmp_path):
     served = b"machine events, tampered in transit"
-    base = _serve_google_bucket(server, {MACHINE_EVENTS: served}, listed={MACHINE_EVENTS: b"the original"})
-    with pytest.raises(dl.DownloadError, match=rf"(?s)1 of 1 parts failed.*sha256 mismatch.*{MACHINE_EVENTS}"):
+    base = _serve_google_bucket(
+        server, {MACHINE_EVENTS: served}, listed={MACHINE_EVENTS: b"the original"}
+    )
+    with pytest.raises(
+        dl.DownloadError, match=rf"(?s)1 of 1 parts failed.*sha256 mismatch.*{MACHINE_EVENTS}"
+    ):
         dl.download_google(tmp_path, ["machine_events"], "0", base_url=base, **FAST)
     assert not (tmp_path / MACHINE_EVENTS).exists()
     assert (tmp_path / f"{MACHINE_EVENTS}.bad-sha256-{_sha(served)[:12]}").read_bytes() == served
@@ -521,8 +575,23 @@ def test_google_cli_reports_a_tampered_part(server, tmp_path, capsys):
     relpath = "task_usage/part-00000-of-00500.csv.gz"
     base = _serve_google_bucket(server, {relpath: b"served bytes"}, listed={relpath: b"other"})
     out = tmp_path / "g"
-    code = dl.main(["google", "--out", str(out), "--tables", "task_usage", "--parts", "0",
-                    "--base-url", base, "--timeout", "2", "--backoff", "0.01"])
+    code = dl.main(
+        [
+            "google",
+            "--out",
+            str(out),
+            "--tables",
+            "task_usage",
+            "--parts",
+            "0",
+            "--base-url",
+            base,
+            "--timeout",
+            "2",
+            "--backoff",
+            "0.01",
+        ]
+    )
     assert code == 1
     err = capsys.readouterr().err
     assert "sha256 mismatch" in err and _sha(b"other") in err and _sha(b"served bytes") in err
@@ -539,8 +608,17 @@ def test_google_refuses_parts_missing_from_sha256sum(server, tmp_path):
 
 
 def test_google_cli_bad_selection_fails_before_any_request(server, tmp_path, capsys):
-    argv = ["google", "--out", str(tmp_path), "--tables", "task_usage", "--parts", "0-500",
-            "--base-url", server.url("/bucket")]
+    argv = [
+        "google",
+        "--out",
+        str(tmp_path),
+        "--tables",
+        "task_usage",
+        "--parts",
+        "0-500",
+        "--base-url",
+        server.url("/bucket"),
+    ]
     assert dl.main(argv) == 1
     assert "parts: part 500 is outside 0..499" in capsys.readouterr().err
     assert server.requests == []

@@ -73,9 +73,18 @@ def make_job(
 
 def failed_job(job_id: str, **overrides) -> dict:
     row = {
-        "dataset": "google", "method": "NURD", "family": "Ours", "privileged": False,
-        "job_id": job_id, "status": "failed", "reason": "too few tasks", "seconds": 1.0,
-        "n_checkpoints": 0, "straggler_threshold": 5.0, "job_start": 0.0, "job_end": 10.0,
+        "dataset": "google",
+        "method": "NURD",
+        "family": "Ours",
+        "privileged": False,
+        "job_id": job_id,
+        "status": "failed",
+        "reason": "too few tasks",
+        "seconds": 1.0,
+        "n_checkpoints": 0,
+        "straggler_threshold": 5.0,
+        "job_start": 0.0,
+        "job_end": 10.0,
         "prediction_start": np.nan,
     }
     row.update(overrides)
@@ -164,8 +173,16 @@ def test_unevaluated_tasks_are_excluded():
     evaluated = np.ones(10, bool)
     evaluated[[0, 5]] = False
     tasks, jobs = combine(
-        make_job("j1", TEN_LATENCY, TEN_FLAGS, threshold=8.0, evaluated=evaluated,
-                 method="Wrangler", family="Systems", privileged=True)
+        make_job(
+            "j1",
+            TEN_LATENCY,
+            TEN_FLAGS,
+            threshold=8.0,
+            evaluated=evaluated,
+            method="Wrangler",
+            family="Systems",
+            privileged=True,
+        )
     )
     row = ev.job_metrics(tasks, jobs).iloc[0]
     assert (row["tp"], row["fp"], row["fn"], row["tn"]) == (2, 0, 1, 5)
@@ -227,7 +244,15 @@ def test_summary_order_follows_paper_families():
     tasks, jobs = combine(*parts)
     summary = ev.summary_table(ev.job_metrics(tasks, jobs))
     assert summary["method"].tolist() == [
-        "GBTR", "ABOD", "LOF", "PU-EN", "CoxPH", "Wrangler", "NURD-NC", "NURD", "Random",
+        "GBTR",
+        "ABOD",
+        "LOF",
+        "PU-EN",
+        "CoxPH",
+        "Wrangler",
+        "NURD-NC",
+        "NURD",
+        "Random",
         "Oracle",
     ]
 
@@ -235,13 +260,17 @@ def test_summary_order_follows_paper_families():
 def test_summary_dataset_order():
     parts = [
         make_job("j", TEN_LATENCY, TEN_FLAGS, threshold=8.0, dataset=d, method=m)
-        for d in ("alibaba", "google") for m in ("NURD", "GBTR")
+        for d in ("alibaba", "google")
+        for m in ("NURD", "GBTR")
     ]
     tasks, jobs = combine(*parts)
     jobs.loc[jobs["method"] == "GBTR", "family"] = "Supervised"
     summary = ev.summary_table(ev.job_metrics(tasks, jobs), dataset_order=["google", "alibaba"])
     assert list(zip(summary["method"], summary["dataset"], strict=True)) == [
-        ("GBTR", "google"), ("GBTR", "alibaba"), ("NURD", "google"), ("NURD", "alibaba"),
+        ("GBTR", "google"),
+        ("GBTR", "alibaba"),
+        ("NURD", "google"),
+        ("NURD", "alibaba"),
     ]
 
 
@@ -270,8 +299,15 @@ def test_f1_over_time_uses_job_span_and_averages_jobs():
     # task 3 is flagged exactly at job_end -> a false positive at k = 5 only (inclusive)
     first = make_job("j1", TEN_LATENCY, TEN_FLAGS, threshold=8.0)
     latency = np.array([10.0, 10.0, 100.0, 10.0])
-    second = make_job("j2", latency, [NAN, NAN, 150.0, 200.0], threshold=50.0,
-                      task_start=np.full(4, 100.0), job_start=100.0, job_end=200.0)
+    second = make_job(
+        "j2",
+        latency,
+        [NAN, NAN, 150.0, 200.0],
+        threshold=50.0,
+        task_start=np.full(4, 100.0),
+        job_start=100.0,
+        job_end=200.0,
+    )
     tasks, jobs = combine(first, second, failed_job("j3"))
     per_job, mean = ev.f1_over_time(tasks, jobs, n_points=5)
     j2 = per_job[per_job["job_id"] == "j2"]
@@ -351,8 +387,12 @@ def test_evaluation_does_not_import_method_code():
 
 def test_sort_rows_keeps_each_row_once_with_repeated_index_labels():
     frame = pd.DataFrame(
-        {"method": ["NURD", "GBTR", "Oracle"], "family": ["Ours", "Supervised", "Oracle"],
-         "dataset": ["a", "a", "a"], "value": [1, 2, 3]},
+        {
+            "method": ["NURD", "GBTR", "Oracle"],
+            "family": ["Ours", "Supervised", "Oracle"],
+            "dataset": ["a", "a", "a"],
+            "value": [1, 2, 3],
+        },
         index=[0, 0, 1],  # e.g. concatenated frames without ignore_index
     )
     out = ev.sort_rows(frame)

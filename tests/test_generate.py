@@ -12,17 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stragglers.traces import calibrate
-from stragglers.traces.generate import (
-    AlibabaGeneratorConfig,
-    GoogleGeneratorConfig,
-    generate_alibaba,
-    generate_google,
-)
-from stragglers.traces.generate import writing
-from stragglers.traces.generate.__main__ import main as generate_main
-from stragglers.traces.generate.google import enumerate_windows, part_boundaries, window_bounds
-from stragglers.traces.generate.latent import round_significant
 from stragglers.formats.raw import (
     ALIBABA_2018_BATCH_INSTANCE,
     GOOGLE_JOB_EVENTS,
@@ -32,17 +21,43 @@ from stragglers.formats.raw import (
     GOOGLE_WINDOW_US,
     EventType,
 )
+from stragglers.traces import calibrate
+from stragglers.traces.generate import (
+    AlibabaGeneratorConfig,
+    GoogleGeneratorConfig,
+    generate_alibaba,
+    generate_google,
+    writing,
+)
+from stragglers.traces.generate.__main__ import main as generate_main
+from stragglers.traces.generate.google import enumerate_windows, part_boundaries, window_bounds
+from stragglers.traces.generate.latent import round_significant
 
 REAL_TASK_EVENTS = (
     Path(__file__).resolve().parents[2]
     / "shared/data/google-2011/task_events/part-00000-of-00500.csv.gz"
 )
-TABLES = {"job_events": GOOGLE_JOB_EVENTS, "task_events": GOOGLE_TASK_EVENTS, "task_usage": GOOGLE_TASK_USAGE}
+TABLES = {
+    "job_events": GOOGLE_JOB_EVENTS,
+    "task_events": GOOGLE_TASK_EVENTS,
+    "task_usage": GOOGLE_TASK_USAGE,
+}
 # small but complete: both Figure-1 regimes (2 heavy-tailed jobs), every filter-out kind
-SMALL_GOOGLE = {"n_jobs": 10, "max_tasks": 160, "n_parts": 3, "heavy_tail_job_fraction": 0.2,
-                "killed_task_fraction": 0.02, "evict_fraction": 0.05, "fail_fraction": 0.02, "seed": 3}
-RESOURCE_COLUMNS = [c for c in GOOGLE_TASK_USAGE[5:20] if c not in
-                    ("cycles_per_instruction", "memory_accesses_per_instruction", "aggregation_type")]
+SMALL_GOOGLE = {
+    "n_jobs": 10,
+    "max_tasks": 160,
+    "n_parts": 3,
+    "heavy_tail_job_fraction": 0.2,
+    "killed_task_fraction": 0.02,
+    "evict_fraction": 0.05,
+    "fail_fraction": 0.02,
+    "seed": 3,
+}
+RESOURCE_COLUMNS = [
+    c
+    for c in GOOGLE_TASK_USAGE[5:20]
+    if c not in ("cycles_per_instruction", "memory_accesses_per_instruction", "aggregation_type")
+]
 
 
 def part_files(trace: Path, table: str) -> list[Path]:
@@ -55,7 +70,9 @@ def read_table(trace: Path, table: str) -> pd.DataFrame:
 
 
 def all_bytes(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +129,11 @@ def test_job_events_are_submit_schedule_finish(google):
     jobs = read_table(google, "job_events")
     assert jobs["timestamp"].min() >= GOOGLE_TRACE_START_US
     for _, events in jobs.sort_values("timestamp", kind="stable").groupby("job_id"):
-        assert events["event_type"].tolist() == [EventType.SUBMIT, EventType.SCHEDULE, EventType.FINISH]
+        assert events["event_type"].tolist() == [
+            EventType.SUBMIT,
+            EventType.SCHEDULE,
+            EventType.FINISH,
+        ]
 
 
 def test_usage_windows_on_grid_in_range_and_within_their_attempt(task_usage, task_events):
@@ -126,7 +147,9 @@ def test_usage_windows_on_grid_in_range_and_within_their_attempt(task_usage, tas
     for c in RESOURCE_COLUMNS:
         values = u[c].dropna()
         assert values.between(0, 1).all(), c
-    assert (u[["cycles_per_instruction", "memory_accesses_per_instruction"]].dropna() > 0).all().all()
+    assert (
+        (u[["cycles_per_instruction", "memory_accesses_per_instruction"]].dropna() > 0).all().all()
+    )
     assert (u["maximum_cpu_rate"] >= u["cpu_rate"]).all()
     assert (u["maximum_memory_usage"] >= u["canonical_memory_usage"]).all()
     # each window lies inside one attempt: SCHEDULE .. the attempt's end, same machine
@@ -134,10 +157,15 @@ def test_usage_windows_on_grid_in_range_and_within_their_attempt(task_usage, tas
     running = ev[ev["event_type"] != EventType.SUBMIT].copy()
     running["attempt_end"] = running.groupby(["job_id", "task_index"])["timestamp"].shift(-1)
     attempts = running[running["event_type"] == EventType.SCHEDULE]
-    attempts = attempts.rename(columns={"timestamp": "attempt_start", "machine_id": "attempt_machine"})
+    attempts = attempts.rename(
+        columns={"timestamp": "attempt_start", "machine_id": "attempt_machine"}
+    )
     merged = pd.merge_asof(
-        u.sort_values("start_time"), attempts.sort_values("attempt_start"),
-        left_on="start_time", right_on="attempt_start", by=["job_id", "task_index"],
+        u.sort_values("start_time"),
+        attempts.sort_values("attempt_start"),
+        left_on="start_time",
+        right_on="attempt_start",
+        by=["job_id", "task_index"],
     )
     assert merged["attempt_start"].notna().all()
     assert (merged["end_time"] <= merged["attempt_end"]).all()
@@ -208,15 +236,21 @@ def test_both_figure1_regimes_occur(task_events):
 
 def test_default_config_covers_both_figure1_regimes(tmp_path):
     generate_google(tmp_path, {"write_truth": False})
-    jobs = calibrate.job_latency_shape(calibrate.task_latencies(calibrate.read_task_events(tmp_path)))
+    jobs = calibrate.job_latency_shape(
+        calibrate.task_latencies(calibrate.read_task_events(tmp_path))
+    )
     assert 30 <= len(jobs) <= 36
     assert 0 < (~jobs["p90_above_half_max"]).sum() < len(jobs) / 2
 
 
-def test_signatures_show_in_windows_and_vanish_without_signature(google, task_usage, truth, tmp_path):
+def test_signatures_show_in_windows_and_vanish_without_signature(
+    google, task_usage, truth, tmp_path
+):
     def mean_z(usage, truth, mechanism, feature):
         u = usage.merge(truth[["job_id", "task_index", "mechanisms"]], on=["job_id", "task_index"])
-        u["z"] = np.log(u[feature]).groupby(u["job_id"]).transform(lambda s: (s - s.mean()) / s.std())
+        u["z"] = (
+            np.log(u[feature]).groupby(u["job_id"]).transform(lambda s: (s - s.mean()) / s.std())
+        )
         per_task = u.groupby(["job_id", "task_index", "mechanisms"])["z"].mean().reset_index()
         return (
             per_task.loc[per_task["mechanisms"] == mechanism, "z"].mean()
@@ -243,7 +277,9 @@ def test_signatures_show_in_windows_and_vanish_without_signature(google, task_us
 def test_stragglers_are_slower_than_nominal_because_of_mechanisms(truth):
     done = truth[(truth["killed"] == 0) & (truth["job_kind"] == "eligible")]
     ratio = done["latency_s"] / done["nominal_s"]
-    slowed = done["mechanisms"].isin(["slow_machine", "memory_pressure", "disk_contention", "silent"])
+    slowed = done["mechanisms"].isin(
+        ["slow_machine", "memory_pressure", "disk_contention", "silent"]
+    )
     assert ratio[slowed].median() > ratio[done["mechanisms"] == "none"].median()
     assert (ratio[done["mechanisms"] == "decoy"].median() - 1) < 0.01
 
@@ -278,7 +314,9 @@ def test_rerun_with_fewer_parts_removes_stale_parts(tmp_path):
     generate_google(tmp_path, {"n_jobs": 2, "n_parts": 4, "write_truth": False})
     generate_google(tmp_path, {"n_jobs": 2, "n_parts": 2, "write_truth": False})
     assert [f.name for f in part_files(tmp_path, "task_usage")] == [
-        "part-00000-of-00002.csv.gz", "part-00001-of-00002.csv.gz"]
+        "part-00000-of-00002.csv.gz",
+        "part-00001-of-00002.csv.gz",
+    ]
 
 
 def test_atomic_file_leaves_nothing_complete_looking_on_error(tmp_path):
@@ -313,16 +351,14 @@ def test_window_bounds_and_enumerate_windows():
     assert start.tolist() == [651 * s, 900 * s, 1200 * s]
     assert end.tolist() == [900 * s, 1200 * s, 1250 * s]
     # only slots in [1, 2): the middle window; empty spans give none
-    span, start, end = enumerate_windows(np.array([651 * s, 5 * s]), np.array([1250 * s, 5 * s]), 1, 2)
+    span, start, end = enumerate_windows(
+        np.array([651 * s, 5 * s]), np.array([1250 * s, 5 * s]), 1, 2
+    )
     assert span.tolist() == [0] and start.tolist() == [900 * s] and end.tolist() == [1200 * s]
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.integers(0, 4_000), st.integers(0, 2_000)), min_size=1, max_size=20
-    )
-)
+@given(st.lists(st.tuples(st.integers(0, 4_000), st.integers(0, 2_000)), min_size=1, max_size=20))
 def test_enumerate_windows_tiles_each_span_on_the_grid(spans):
     s = 1_000_000
     low = np.array([GOOGLE_TRACE_START_US + a * s for a, _ in spans], dtype=np.int64)
@@ -331,8 +367,10 @@ def test_enumerate_windows_tiles_each_span_on_the_grid(spans):
     covered = np.zeros(len(spans), dtype=np.int64)
     np.add.at(covered, span, end - start)
     assert covered.tolist() == (high - low).tolist()  # windows tile each span exactly
-    assert ((start - GOOGLE_TRACE_START_US) // GOOGLE_WINDOW_US
-            == (end - 1 - GOOGLE_TRACE_START_US) // GOOGLE_WINDOW_US).all()
+    assert (
+        (start - GOOGLE_TRACE_START_US) // GOOGLE_WINDOW_US
+        == (end - 1 - GOOGLE_TRACE_START_US) // GOOGLE_WINDOW_US
+    ).all()
     assert (start >= low[span]).all() and (end <= high[span]).all()
 
 
@@ -363,7 +401,10 @@ def test_config_rejects_unknown_and_bad_settings():
 
 
 def test_cli_writes_a_trace_and_reports_bad_knobs(tmp_path, capsys):
-    assert generate_main(["google", "--out", str(tmp_path), "--n-jobs", "2", "--set", "max_tasks=120"]) == 0
+    assert (
+        generate_main(["google", "--out", str(tmp_path), "--n-jobs", "2", "--set", "max_tasks=120"])
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["eligible_jobs"] == 2
     assert generate_main(["alibaba", "--out", str(tmp_path), "--set", "colour=1"]) == 2
     assert "unknown setting 'colour'" in capsys.readouterr().err
@@ -402,7 +443,9 @@ def test_alibaba_rows_parse_with_the_official_columns(alibaba):
 
 
 def test_alibaba_eligible_and_filtered_tasks(alibaba):
-    rows = pd.read_csv(alibaba / "batch_instance.csv", header=None, names=ALIBABA_2018_BATCH_INSTANCE)
+    rows = pd.read_csv(
+        alibaba / "batch_instance.csv", header=None, names=ALIBABA_2018_BATCH_INSTANCE
+    )
     terminated = rows[rows["status"] == "Terminated"].groupby(["job_name", "task_name"]).size()
     assert (terminated >= 100).sum() == 8
     assert ((terminated < 100) & (terminated > 0)).sum() == 2  # small tasks (0.2 * 8)
@@ -418,39 +461,70 @@ def test_alibaba_eligible_and_filtered_tasks(alibaba):
 
 def test_alibaba_determinism_and_gzip_variant(alibaba, tmp_path):
     generate_alibaba(tmp_path, {"n_jobs": 8, "max_tasks": 150, "seed": 5, "write_truth": False})
-    assert (tmp_path / "batch_instance.csv").read_bytes() == (alibaba / "batch_instance.csv").read_bytes()
-    generate_alibaba(tmp_path, {"n_jobs": 8, "max_tasks": 150, "seed": 5, "gzip": True, "write_truth": False})
-    assert not (tmp_path / "batch_instance.csv").exists()
-    assert gzip.decompress((tmp_path / "batch_instance.csv.gz").read_bytes()) == (
+    assert (tmp_path / "batch_instance.csv").read_bytes() == (
         alibaba / "batch_instance.csv"
     ).read_bytes()
+    generate_alibaba(
+        tmp_path, {"n_jobs": 8, "max_tasks": 150, "seed": 5, "gzip": True, "write_truth": False}
+    )
+    assert not (tmp_path / "batch_instance.csv").exists()
+    assert (
+        gzip.decompress((tmp_path / "batch_instance.csv.gz").read_bytes())
+        == (alibaba / "batch_instance.csv").read_bytes()
+    )
     generate_alibaba(tmp_path, {"n_jobs": 8, "max_tasks": 150, "seed": 6, "write_truth": False})
-    assert (tmp_path / "batch_instance.csv").read_bytes() != (alibaba / "batch_instance.csv").read_bytes()
+    assert (tmp_path / "batch_instance.csv").read_bytes() != (
+        alibaba / "batch_instance.csv"
+    ).read_bytes()
 
 
 # ---------------------------------------------------------------- calibration statistics
 
 
 def hand_made_events() -> pd.DataFrame:
-    S, V, E, F, K = (int(EventType.SUBMIT), int(EventType.SCHEDULE), int(EventType.EVICT),
-                     int(EventType.FINISH), int(EventType.KILL))
+    S, V, E, F, K = (
+        int(EventType.SUBMIT),
+        int(EventType.SCHEDULE),
+        int(EventType.EVICT),
+        int(EventType.FINISH),
+        int(EventType.KILL),
+    )
     s = 1_000_000
     rows = [
         # job 1: latencies 10, 20, 30 (evicted once, rescheduled), 100 s
-        (0, 1, 0, S), (1 * s, 1, 0, V), (11 * s, 1, 0, F),
-        (0, 1, 1, S), (2 * s, 1, 1, V), (22 * s, 1, 1, F),
-        (0, 1, 2, S), (3 * s, 1, 2, V), (8 * s, 1, 2, E), (8 * s + 7, 1, 2, S), (9 * s, 1, 2, V),
+        (0, 1, 0, S),
+        (1 * s, 1, 0, V),
+        (11 * s, 1, 0, F),
+        (0, 1, 1, S),
+        (2 * s, 1, 1, V),
+        (22 * s, 1, 1, F),
+        (0, 1, 2, S),
+        (3 * s, 1, 2, V),
+        (8 * s, 1, 2, E),
+        (8 * s + 7, 1, 2, S),
+        (9 * s, 1, 2, V),
         (33 * s, 1, 2, F),
-        (0, 1, 3, S), (4 * s, 1, 3, V), (104 * s, 1, 3, F),
-        (0, 1, 4, S), (4 * s, 1, 4, V), (50 * s, 1, 4, K),  # killed: no latency
+        (0, 1, 3, S),
+        (4 * s, 1, 3, V),
+        (104 * s, 1, 3, F),
+        (0, 1, 4, S),
+        (4 * s, 1, 4, V),
+        (50 * s, 1, 4, K),  # killed: no latency
         (60 * s, 1, 5, F),  # FINISH without a SCHEDULE (scheduled before the data): dropped
         # job 2: latencies 10, 10, 10, 20 s
-        (0, 2, 0, V), (10 * s, 2, 0, F),
-        (0, 2, 1, V), (10 * s, 2, 1, F),
-        (0, 2, 2, V), (10 * s, 2, 2, F),
-        (0, 2, 3, V), (20 * s, 2, 3, F),
+        (0, 2, 0, V),
+        (10 * s, 2, 0, F),
+        (0, 2, 1, V),
+        (10 * s, 2, 1, F),
+        (0, 2, 2, V),
+        (10 * s, 2, 2, F),
+        (0, 2, 3, V),
+        (20 * s, 2, 3, F),
         # job 3: only 2 finished tasks, below min_tasks
-        (0, 3, 0, V), (5 * s, 3, 0, F), (0, 3, 1, V), (6 * s, 3, 1, F),
+        (0, 3, 0, V),
+        (5 * s, 3, 0, F),
+        (0, 3, 1, V),
+        (6 * s, 3, 1, F),
     ]
     return pd.DataFrame(rows, columns=["timestamp", "job_id", "task_index", "event_type"])
 
@@ -490,7 +564,9 @@ def test_calibration_cli_on_generated_trace(google, capsys):
     assert calibrate.main(["--generated", str(google / "nowhere")]) == 2
 
 
-@pytest.mark.skipif(not REAL_TASK_EVENTS.exists(), reason=f"real trace file absent: {REAL_TASK_EVENTS}")
+@pytest.mark.skipif(
+    not REAL_TASK_EVENTS.exists(), reason=f"real trace file absent: {REAL_TASK_EVENTS}"
+)
 def test_calibration_on_the_real_part():
     summary = calibrate.summarize_trace(REAL_TASK_EVENTS)
     # the part is fixed (SHA-256 in shared/data/google-2011/SHA256SUM): exact counts

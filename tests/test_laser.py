@@ -5,11 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-
 from jobfactory import FEATURES as FACTORY_FEATURES
-from jobfactory import (
-    FEATURES_KIND, LAST, RecordingHistory, make_job, make_job_frame, write_jobs)
-from stragglers.replay.history import JobHistory
+from jobfactory import FEATURES_KIND, LAST, RecordingHistory, make_job, make_job_frame, write_jobs
+
 from stragglers.formats.jobs import job_from_frame
 from stragglers.methods import Checkpoint, JobInfo, get_method
 from stragglers.methods._laser_model import (
@@ -20,8 +18,9 @@ from stragglers.methods._laser_model import (
     task_training_set,
 )
 from stragglers.replay.core import ReplaySettings
-from stragglers.replay.wallclock import iterate_checkpoints
+from stragglers.replay.history import JobHistory
 from stragglers.replay.runner import replay_job, run_method_on_jobs
+from stragglers.replay.wallclock import iterate_checkpoints
 
 FEATURES = ["cpu_rate", "io", "noise", "evictions_so_far"]
 
@@ -41,8 +40,9 @@ def test_network_learns_a_known_relation_better_than_the_mean():
     x = rng.normal(size=(1200, 3))
     y = 100 + 80 * x[:, 0] + 40 * np.abs(x[:, 1]) + rng.normal(0, 5, len(x))
     train, test = slice(0, 900), slice(900, None)
-    model = fit_regressor(x[train], y[train] / 100, hidden_layers=3, width=32, epochs=300,
-                          learning_rate=0.01, seed=1)
+    model = fit_regressor(
+        x[train], y[train] / 100, hidden_layers=3, width=32, epochs=300, learning_rate=0.01, seed=1
+    )
     error = np.abs(predict_regressor(model, x[test])[:, 0] * 100 - y[test]).mean()
     baseline = np.abs(np.median(y[train]) - y[test]).mean()
     assert error < 0.3 * baseline
@@ -65,9 +65,13 @@ def test_fit_is_deterministic_and_leaves_torch_settings_alone():
 
 def test_task_training_set_by_hand():
     inputs, targets = task_training_set(
-        finished_features=np.array([[1.0], [2.0]]), finished_latency=np.array([100.0, 200.0]),
-        elapsed_fractions=np.array([0.5]), snapshot_features=np.array([[3.0]]),
-        snapshot_elapsed=np.array([40.0]), snapshot_latency=np.array([300.0]))
+        finished_features=np.array([[1.0], [2.0]]),
+        finished_latency=np.array([100.0, 200.0]),
+        elapsed_fractions=np.array([0.5]),
+        snapshot_features=np.array([[3.0]]),
+        snapshot_elapsed=np.array([40.0]),
+        snapshot_latency=np.array([300.0]),
+    )
     np.testing.assert_array_equal(inputs, [[1.0, 50.0], [2.0, 100.0], [3.0, 40.0]])
     np.testing.assert_array_equal(targets, [100.0, 200.0, 300.0])
 
@@ -90,8 +94,15 @@ def test_simulated_resume_by_hand():
     task (estimate 200). Every finished latency is 80 s: an attempt takes 60 s."""
     rng = np.random.default_rng(0)
     job_time, machine = simulate_resume(
-        r=2, elapsed=np.array([100.0, 50.0]), estimate=np.array([400.0, 200.0]),
-        deadline=300.0, finished_latency=np.array([80.0]), kill_delay=30.0, n_draws=3, rng=rng)
+        r=2,
+        elapsed=np.array([100.0, 50.0]),
+        estimate=np.array([400.0, 200.0]),
+        deadline=300.0,
+        finished_latency=np.array([80.0]),
+        kill_delay=30.0,
+        n_draws=3,
+        rng=rng,
+    )
     np.testing.assert_allclose(job_time, 200.0)  # 100 + 60 = 160 < the normal task's 200
     np.testing.assert_allclose(machine, 160.0 + 2 * 30.0 + 200.0)  # losers stop at tau_kill
 
@@ -99,14 +110,22 @@ def test_simulated_resume_by_hand():
 def _flags_until(frame, method, tau, t_stop):
     """Drive the replay's checkpoints with a fixed tau; flag times of flags raised by t_stop."""
     job = job_from_frame("j", frame, FEATURES)
-    method.start_job(JobInfo(job_id="j", n_tasks=job.n_tasks, feature_names=tuple(FEATURES),
-                             straggler_threshold=tau, seed=3,
-                             kill_delay=ReplaySettings().resume_kill_delay))
+    method.start_job(
+        JobInfo(
+            job_id="j",
+            n_tasks=job.n_tasks,
+            feature_names=tuple(FEATURES),
+            straggler_threshold=tau,
+            seed=3,
+            kill_delay=ReplaySettings().resume_kill_delay,
+        )
+    )
     flagged = np.zeros(job.n_tasks, dtype=bool)
     flag_time = np.full(job.n_tasks, np.nan)
     attempts = []
-    for cp in iterate_checkpoints(job, ReplaySettings(), LAST, flagged,
-                                  np.zeros(job.n_tasks, dtype=bool)):
+    for cp in iterate_checkpoints(
+        job, ReplaySettings(), LAST, flagged, np.zeros(job.n_tasks, dtype=bool)
+    ):
         if cp.time > t_stop:
             break
         assert not hasattr(cp, "running_latency")
@@ -147,8 +166,10 @@ def test_never_sees_a_running_tasks_latency():
 def test_deterministic_and_r_reaches_the_replay():
     job = make_job(120, seed=4)
     params = {"epochs": 60, "refit_every": 3}
-    runs = [replay_job(job, get_method("LASER")(params), ReplaySettings(), LAST, seed=9)
-            for _ in range(2)]
+    runs = [
+        replay_job(job, get_method("LASER")(params), ReplaySettings(), LAST, seed=9)
+        for _ in range(2)
+    ]
     np.testing.assert_array_equal(runs[0].flag_time, runs[1].flag_time)
     np.testing.assert_array_equal(runs[0].resume_attempts, runs[1].resume_attempts)
     flagged = np.isfinite(runs[0].flag_time)
@@ -164,13 +185,18 @@ def test_method_flags_estimates_past_the_deadline():
     rng = np.random.default_rng(3)
     io = rng.uniform(0.5, 3.5, 60)
     method = get_method("LASER")({"epochs": 300})
-    method.start_job(JobInfo("j", 62, ("io",), straggler_threshold=200.0, seed=0,
-                                     kill_delay=300.0))
-    cp = Checkpoint(time=500.0, index=3, first_prediction=True,
-                    finished_tasks=np.arange(60), finished_features=io[:, None],
-                    finished_latency=100.0 * io, running_tasks=np.array([60, 61]),
-                    running_features=np.array([[3.0], [1.0]]),
-                    running_elapsed=np.array([60.0, 60.0]))
+    method.start_job(JobInfo("j", 62, ("io",), straggler_threshold=200.0, seed=0, kill_delay=300.0))
+    cp = Checkpoint(
+        time=500.0,
+        index=3,
+        first_prediction=True,
+        finished_tasks=np.arange(60),
+        finished_features=io[:, None],
+        finished_latency=100.0 * io,
+        running_tasks=np.array([60, 61]),
+        running_features=np.array([[3.0], [1.0]]),
+        running_elapsed=np.array([60.0, 60.0]),
+    )
     np.testing.assert_array_equal(method.predict(cp), [True, False])
     assert 1 <= method.resume_attempts() <= 6
 
@@ -184,15 +210,23 @@ def test_rejects_non_positive_counts(key):
 def test_snapshots_per_checkpoint_bounds_memory():
     method = get_method("LASER")({"snapshots_per_checkpoint": 2, "min_finished": 50})
     method.start_job(JobInfo("j", 10, ("x",), straggler_threshold=100.0, seed=0))
-    cp = Checkpoint(time=50.0, index=1, first_prediction=True,
-                    finished_tasks=np.array([0]), finished_features=np.zeros((1, 1)),
-                    finished_latency=np.array([40.0]), running_tasks=np.arange(1, 6),
-                    running_features=np.zeros((5, 1)), running_elapsed=np.full(5, 30.0))
+    cp = Checkpoint(
+        time=50.0,
+        index=1,
+        first_prediction=True,
+        finished_tasks=np.array([0]),
+        finished_features=np.zeros((1, 1)),
+        finished_latency=np.array([40.0]),
+        running_tasks=np.arange(1, 6),
+        running_features=np.zeros((5, 1)),
+        running_elapsed=np.full(5, 30.0),
+    )
     assert not method.predict(cp).any()  # fewer than min_finished finished: nothing flagged
     assert len(method._snapshot_task) == 1 and len(method._snapshot_task[0]) == 2
 
 
 # ---- training on earlier jobs (history_jobs > 0) --------------------------------------------
+
 
 @pytest.fixture()
 def earlier_trace(tmp_path, monkeypatch):
@@ -219,12 +253,21 @@ def test_earlier_job_examples_by_hand():
 def test_history_jobs_are_finished_by_the_checkpoint_and_used(earlier_trace):
     folder, manifest = earlier_trace
     history = RecordingHistory(manifest, folder, "test", seed=1)
-    jobs = [job_from_frame(r.job_id, pd.read_parquet(folder / r.path), FACTORY_FEATURES)
-            for r in manifest.itertuples()]
+    jobs = [
+        job_from_frame(r.job_id, pd.read_parquet(folder / r.path), FACTORY_FEATURES)
+        for r in manifest.itertuples()
+    ]
     params = {"epochs": 30, "refit_every": 3, "history_jobs": 2}
-    tasks, job_rows = run_method_on_jobs(iter(jobs), get_method("LASER"), params,
-                                         ReplaySettings(grid_origin=600.0), LAST, 7, "t",
-                                         history=history)
+    tasks, job_rows = run_method_on_jobs(
+        iter(jobs),
+        get_method("LASER"),
+        params,
+        ReplaySettings(grid_origin=600.0),
+        LAST,
+        7,
+        "t",
+        history=history,
+    )
     assert (job_rows["status"] == "ok").all(), job_rows["reason"].tolist()
     assert history.loaded, "later jobs should train on earlier ones"
     ends = dict(zip(manifest["job_id"], manifest["job_end"]))
@@ -240,15 +283,17 @@ def test_history_jobs_change_the_model_and_zero_needs_no_history(earlier_trace):
     job = job_from_frame(last.job_id, pd.read_parquet(folder / last.path), FACTORY_FEATURES)
     settings = ReplaySettings(grid_origin=600.0)
     alone = replay_job(job, get_method("LASER")({"epochs": 30}), settings, LAST, seed=9)
-    without = replay_job(job, get_method("LASER")({"epochs": 30}), settings, LAST, seed=9,
-                         history=history)
+    without = replay_job(
+        job, get_method("LASER")({"epochs": 30}), settings, LAST, seed=9, history=history
+    )
     np.testing.assert_array_equal(alone.flag_time, without.flag_time)  # history unused at 0
     method = get_method("LASER")({"epochs": 30, "history_jobs": 4})
     replay_job(job, method, settings, LAST, seed=9, history=history)
     assert method.history_jobs_used == 4
     with pytest.raises(ValueError, match="job history"):
-        replay_job(job, get_method("LASER")({"epochs": 30, "history_jobs": 1}), settings,
-                   LAST, seed=9)
+        replay_job(
+            job, get_method("LASER")({"epochs": 30, "history_jobs": 1}), settings, LAST, seed=9
+        )
 
 
 def test_rejects_negative_history_jobs():

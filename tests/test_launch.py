@@ -5,7 +5,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stragglers.launch.methods.base import LaunchMethod
 from stragglers.launch.crossjob import (
     LaunchSettings,
     add_labels,
@@ -14,6 +13,7 @@ from stragglers.launch.crossjob import (
     oversample_stragglers,
     training_rows,
 )
+from stragglers.launch.methods.base import LaunchMethod
 from stragglers.launch.simulate import hold_back_ends, simulate_hold_back_job
 from stragglers.launch.tasks import straggler_labels
 
@@ -30,13 +30,21 @@ def launch_frame(n_jobs=8, n_tasks=40, seed=0, spacing=500.0):
         start = job_start + rng.uniform(0, 50, n_tasks)
         busy = rng.random(n_tasks) < 0.15
         latency = rng.uniform(100, 200, n_tasks) * np.where(busy, 4.0, 1.0)
-        frames.append(pd.DataFrame({
-            "job_id": f"job{j}", "task": np.arange(n_tasks), "task_start": start,
-            "task_end": start + latency, "latency": latency, "node": rng.integers(0, 6, n_tasks).astype(str),
-            "workload": "w0" if j % 2 == 0 else "w1",
-            FEATURES[0]: np.where(busy, 8.0, 1.0) + rng.normal(0, 0.5, n_tasks),
-            FEATURES[1]: rng.random(n_tasks),
-        }))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "job_id": f"job{j}",
+                    "task": np.arange(n_tasks),
+                    "task_start": start,
+                    "task_end": start + latency,
+                    "latency": latency,
+                    "node": rng.integers(0, 6, n_tasks).astype(str),
+                    "workload": "w0" if j % 2 == 0 else "w1",
+                    FEATURES[0]: np.where(busy, 8.0, 1.0) + rng.normal(0, 0.5, n_tasks),
+                    FEATURES[1]: rng.random(n_tasks),
+                }
+            )
+        )
     tasks = pd.concat(frames, ignore_index=True)
     ends = tasks.groupby("job_id")["task_end"].transform("max")
     tasks["job_start"] = tasks.groupby("job_id")["task_start"].transform("min")
@@ -85,8 +93,12 @@ def test_no_model_ever_trains_on_a_job_unfinished_at_prediction_time():
     original = protocol.training_rows
     protocol.training_rows = spy
     try:
-        online_predictions(tasks, FEATURES, Recording, {}, LaunchSettings(workload="w", min_train_tasks=10), 1, "d")
-        learning_curve(tasks, FEATURES, Recording, {}, LaunchSettings(workload="w", min_train_tasks=10), 1, "d")
+        online_predictions(
+            tasks, FEATURES, Recording, {}, LaunchSettings(workload="w", min_train_tasks=10), 1, "d"
+        )
+        learning_curve(
+            tasks, FEATURES, Recording, {}, LaunchSettings(workload="w", min_train_tasks=10), 1, "d"
+        )
     finally:
         protocol.training_rows = original
     assert len(seen_times) > 8
@@ -129,7 +141,9 @@ def test_a_failing_method_is_reported_as_failed():
             raise RuntimeError("boom")
 
     tasks = add_labels(launch_frame(), LaunchSettings(workload="w"))
-    _, jobs = online_predictions(tasks, FEATURES, Broken, {}, LaunchSettings(workload="w", min_train_tasks=10), 1, "d")
+    _, jobs = online_predictions(
+        tasks, FEATURES, Broken, {}, LaunchSettings(workload="w", min_train_tasks=10), 1, "d"
+    )
     assert (jobs["status"] == "failed").sum() >= len(jobs) - 2
     assert jobs.loc[jobs["status"] == "failed", "reason"].str.contains("boom").all()
 
@@ -166,7 +180,9 @@ def test_hold_back_by_hand():
     replacement = np.array([[50.0, 60.0, 70.0]])
     ends = hold_back_ends(start, end, np.array([False, True, False]), 300.0, replacement)
     np.testing.assert_array_equal(ends, [[100.0, 360.0, 110.0]])
-    frame = simulate_hold_back_job("j", start, end, np.array([False, True, False]), 300.0, 100.0, 4, seed=1)
+    frame = simulate_hold_back_job(
+        "j", start, end, np.array([False, True, False]), 300.0, 100.0, 4, seed=1
+    )
     assert (frame["jct_base"] == 400.0).all()
     # held back 300 s then a redrawn latency from {100, 400, 100}: 400 or 700
     assert set(frame["jct_mitigated"]) <= {400.0, 700.0}

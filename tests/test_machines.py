@@ -9,18 +9,15 @@ import pytest
 from test_convert import trace  # noqa: F401  (fixture: a hand-made two-part trace)
 
 from stragglers.convert import machines
+from stragglers.convert.layout import raw_layout
+from stragglers.convert.one_process import convert_alibaba, convert_google, convert_google_events
 from stragglers.formats import raw as schema
-from stragglers.convert.one_process import convert_alibaba
-from stragglers.convert.one_process import convert_google
-from stragglers.convert.one_process import convert_google_events
-from stragglers.formats.datasets import feature_columns, machine_state_columns
-from stragglers.traces.generate import generate_alibaba, generate_google
+from stragglers.formats.datasets import feature_columns, last_columns, machine_state_columns
 from stragglers.formats.jobs import read_job
 from stragglers.methods.base import Method
-from stragglers.formats.datasets import last_columns
 from stragglers.replay.core import ReplaySettings
 from stragglers.replay.runner import replay_job
-from stragglers.convert.layout import raw_layout
+from stragglers.traces.generate import generate_alibaba, generate_google
 
 SCHEDULE, EVICT, FAIL, FINISH = 1, 2, 3, 4
 COLUMNS = list(machines.MACHINE_STATE_COLUMNS)
@@ -28,9 +25,20 @@ COLUMNS = list(machines.MACHINE_STATE_COLUMNS)
 
 def events_frame(rows):
     frame = pd.DataFrame(
-        rows, columns=["timestamp", "job_id", "task_index", "event_type", "machine_id", "cpu_request", "memory_request"]
+        rows,
+        columns=[
+            "timestamp",
+            "job_id",
+            "task_index",
+            "event_type",
+            "machine_id",
+            "cpu_request",
+            "memory_request",
+        ],
     )
-    return frame.sort_values(["job_id", "task_index", "timestamp"], kind="stable").reset_index(drop=True)
+    return frame.sort_values(["job_id", "task_index", "timestamp"], kind="stable").reset_index(
+        drop=True
+    )
 
 
 @pytest.fixture
@@ -41,16 +49,22 @@ def timeline():
     REMOVEd at 38."""
     events = events_frame(
         [
-            (10, 1, 0, SCHEDULE, 1, 0.1, 0.2), (20, 1, 0, EVICT, 1, 0.1, 0.2),
-            (25, 1, 0, SCHEDULE, 2, 0.1, 0.2), (40, 1, 0, FINISH, 2, 0.1, 0.2),
-            (15, 1, 1, SCHEDULE, 1, 0.3, 0.1), (30, 1, 1, FAIL, 1, 0.3, 0.1),
+            (10, 1, 0, SCHEDULE, 1, 0.1, 0.2),
+            (20, 1, 0, EVICT, 1, 0.1, 0.2),
+            (25, 1, 0, SCHEDULE, 2, 0.1, 0.2),
+            (40, 1, 0, FINISH, 2, 0.1, 0.2),
+            (15, 1, 1, SCHEDULE, 1, 0.3, 0.1),
+            (30, 1, 1, FAIL, 1, 0.3, 0.1),
             (35, 1, 2, SCHEDULE, 1, np.nan, 0.05),
         ]
     )
     machine_events = pd.DataFrame(
         {
-            "timestamp": [0, 0, 28, 38], "machine_id": [1, 2, 1, 2], "event_type": [0, 0, 2, 1],
-            "cpus": [0.5, 1.0, 0.5, np.nan], "memory": [0.25, 0.75, 0.5, np.nan],
+            "timestamp": [0, 0, 28, 38],
+            "machine_id": [1, 2, 1, 2],
+            "event_type": [0, 0, 2, 1],
+            "cpus": [0.5, 1.0, 0.5, np.nan],
+            "memory": [0.25, 0.75, 0.5, np.nan],
         }
     )
     counts = {}
@@ -87,7 +101,9 @@ def test_unknown_and_missing_machines_are_nan(timeline):
 
 def test_launch_state_excludes_the_task_itself(timeline):
     # task (1,1) starts at 15 on machine 1: just before it only (1,0) runs there
-    np.testing.assert_allclose(machines.launch_state(timeline, np.array([1.0]), np.array([15]))[0, :3], [1, 0.1, 0.2])
+    np.testing.assert_allclose(
+        machines.launch_state(timeline, np.array([1.0]), np.array([15]))[0, :3], [1, 0.1, 0.2]
+    )
 
 
 def test_timeline_survives_save_and_load(timeline, tmp_path):
@@ -107,7 +123,9 @@ def test_without_machine_events_capacities_are_unknown():
 # ---------------------------------------------------------------------------------------------
 # on a small generated trace: the converted columns against a brute force over the raw rows
 def read_raw(folder, columns):
-    frames = [pd.read_csv(p, header=None, names=columns) for p in sorted(folder.glob("part-*.csv.gz"))]
+    frames = [
+        pd.read_csv(p, header=None, names=columns) for p in sorted(folder.glob("part-*.csv.gz"))
+    ]
     return pd.concat(frames, ignore_index=True)
 
 
@@ -122,15 +140,31 @@ def brute_force_state(task_events, machine_events, machine, time_us):
                 start = row
             elif row.event_type in (EVICT, FAIL, FINISH, 5, 6) and start is not None:
                 if start.machine_id == machine and start.timestamp <= time_us < row.timestamp:
-                    running, cpu, memory = running + 1, cpu + start.cpu_request, memory + start.memory_request
+                    running, cpu, memory = (
+                        running + 1,
+                        cpu + start.cpu_request,
+                        memory + start.memory_request,
+                    )
                 start = None
-            if row.event_type in (EVICT, FAIL) and row.machine_id == machine and row.timestamp <= time_us:
+            if (
+                row.event_type in (EVICT, FAIL)
+                and row.machine_id == machine
+                and row.timestamp <= time_us
+            ):
                 evictions += row.event_type == EVICT
                 failures += row.event_type == FAIL
         if start is not None and start.machine_id == machine and start.timestamp <= time_us:
-            running, cpu, memory = running + 1, cpu + start.cpu_request, memory + start.memory_request
-    capacity = machine_events[(machine_events.machine_id == machine) & (machine_events.timestamp <= time_us)]
-    cpus, mem = (np.nan, np.nan) if capacity.empty else (capacity.cpus.iloc[-1], capacity.memory.iloc[-1])
+            running, cpu, memory = (
+                running + 1,
+                cpu + start.cpu_request,
+                memory + start.memory_request,
+            )
+    capacity = machine_events[
+        (machine_events.machine_id == machine) & (machine_events.timestamp <= time_us)
+    ]
+    cpus, mem = (
+        (np.nan, np.nan) if capacity.empty else (capacity.cpus.iloc[-1], capacity.memory.iloc[-1])
+    )
     return [running, cpu, memory, evictions, failures, cpus, mem]
 
 
@@ -154,16 +188,24 @@ def test_converted_machine_columns_match_a_brute_force(generated, tmp_path, conv
     # windows of single-attempt tasks (their machine is the task's machine_id); 6 of them
     single = frame[(frame.evictions == 0) & (frame.failures == 0)]
     for row in single.iloc[rng.choice(len(single), 6, replace=False)].itertuples():
-        expected = brute_force_state(task_events, machine_events, int(row.machine_id), round(row.window_end * 1e6))
+        expected = brute_force_state(
+            task_events, machine_events, int(row.machine_id), round(row.window_end * 1e6)
+        )
         np.testing.assert_allclose([getattr(row, c) for c in COLUMNS], expected, atol=1e-9)
     # launch state: the first SCHEDULE's machine, 1 µs before it
     tasks = frame.drop_duplicates("task")
     job_id = int(manifest.job_id[0])
     for row in tasks.iloc[rng.choice(len(tasks), 4, replace=False)].itertuples():
-        mine = task_events[(task_events.job_id == job_id) & (task_events.task_index == int(row.task_id))]
+        mine = task_events[
+            (task_events.job_id == job_id) & (task_events.task_index == int(row.task_id))
+        ]
         first = mine[mine.event_type == SCHEDULE].sort_values("timestamp").iloc[0]
-        expected = brute_force_state(task_events, machine_events, first.machine_id, first.timestamp - 1)
-        np.testing.assert_allclose([getattr(row, "launch_" + c) for c in COLUMNS], expected, atol=1e-9)
+        expected = brute_force_state(
+            task_events, machine_events, first.machine_id, first.timestamp - 1
+        )
+        np.testing.assert_allclose(
+            [getattr(row, "launch_" + c) for c in COLUMNS], expected, atol=1e-9
+        )
 
 
 USAGE_COLUMNS = list(machines.MACHINE_USAGE_COLUMNS)
@@ -192,20 +234,33 @@ def brute_force_usage(task_usage, machine, time_us):
 
 def test_converted_machine_usage_matches_a_brute_force(generated, tmp_path):
     # two parts, two spill folders (one per part): a period at the part boundary adds up
+    from stragglers.convert.common import write_manifest
     from stragglers.convert.gather import gather_shard
     from stragglers.convert.google import prepare_google, spill_google_usage
-    from stragglers.convert.common import write_manifest
 
     task_usage = read_raw(generated / "task_usage", schema.GOOGLE_TASK_USAGE)
     prepared, out = tmp_path / "prepared", tmp_path / "out"
-    reports = [prepare_google(sorted((generated / "task_events").glob("*.gz")), prepared, dataset="g",
-                              n_shards=1, machine_event_parts=[generated / schema.GOOGLE_MACHINE_EVENTS_PART])]
+    reports = [
+        prepare_google(
+            sorted((generated / "task_events").glob("*.gz")),
+            prepared,
+            dataset="g",
+            n_shards=1,
+            machine_event_parts=[generated / schema.GOOGLE_MACHINE_EVENTS_PART],
+        )
+    ]
     spills = []
     for k, part in enumerate(sorted((generated / "task_usage").glob("*.gz"))):
         reports.append(spill_google_usage([part], prepared, tmp_path / f"spill-{k}", dataset="g"))
         spills.append(tmp_path / f"spill-{k}")
-    manifest, report = gather_shard(spills, 0, out / "jobs" / "shard-0", kind="google-2011", dataset="g",
-                                    tasks_path=prepared / "tasks.parquet")
+    manifest, report = gather_shard(
+        spills,
+        0,
+        out / "jobs" / "shard-0",
+        kind="google-2011",
+        dataset="g",
+        tasks_path=prepared / "tasks.parquet",
+    )
     write_manifest(out, [manifest], [*reports, report], kind="google-2011", dataset="g")
     # (machine, period) cells with rows in both parts: their sums must add
     keys = [set(np.load(folder / machines.USAGE_KEYS_FILE).tolist()) for folder in spills]
@@ -221,16 +276,22 @@ def test_converted_machine_usage_matches_a_brute_force(generated, tmp_path):
     assert len(straddling)
     for row in pd.concat([picked, straddling.head(4)]).itertuples():
         expected = brute_force_usage(task_usage, int(row.machine_id), round(row.window_end * 1e6))
-        np.testing.assert_allclose([getattr(row, c) for c in USAGE_COLUMNS], expected, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(
+            [getattr(row, c) for c in USAGE_COLUMNS], expected, rtol=1e-9, atol=1e-12
+        )
     # launch: the first SCHEDULE's machine, the last period complete before it
     task_events = read_raw(generated / "task_events", schema.GOOGLE_TASK_EVENTS)
     tasks = frame.drop_duplicates("task")
     job_id = int(manifest.job_id[0])
     for row in tasks.iloc[rng.choice(len(tasks), 4, replace=False)].itertuples():
-        mine = task_events[(task_events.job_id == job_id) & (task_events.task_index == int(row.task_id))]
+        mine = task_events[
+            (task_events.job_id == job_id) & (task_events.task_index == int(row.task_id))
+        ]
         first = mine[mine.event_type == SCHEDULE].sort_values("timestamp").iloc[0]
         expected = brute_force_usage(task_usage, first.machine_id, first.timestamp - 1)
-        np.testing.assert_allclose([getattr(row, "launch_" + c) for c in USAGE_COLUMNS], expected, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(
+            [getattr(row, "launch_" + c) for c in USAGE_COLUMNS], expected, rtol=1e-9, atol=1e-12
+        )
 
 
 def test_machine_usage_by_hand():
@@ -238,7 +299,9 @@ def test_machine_usage_by_hand():
     next period (0.2 CPU, memory missing); machine 1: nothing. Periods 0-2 covered."""
     P = PERIOD
     keys, sums = machines.usage_partials(
-        np.array([0, 0]), np.array([0, P - P // 4]), np.array([P, P + P // 4]),
+        np.array([0, 0]),
+        np.array([0, P - P // 4]),
+        np.array([P, P + P // 4]),
         np.array([[0.4, 0.1, 0.0, 0.0], [0.2, np.nan, 0.0, 0.0]]),
     )
     assert list(keys) == [machines.composite_key(0, 0), machines.composite_key(0, 1)]
@@ -251,8 +314,12 @@ def test_machine_usage_lookup_by_hand(tmp_path):
     P = PERIOD
     accumulator = machines.MachineUsageAccumulator()
     accumulator.cover(np.array([0]), np.array([3 * P]))
-    accumulator.add(np.array([0, 0]), np.array([0, P - P // 4]), np.array([P, P + P // 4]),
-                    np.array([[0.4, 0.1, 0.0, 0.0], [0.2, np.nan, 0.0, 0.0]]))
+    accumulator.add(
+        np.array([0, 0]),
+        np.array([0, P - P // 4]),
+        np.array([P, P + P // 4]),
+        np.array([[0.4, 0.1, 0.0, 0.0], [0.2, np.nan, 0.0, 0.0]]),
+    )
     accumulator.save(tmp_path)
     lookup = machines.MachineUsageLookup([tmp_path])
     machine = np.array([0, 0, 0, 1, 0, 0, 0])
@@ -350,7 +417,9 @@ def test_replay_hands_the_latest_machine_state_and_the_launch_state(generated, t
     convert_google(generated, out, dataset="g", n_shards=1, min_tasks=100)
     manifest = pd.read_parquet(out / "manifest.parquet")
     columns = machine_state_columns("google-2011")
-    job = read_job(out / manifest.path[0], manifest.job_id[0], feature_columns("google-2011"), columns)
+    job = read_job(
+        out / manifest.path[0], manifest.job_id[0], feature_columns("google-2011"), columns
+    )
     settings = ReplaySettings(grid_origin=600, checkpoint_interval=300)
     MachineRecorder.seen = []
     replay_job(job, MachineRecorder(), settings, last_columns("google-2011"), seed=1)
@@ -360,9 +429,15 @@ def test_replay_hands_the_latest_machine_state_and_the_launch_state(generated, t
     for position, task in enumerate(checkpoint.running_tasks):
         available = (job.window_task == task) & (job.available_from <= checkpoint.time)
         latest = np.flatnonzero(available)[-1]  # windows are sorted by available_from
-        np.testing.assert_array_equal(checkpoint.running_machine_state[position], job.window_machine_state[latest])
-    np.testing.assert_array_equal(checkpoint.running_launch_state, job.launch_machine_state[checkpoint.running_tasks])
-    np.testing.assert_array_equal(checkpoint.finished_launch_state, job.launch_machine_state[checkpoint.finished_tasks])
+        np.testing.assert_array_equal(
+            checkpoint.running_machine_state[position], job.window_machine_state[latest]
+        )
+    np.testing.assert_array_equal(
+        checkpoint.running_launch_state, job.launch_machine_state[checkpoint.running_tasks]
+    )
+    np.testing.assert_array_equal(
+        checkpoint.finished_launch_state, job.launch_machine_state[checkpoint.finished_tasks]
+    )
     PlainRecorder.seen = []
     replay_job(job, PlainRecorder(), settings, last_columns("google-2011"), seed=1)
     assert PlainRecorder.seen[0][1].running_machine_state is None
@@ -375,12 +450,23 @@ def test_reading_machine_state_a_file_lacks_is_a_clear_error(tmp_path):
     convert_alibaba(raw, tmp_path / "out", dataset="a", n_shards=1, min_tasks=10)
     manifest = pd.read_parquet(tmp_path / "out" / "manifest.parquet")
     with pytest.raises(ValueError, match="lacks the machine state columns"):
-        read_job(tmp_path / "out" / manifest.path[0], manifest.job_id[0], feature_columns("alibaba-2018"),
-                 machine_state_columns("google-2011"))
-    job = read_job(tmp_path / "out" / manifest.path[0], manifest.job_id[0], feature_columns("alibaba-2018"),
-                   machine_state_columns("alibaba-2018"))
+        read_job(
+            tmp_path / "out" / manifest.path[0],
+            manifest.job_id[0],
+            feature_columns("alibaba-2018"),
+            machine_state_columns("google-2011"),
+        )
+    job = read_job(
+        tmp_path / "out" / manifest.path[0],
+        manifest.job_id[0],
+        feature_columns("alibaba-2018"),
+        machine_state_columns("alibaba-2018"),
+    )
     n = len(machine_state_columns("alibaba-2018"))
-    assert job.window_machine_state.shape[1] == n and job.launch_machine_state.shape == (job.n_tasks, n)
+    assert job.window_machine_state.shape[1] == n and job.launch_machine_state.shape == (
+        job.n_tasks,
+        n,
+    )
     assert machine_state_columns("alibaba-2017") == []
 
 
@@ -389,8 +475,12 @@ def test_reading_machine_state_a_file_lacks_is_a_clear_error(tmp_path):
 def test_binned_alibaba_state_by_hand():
     state = machines.BinnedMachineState(bin_seconds=60)
     # machine 1: instance 10-130 (ok), 70-100 (failed), 200- (still running); machine 2: 0-60
-    state.add_instances(np.array([1, 1, 1, 2]), np.array([10.0, 70, 200, 0]), np.array([130.0, 100, np.nan, 60]),
-                        np.array([False, True, False, False]))
+    state.add_instances(
+        np.array([1, 1, 1, 2]),
+        np.array([10.0, 70, 200, 0]),
+        np.array([130.0, 100, np.nan, 60]),
+        np.array([False, True, False, False]),
+    )
     # usage: 7 counters per sample; this test varies cpu, memory and disk and keeps the rest
     counters = np.array([[10.0, 20, 1], [30, 40, 2], [50, 60, 3]])
     state.add_usage(np.array([1, 1, 1]), np.array([50.0, 65, 110]), wide_usage(counters))
@@ -398,16 +488,26 @@ def test_binned_alibaba_state_by_hand():
     state.finish()
     times = np.array([59.0, 60, 119, 120, 180, 250, 60])
     got = state.state(np.array([1, 1, 1, 1, 1, 1, 2.0]), times)
-    expected = np.array([
-        # running at B, failed before B, usage before B (3), meta at t (2)
-        [0, 0, np.nan, np.nan, np.nan, 96, 100],  # B = 0
-        [1, 0, 10, 20, 1, 96, 100],  # B = 60: 10-130 runs; usage sample at 50
-        [1, 0, 10, 20, 1, 96, 100],  # still B = 60
-        [1, 1, 50, 60, 3, 96, 100],  # B = 120: 70-100 failed before; latest sample 110
-        [0, 1, 50, 60, 3, 48, 50],  # B = 180: 10-130 ended; meta updated at 150
-        [1, 1, 50, 60, 3, 48, 50],  # B = 240: the instance started at 200 runs on
-        [1, 0, np.nan, np.nan, np.nan, np.nan, np.nan],  # machine 2 at B = 60: ends at 60 (start < B <= end)
-    ])
+    expected = np.array(
+        [
+            # running at B, failed before B, usage before B (3), meta at t (2)
+            [0, 0, np.nan, np.nan, np.nan, 96, 100],  # B = 0
+            [1, 0, 10, 20, 1, 96, 100],  # B = 60: 10-130 runs; usage sample at 50
+            [1, 0, 10, 20, 1, 96, 100],  # still B = 60
+            [1, 1, 50, 60, 3, 96, 100],  # B = 120: 70-100 failed before; latest sample 110
+            [0, 1, 50, 60, 3, 48, 50],  # B = 180: 10-130 ended; meta updated at 150
+            [1, 1, 50, 60, 3, 48, 50],  # B = 240: the instance started at 200 runs on
+            [
+                1,
+                0,
+                np.nan,
+                np.nan,
+                np.nan,
+                np.nan,
+                np.nan,
+            ],  # machine 2 at B = 60: ends at 60 (start < B <= end)
+        ]
+    )
     np.testing.assert_allclose(got[:, [0, 1, 2, 3, 8, 9, 10]], expected)
     np.testing.assert_allclose(got[1:6, 4:8], np.tile([5.0, 6, 7, 8], (5, 1)))  # mem_gps .. net_out
     assert np.isnan(state.state(np.array([np.nan, 7.0]), np.array([60.0, 60]))).all()
@@ -417,7 +517,9 @@ def wide_usage(cpu_mem_disk):
     """machine_usage counters in ALIBABA_USAGE_COLUMNS order: the given cpu, memory and disk;
     mem_gps, mkpi, net_in, net_out fixed at 5, 6, 7, 8."""
     rows = len(cpu_mem_disk)
-    return np.column_stack([cpu_mem_disk[:, :2], np.tile([5.0, 6, 7, 8], (rows, 1)), cpu_mem_disk[:, 2]])
+    return np.column_stack(
+        [cpu_mem_disk[:, :2], np.tile([5.0, 6, 7, 8], (rows, 1)), cpu_mem_disk[:, 2]]
+    )
 
 
 def test_binned_state_survives_save_and_load(tmp_path):
@@ -426,16 +528,27 @@ def test_binned_state_survives_save_and_load(tmp_path):
     state.finish()
     state.save(tmp_path / "state.npz")
     loaded = machines.BinnedMachineState.load(tmp_path / "state.npz")
-    np.testing.assert_array_equal(loaded.state(np.array([3.0]), np.array([40.0])), state.state(np.array([3.0]), np.array([40.0])))
+    np.testing.assert_array_equal(
+        loaded.state(np.array([3.0]), np.array([40.0])),
+        state.state(np.array([3.0]), np.array([40.0])),
+    )
 
 
 def test_alibaba_converted_machine_columns_match_a_brute_force(tmp_path):
     raw = tmp_path / "raw"
-    generate_alibaba(raw, {"n_jobs": 3, "seed": 11, "n_machines": 60, "machine_usage_interval_s": 120})
-    report = convert_alibaba(raw, tmp_path / "out", dataset="a", n_shards=1, min_tasks=100, bin_seconds=60)
+    generate_alibaba(
+        raw, {"n_jobs": 3, "seed": 11, "n_machines": 60, "machine_usage_interval_s": 120}
+    )
+    report = convert_alibaba(
+        raw, tmp_path / "out", dataset="a", n_shards=1, min_tasks=100, bin_seconds=60
+    )
     assert report["counts"]["machine_usage_rows_read"] > 0
-    instances = pd.read_csv(raw / "batch_instance.csv", header=None, names=schema.ALIBABA_2018_BATCH_INSTANCE)
-    usage = pd.read_csv(raw / "machine_usage.csv", header=None, names=schema.ALIBABA_2018_MACHINE_USAGE)
+    instances = pd.read_csv(
+        raw / "batch_instance.csv", header=None, names=schema.ALIBABA_2018_BATCH_INSTANCE
+    )
+    usage = pd.read_csv(
+        raw / "machine_usage.csv", header=None, names=schema.ALIBABA_2018_MACHINE_USAGE
+    )
     manifest = pd.read_parquet(tmp_path / "out" / "manifest.parquet")
     frame = pd.read_parquet(tmp_path / "out" / manifest.path[0])
     for row in frame.sample(8, random_state=0).itertuples():
@@ -446,13 +559,20 @@ def test_alibaba_converted_machine_columns_match_a_brute_force(tmp_path):
         failed = ((here.status == "Failed") & (end < boundary)).sum()
         samples = usage[(usage.machine_id == row.machine_id) & (usage.time_stamp < boundary)]
         latest = samples.sort_values("time_stamp").iloc[-1] if len(samples) else None
-        expected = [running, failed] + (
-            [getattr(latest, c) for c in machines.ALIBABA_USAGE_COLUMNS] if latest is not None
-            else [np.nan] * len(machines.ALIBABA_USAGE_COLUMNS)
-        ) + [96, 100]
+        expected = (
+            [running, failed]
+            + (
+                [getattr(latest, c) for c in machines.ALIBABA_USAGE_COLUMNS]
+                if latest is not None
+                else [np.nan] * len(machines.ALIBABA_USAGE_COLUMNS)
+            )
+            + [96, 100]
+        )
         got = [getattr(row, c) for c in machines.ALIBABA_MACHINE_STATE_COLUMNS]
         np.testing.assert_allclose(got, expected)
-        np.testing.assert_allclose([getattr(row, "launch_" + c) for c in machines.ALIBABA_MACHINE_STATE_COLUMNS], got)
+        np.testing.assert_allclose(
+            [getattr(row, "launch_" + c) for c in machines.ALIBABA_MACHINE_STATE_COLUMNS], got
+        )
 
 
 def test_alibaba_without_machine_tables_counts_them_missing(tmp_path):
@@ -465,7 +585,10 @@ def test_alibaba_without_machine_tables_counts_them_missing(tmp_path):
     assert report["counts"]["machine_meta_table_missing"] == 1
     manifest = pd.read_parquet(tmp_path / "out" / "manifest.parquet")
     frame = pd.read_parquet(tmp_path / "out" / manifest.path[0])
-    assert frame["machine_cpu_util_percent"].isna().all() and frame["machine_running_instances"].notna().all()
+    assert (
+        frame["machine_cpu_util_percent"].isna().all()
+        and frame["machine_running_instances"].notna().all()
+    )
 
 
 def test_every_machine_column_has_a_feature_category():

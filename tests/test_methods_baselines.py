@@ -28,14 +28,26 @@ from stragglers.methods.coxph import BaselineHazard, weibull_tail_shape
 from stragglers.methods.wrangler import oversample_minority, stratified_training_split
 
 BASELINES = {
-    "ABOD": "Outlier detection", "CBLOF": "Outlier detection", "HBOS": "Outlier detection",
-    "IFOREST": "Outlier detection", "KNN": "Outlier detection", "LOF": "Outlier detection",
-    "MCD": "Outlier detection", "OCSVM": "Outlier detection", "PCA": "Outlier detection",
-    "SOS": "Outlier detection", "LSCP": "Outlier detection", "COF": "Outlier detection",
-    "SOD": "Outlier detection", "XGBOD": "Outlier detection",
-    "PU-EN": "Positive-unlabeled", "PU-BG": "Positive-unlabeled",
-    "Tobit": "Censored and survival regression", "Grabit": "Censored and survival regression",
-    "CoxPH": "Censored and survival regression", "Wrangler": "Systems",
+    "ABOD": "Outlier detection",
+    "CBLOF": "Outlier detection",
+    "HBOS": "Outlier detection",
+    "IFOREST": "Outlier detection",
+    "KNN": "Outlier detection",
+    "LOF": "Outlier detection",
+    "MCD": "Outlier detection",
+    "OCSVM": "Outlier detection",
+    "PCA": "Outlier detection",
+    "SOS": "Outlier detection",
+    "LSCP": "Outlier detection",
+    "COF": "Outlier detection",
+    "SOD": "Outlier detection",
+    "XGBOD": "Outlier detection",
+    "PU-EN": "Positive-unlabeled",
+    "PU-BG": "Positive-unlabeled",
+    "Tobit": "Censored and survival regression",
+    "Grabit": "Censored and survival regression",
+    "CoxPH": "Censored and survival regression",
+    "Wrangler": "Systems",
 }
 
 
@@ -60,8 +72,11 @@ def structured_job(n: int = 200, d: int = 6, seed: int = 0):
 
 def job_info(method_cls, latency: np.ndarray, d: int, tau: float, seed: int = 7) -> JobInfo:
     return JobInfo(
-        job_id="test-job", n_tasks=len(latency), feature_names=tuple(f"f{i}" for i in range(d)),
-        straggler_threshold=tau, seed=seed,
+        job_id="test-job",
+        n_tasks=len(latency),
+        feature_names=tuple(f"f{i}" for i in range(d)),
+        straggler_threshold=tau,
+        seed=seed,
         true_latency=latency.copy() if method_cls.privileged else None,
     )
 
@@ -83,11 +98,19 @@ def replay(method, features, latency, start, n_checkpoints=10, start_share=0.2):
         run = np.flatnonzero((end > t) & (start <= t) & ~flagged)
         if len(run) == 0:
             break
-        flags = method.predict(Checkpoint(
-            time=float(t), index=k, first_prediction=k == 0, finished_tasks=fin,
-            finished_features=features[fin], finished_latency=latency[fin], running_tasks=run,
-            running_features=features[run], running_elapsed=t - start[run],
-        ))
+        flags = method.predict(
+            Checkpoint(
+                time=float(t),
+                index=k,
+                first_prediction=k == 0,
+                finished_tasks=fin,
+                finished_features=features[fin],
+                finished_latency=latency[fin],
+                running_tasks=run,
+                running_features=features[run],
+                running_elapsed=t - start[run],
+            )
+        )
         assert flags.dtype == bool and flags.shape == run.shape
         flagged[run[flags]] = True
     considered = (end > first) & ~excluded
@@ -159,10 +182,17 @@ def test_wrangler_ignores_the_labels_of_the_tasks_it_predicts():
     end = start + latency
     t = float(np.sort(end)[60])
     fin, run = np.flatnonzero(end <= t), np.flatnonzero(end > t)
-    cp = Checkpoint(time=t, index=3, first_prediction=True, finished_tasks=fin,
-                    finished_features=features[fin], finished_latency=latency[fin],
-                    running_tasks=run, running_features=features[run],
-                    running_elapsed=t - start[run])
+    cp = Checkpoint(
+        time=t,
+        index=3,
+        first_prediction=True,
+        finished_tasks=fin,
+        finished_features=features[fin],
+        finished_latency=latency[fin],
+        running_tasks=run,
+        running_features=features[run],
+        running_elapsed=t - start[run],
+    )
     first = cls({}, seed=0)
     first.start_job(job_info(cls, latency, features.shape[1], tau))
     training = np.zeros(len(latency), dtype=bool)
@@ -178,8 +208,9 @@ def test_wrangler_ignores_the_labels_of_the_tasks_it_predicts():
         shuffled[test_idx] = rng.permutation(latency[test_idx])
     second = cls({}, seed=0)
     second.start_job(job_info(cls, shuffled, features.shape[1], tau))
-    np.testing.assert_array_equal(second.excluded_from_evaluation(),
-                                  first.excluded_from_evaluation())
+    np.testing.assert_array_equal(
+        second.excluded_from_evaluation(), first.excluded_from_evaluation()
+    )
     np.testing.assert_array_equal(second.predict(cp), flags)
 
 
@@ -190,10 +221,17 @@ def test_wrangler_needs_its_training_tasks_in_the_checkpoints():
     tau = float(np.quantile(latency, 0.9))
     method.start_job(job_info(cls, latency, features.shape[1], tau))
     test = np.setdiff1d(np.arange(60), method.excluded_from_evaluation())
-    cp = Checkpoint(time=60.0, index=0, first_prediction=True, finished_tasks=np.zeros(0, int),
-                    finished_features=np.zeros((0, features.shape[1])),
-                    finished_latency=np.zeros(0), running_tasks=test,
-                    running_features=features[test], running_elapsed=np.full(len(test), 5.0))
+    cp = Checkpoint(
+        time=60.0,
+        index=0,
+        first_prediction=True,
+        finished_tasks=np.zeros(0, int),
+        finished_features=np.zeros((0, features.shape[1])),
+        finished_latency=np.zeros(0),
+        running_tasks=test,
+        running_features=features[test],
+        running_elapsed=np.full(len(test), 5.0),
+    )
     with pytest.raises(RuntimeError, match="training tasks"):
         method.predict(cp)
     with pytest.raises(ValueError, match="true_latency"):
@@ -226,8 +264,12 @@ def _degenerate_cases():
     # every feature constant
     cases["all constant"] = (np.ones((n, d)), latency, np.arange(10, n), np.arange(0, 10))
     # a single finished task
-    cases["one finished"] = (features, latency, np.array([5]),
-                             np.r_[np.arange(0, 5), np.arange(6, n)])
+    cases["one finished"] = (
+        features,
+        latency,
+        np.array([5]),
+        np.r_[np.arange(0, 5), np.arange(6, n)],
+    )
     # finished tasks that are exact duplicates of each other
     duplicated = features.copy()
     duplicated[10:] = duplicated[10]
@@ -248,11 +290,19 @@ def test_degenerate_checkpoints_do_not_raise(name, case):
     method.start_job(job_info(cls, latency, features.shape[1], tau))
     elapsed = np.linspace(10.0, 120.0, len(run))
     for k in range(2):  # the second call goes through the cached fit
-        flags = method.predict(Checkpoint(
-            time=120.0 + k, index=k, first_prediction=k == 0, finished_tasks=fin,
-            finished_features=features[fin], finished_latency=np.minimum(latency[fin], 100.0),
-            running_tasks=run, running_features=features[run], running_elapsed=elapsed + k,
-        ))
+        flags = method.predict(
+            Checkpoint(
+                time=120.0 + k,
+                index=k,
+                first_prediction=k == 0,
+                finished_tasks=fin,
+                finished_features=features[fin],
+                finished_latency=np.minimum(latency[fin], 100.0),
+                running_tasks=run,
+                running_features=features[run],
+                running_elapsed=elapsed + k,
+            )
+        )
         assert flags.dtype == bool and flags.shape == run.shape
 
 
@@ -261,25 +311,35 @@ def test_bad_checkpoint_shapes_name_the_job():
     method = cls({}, seed=0)
     method.start_job(JobInfo("job-42", 4, ("a", "b"), 10.0, 0))
     with pytest.raises(ValueError, match="job-42.*running_features"):
-        method.predict(Checkpoint(
-            time=1.0, index=0, first_prediction=True, finished_tasks=np.array([0, 1]),
-            finished_features=np.ones((2, 2)), finished_latency=np.ones(2),
-            running_tasks=np.array([2, 3]), running_features=np.ones((2, 3)),
-            running_elapsed=np.ones(2),
-        ))
+        method.predict(
+            Checkpoint(
+                time=1.0,
+                index=0,
+                first_prediction=True,
+                finished_tasks=np.array([0, 1]),
+                finished_features=np.ones((2, 2)),
+                finished_latency=np.ones(2),
+                running_tasks=np.array([2, 3]),
+                running_features=np.ones((2, 3)),
+                running_elapsed=np.ones(2),
+            )
+        )
 
 
-@pytest.mark.parametrize("name,params", [
-    ("Tobit", {"censoring": "sometimes"}),
-    ("Grabit", {"target": "seconds"}),
-    ("CoxPH", {"decision": "mean"}),
-    ("CoxPH", {"baseline_tail": "linear"}),
-    ("XGBOD", {"tos_detectors": "all"}),
-    ("KNN", {"refit_growth": -1}),
-    ("LOF", {"no_such_setting": 1}),
-    ("Wrangler", {"train_fraction": 1.5}),
-    ("PU-BG", {"max_samples": 0}),
-])
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("Tobit", {"censoring": "sometimes"}),
+        ("Grabit", {"target": "seconds"}),
+        ("CoxPH", {"decision": "mean"}),
+        ("CoxPH", {"baseline_tail": "linear"}),
+        ("XGBOD", {"tos_detectors": "all"}),
+        ("KNN", {"refit_growth": -1}),
+        ("LOF", {"no_such_setting": 1}),
+        ("Wrangler", {"train_fraction": 1.5}),
+        ("PU-BG", {"max_samples": 0}),
+    ],
+)
 def test_bad_settings_are_rejected(name, params):
     with pytest.raises(ValueError):
         get_method(name)(params, seed=0)
@@ -288,8 +348,13 @@ def test_bad_settings_are_rejected(name, params):
 @pytest.mark.parametrize("name", ["Tobit", "CoxPH", "Grabit"])
 def test_reference_code_censoring_runs(name):
     features, latency, start = structured_job(n=120, seed=8)
-    flagged, truth = replay(get_method(name)({"censoring": "max_finished"}, seed=0),
-                            features, latency, start, n_checkpoints=5)
+    flagged, truth = replay(
+        get_method(name)({"censoring": "max_finished"}, seed=0),
+        features,
+        latency,
+        start,
+        n_checkpoints=5,
+    )
     assert flagged.shape == truth.shape
 
 
@@ -303,11 +368,17 @@ def test_outlier_flag_cache_matches_direct_scoring():
     fin, run = np.arange(60), np.arange(60, 150)
 
     def checkpoint(running_features, index):
-        return Checkpoint(time=200.0, index=index, first_prediction=index == 0,
-                          finished_tasks=fin, finished_features=features[fin],
-                          finished_latency=latency[fin], running_tasks=run,
-                          running_features=running_features,
-                          running_elapsed=np.full(len(run), 90.0))
+        return Checkpoint(
+            time=200.0,
+            index=index,
+            first_prediction=index == 0,
+            finished_tasks=fin,
+            finished_features=features[fin],
+            finished_latency=latency[fin],
+            running_tasks=run,
+            running_features=running_features,
+            running_elapsed=np.full(len(run), 90.0),
+        )
 
     method.predict(checkpoint(features[run], 0))
     moved = features[run].copy()
@@ -380,8 +451,11 @@ def _censored_sample(seed=0, n=400):
 def test_tobit_gradient_is_exact():
     X, y, censored, beta, sigma = _censored_sample()
     params = np.r_[beta * 0.7, np.log(sigma * 1.3)]
-    err = check_grad(lambda p: tobit_negloglik(p, X, y, censored, 0.5)[0],
-                     lambda p: tobit_negloglik(p, X, y, censored, 0.5)[1], params)
+    err = check_grad(
+        lambda p: tobit_negloglik(p, X, y, censored, 0.5)[0],
+        lambda p: tobit_negloglik(p, X, y, censored, 0.5)[1],
+        params,
+    )
     assert err < 1e-4 * np.linalg.norm(tobit_negloglik(params, X, y, censored, 0.5)[1]) + 1e-5
 
 
@@ -427,10 +501,17 @@ def test_gaussian_decision_rules():
 
 
 def test_targets_and_censoring_points():
-    cp = Checkpoint(time=50.0, index=0, first_prediction=True, finished_tasks=np.array([0, 1]),
-                    finished_features=np.zeros((2, 1)), finished_latency=np.array([10.0, 30.0]),
-                    running_tasks=np.array([2, 3]), running_features=np.zeros((2, 1)),
-                    running_elapsed=np.array([0.0, 45.0]))
+    cp = Checkpoint(
+        time=50.0,
+        index=0,
+        first_prediction=True,
+        finished_tasks=np.array([0, 1]),
+        finished_features=np.zeros((2, 1)),
+        finished_latency=np.array([10.0, 30.0]),
+        running_tasks=np.array([2, 3]),
+        running_features=np.zeros((2, 1)),
+        running_elapsed=np.array([0.0, 45.0]),
+    )
     np.testing.assert_allclose(censoring_points(cp, "elapsed"), [0.0, 45.0])
     np.testing.assert_allclose(censoring_points(cp, "max_finished"), [30.0, 30.0])
     np.testing.assert_allclose(to_target(np.array([20.0, 40.0]), 40.0, "latency"), [0.5, 1.0])
@@ -441,8 +522,12 @@ def test_weibull_tail_recovers_the_shape_and_extends_the_hazard():
     t = np.linspace(1.0, 10.0, 20)
     assert weibull_tail_shape(t, 0.01 * t**1.7) == pytest.approx(1.7)
     assert weibull_tail_shape(np.array([3.0]), np.array([0.1])) == 1.0
-    h = BaselineHazard(times=np.array([1.0, 2.0, 4.0]), cumulative=np.array([0.1, 0.3, 0.6]),
-                       last_event=2.0, tail_shape=2.0)
+    h = BaselineHazard(
+        times=np.array([1.0, 2.0, 4.0]),
+        cumulative=np.array([0.1, 0.3, 0.6]),
+        last_event=2.0,
+        tail_shape=2.0,
+    )
     np.testing.assert_allclose(h(np.array([0.5, 1.5, 2.0, 4.0])), [0.0, 0.1, 0.3, 0.3 * 4])
     flat = BaselineHazard(times=h.times, cumulative=h.cumulative, last_event=2.0, tail_shape=None)
     assert flat(np.array([100.0]))[0] == 0.6
@@ -482,8 +567,9 @@ def test_wrangler_through_the_replay_detects_stragglers():
     from stragglers.replay.runner import run_method_on_jobs
 
     jobs = [make_job(240, seed=s) for s in range(3)]
-    tasks, rows = run_method_on_jobs(iter(jobs), get_method("Wrangler"), {}, ReplaySettings(),
-                                     LAST, 7, "d")
+    tasks, rows = run_method_on_jobs(
+        iter(jobs), get_method("Wrangler"), {}, ReplaySettings(), LAST, 7, "d"
+    )
     assert (rows["status"] == "ok").all(), rows["reason"].tolist()
     scored = tasks[tasks["evaluated"]]
     assert 0 < len(scored) < len(tasks)  # about a third scored

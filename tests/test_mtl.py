@@ -15,13 +15,21 @@ def tiny_problem(n=30, d=3, seed=0):
     node = rng.choice(["n1", "n2"], n)
     workload = rng.choice(["wa", "wb"], n)
     # node n2 and workload wb shift the boundary: the tuples differ
-    score = X @ np.array([1.0, -0.5, 0.3]) + 0.8 * (node == "n2") * X[:, 1] - 0.6 * (workload == "wb") * X[:, 2]
+    score = (
+        X @ np.array([1.0, -0.5, 0.3])
+        + 0.8 * (node == "n2") * X[:, 1]
+        - 0.6 * (workload == "wb") * X[:, 2]
+    )
     y = score + 0.3 * rng.normal(size=n) > 0
     return X, y, node, workload
 
 
 def random_group_weights(groups, rng):
-    return {(p, k): rng.normal(size=groups.n_features) for p in groups.partitions for k in groups.keys[p]}
+    return {
+        (p, k): rng.normal(size=groups.n_features)
+        for p in groups.partitions
+        for k in groups.keys[p]
+    }
 
 
 @pytest.mark.parametrize("name", ["f0nl", "f0t", "f0tl"])
@@ -36,7 +44,9 @@ def test_augmentation_identities(name):
     for p in groups.partitions:
         for g, key in enumerate(groups.keys[p]):
             block = groups.offsets[p] + g
-            w_tilde[block * d:(block + 1) * d] = np.sqrt(groups.lam_pg[p][g] / lam) * weights[(p, key)]
+            w_tilde[block * d : (block + 1) * d] = (
+                np.sqrt(groups.lam_pg[p][g] / lam) * weights[(p, key)]
+            )
     Z = augment(X, node, workload, groups, lam)
     expected = np.zeros(len(X))
     for p in groups.partitions:
@@ -44,8 +54,11 @@ def test_augmentation_identities(name):
         for i in range(len(X)):
             expected[i] += X[i] @ weights[(p, groups.keys[p][position[i]])]
     np.testing.assert_allclose(Z @ w_tilde, expected)  # eq. 12
-    penalty = sum(groups.lam_pg[p][g] * weights[(p, k)] @ weights[(p, k)]
-                  for p in groups.partitions for g, k in enumerate(groups.keys[p]))
+    penalty = sum(
+        groups.lam_pg[p][g] * weights[(p, k)] @ weights[(p, k)]
+        for p in groups.partitions
+        for g, k in enumerate(groups.keys[p])
+    )
     assert lam * w_tilde @ w_tilde == pytest.approx(penalty)
     # lambda_{p,g} = #(p,g) / T: the base group holds every tuple
     if "base" in groups.partitions:
@@ -62,16 +75,17 @@ def solve_formulation_directly(X, y, node, workload, partitions, lam=1.0, scale=
     for p in partitions:
         position = groups.lookup(p, node, workload)
         membership[np.arange(n), groups.offsets[p] + position] = 1.0
-        lam_flat[groups.offsets[p]:groups.offsets[p] + len(groups.keys[p])] = (
-            groups.lam_pg[p] * (1.0 if scale is None else scale[p]))
+        lam_flat[groups.offsets[p] : groups.offsets[p] + len(groups.keys[p])] = groups.lam_pg[p] * (
+            1.0 if scale is None else scale[p]
+        )
     ys = np.where(y, 1.0, -1.0)
 
     def split(z):
-        return z[:G * d].reshape(G, d), z[G * d], z[G * d + 1:]
+        return z[: G * d].reshape(G, d), z[G * d], z[G * d + 1 :]
 
     def objective(z):
         w, _, xi = split(z)
-        return float((lam_flat * (w ** 2).sum(axis=1)).sum() + xi.sum())
+        return float((lam_flat * (w**2).sum(axis=1)).sum() + xi.sum())
 
     def margins(z):
         w, b, xi = split(z)
@@ -79,10 +93,16 @@ def solve_formulation_directly(X, y, node, workload, partitions, lam=1.0, scale=
         return ys * score - 1.0 + xi
 
     z0 = np.zeros(G * d + 1 + n)
-    z0[G * d + 1:] = 1.0
+    z0[G * d + 1 :] = 1.0
     bounds = [(None, None)] * (G * d + 1) + [(0, None)] * n
-    result = minimize(objective, z0, method="SLSQP", bounds=bounds,
-                      constraints=[{"type": "ineq", "fun": margins}], options={"maxiter": 1000, "ftol": 1e-10})
+    result = minimize(
+        objective,
+        z0,
+        method="SLSQP",
+        bounds=bounds,
+        constraints=[{"type": "ineq", "fun": margins}],
+        options={"maxiter": 1000, "ftol": 1e-10},
+    )
     assert result.success, result.message
     return result.fun
 
@@ -94,13 +114,17 @@ def test_augmented_svm_solves_the_formulation(name):
     own = model.objective(X, y, node, workload)
     # (ii) the formulation's objective from the per-group weights = the augmented SVM's
     Z = augment(X, node, workload, model.groups_, 1.0)
-    augmented = model.w_tilde_ @ model.w_tilde_ + hinge(np.where(y, 1.0, -1.0), Z @ model.w_tilde_ + model.intercept_)
+    augmented = model.w_tilde_ @ model.w_tilde_ + hinge(
+        np.where(y, 1.0, -1.0), Z @ model.w_tilde_ + model.intercept_
+    )
     assert own == pytest.approx(augmented, rel=1e-9)
     # (iii) and it is the optimum an independent solver finds
     direct = solve_formulation_directly(X, y, node, workload, FORMULATIONS[name].partitions)
     assert own == pytest.approx(direct, rel=2e-3)
     assert own >= direct - 1e-6 * abs(direct)  # never below the true optimum
-    np.testing.assert_array_equal(model.predict(X, node, workload), model.decision_function(X, node, workload) > 0)
+    np.testing.assert_array_equal(
+        model.predict(X, node, workload), model.decision_function(X, node, workload) > 0
+    )
 
 
 def test_unseen_node_uses_the_other_partitions():
@@ -111,9 +135,13 @@ def test_unseen_node_uses_the_other_partitions():
     expected = x @ (w[("base", "all")] + w[("workload", "wb")]) + model.intercept_
     np.testing.assert_allclose(model.decision_function(x, ["new-node"], ["wb"]), expected)
     # an unseen tuple of known node and workload: w0 + w_n + w_l (f0t falls back on w0 only)
-    f0t = MultiTaskSVM("f0t").fit(X[node != "n2"], y[node != "n2"], node[node != "n2"], workload[node != "n2"])
-    np.testing.assert_allclose(f0t.decision_function(x, ["n2"], ["wa"]),
-                               x @ f0t.group_weights[("base", "all")] + f0t.intercept_)
+    f0t = MultiTaskSVM("f0t").fit(
+        X[node != "n2"], y[node != "n2"], node[node != "n2"], workload[node != "n2"]
+    )
+    np.testing.assert_allclose(
+        f0t.decision_function(x, ["n2"], ["wa"]),
+        x @ f0t.group_weights[("base", "all")] + f0t.intercept_,
+    )
 
 
 def solve_mixed_directly(X, y, model):
@@ -125,7 +153,7 @@ def solve_mixed_directly(X, y, model):
     ys = np.where(y, 1.0, -1.0)
 
     def split(v):
-        return v[:D], v[D], v[D + 1:D + 1 + M], v[D + 1 + M:]
+        return v[:D], v[D], v[D + 1 : D + 1 + M], v[D + 1 + M :]
 
     def objective(v):
         w, _, eta, xi = split(v)
@@ -137,8 +165,14 @@ def solve_mixed_directly(X, y, model):
         {"type": "ineq", "fun": lambda v: ys * (Z @ split(v)[0] + split(v)[1]) - 1.0 + split(v)[3]},
         {"type": "ineq", "fun": lambda v: 1.0 - split(v)[2].sum()},
     ]
-    result = minimize(objective, v0, method="SLSQP", bounds=bounds, constraints=constraints,
-                      options={"maxiter": 2000, "ftol": 1e-10})
+    result = minimize(
+        objective,
+        v0,
+        method="SLSQP",
+        bounds=bounds,
+        constraints=constraints,
+        options={"maxiter": 2000, "ftol": 1e-10},
+    )
     assert result.success, result.message
     return result.fun
 
@@ -150,10 +184,16 @@ def test_mixed_norm_solver_converges_to_the_optimum(name):
     # block coordinate descent on (w, eta) converges slowly once a block heads to 0: the
     # default tolerance stops within 0.5% of the optimum here
     categories = ["cpu", "disk", "cpu"] if name.startswith("ffs") else None
-    model = MultiTaskSVM(name, mixed_max_iter=100, tol=1e-6, max_iter=20000, feature_categories=categories)
+    model = MultiTaskSVM(
+        name, mixed_max_iter=100, tol=1e-6, max_iter=20000, feature_categories=categories
+    )
     model.fit(X, y, model_node, model_workload)
-    assert len(model.eta_) == {"fps": 3, "fgs": model.groups_.n_groups,
-                               "ffs1": 2 * model.groups_.n_groups, "ffs2": 2}[name]
+    assert (
+        len(model.eta_)
+        == {"fps": 3, "fgs": model.groups_.n_groups, "ffs1": 2 * model.groups_.n_groups, "ffs2": 2}[
+            name
+        ]
+    )
     path = np.array(model.objective_path_)
     assert model.converged_ and model.n_iter_ >= 2
     assert np.all(np.diff(path) <= 1e-6 * path[:-1])  # non-increasing (liblinear's tolerance)
@@ -207,10 +247,14 @@ def test_category_mixed_norm_keeps_the_category_the_labels_need():
     workload = rng.choice(["wa", "wb"], 400)
     y = X[:, 0] - 0.8 * X[:, 1] > 0
     categories = ["cpu", "cpu", "memory", "disk", "disk"]
-    ffs2 = MultiTaskSVM("ffs2", mixed_max_iter=100, feature_categories=categories).fit(X, y, node, workload)
+    ffs2 = MultiTaskSVM("ffs2", mixed_max_iter=100, feature_categories=categories).fit(
+        X, y, node, workload
+    )
     eta = dict(zip(ffs2.categories(), ffs2.eta_))
     assert eta["cpu"] > 0.9 and eta["memory"] < 0.05 and eta["disk"] < 0.05
-    ffs1 = MultiTaskSVM("ffs1", mixed_max_iter=100, feature_categories=categories).fit(X, y, node, workload)
+    ffs1 = MultiTaskSVM("ffs1", mixed_max_iter=100, feature_categories=categories).fit(
+        X, y, node, workload
+    )
     eta = ffs1.eta_.reshape(ffs1.groups_.n_groups, -1)  # groups x (cpu, disk, memory)
     assert eta[:, 0].sum() > 0.9
 
@@ -236,7 +280,9 @@ def test_per_tuple_svm():
         assert np.all(np.diff(probability[rows][order]) >= -1e-12)  # Platt: monotone
     unseen = model.predict(X[:3], ["other"] * 3, ["wa"] * 3)
     assert not unseen.any() and model.n_without_model_ == 3
-    one_class = PerTupleSVM().fit(X[:40], np.r_[np.ones(39, bool), [False]], node[:40], workload[:40])
+    one_class = PerTupleSVM().fit(
+        X[:40], np.r_[np.ones(39, bool), [False]], node[:40], workload[:40]
+    )
     assert one_class.n_tuples_without_model_ >= 3
 
 
@@ -269,8 +315,11 @@ def test_launch_methods_describe_what_the_mixed_norms_kept():
     assert f0.describe() == {}
     # the category norms read the categories of the protocol's launch columns
     ffs2 = get_launch_method("MTL-ffs2")({}, seed=1)
-    ffs2.feature_names = ["launch_machine_cpu_requested", "launch_machine_running_tasks",
-                          "launch_machine_disk_io_time_sum"]
+    ffs2.feature_names = [
+        "launch_machine_cpu_requested",
+        "launch_machine_running_tasks",
+        "launch_machine_disk_io_time_sum",
+    ]
     ffs2.fit(X, y, node, workload)
     assert set(ffs2.describe()) == {"eta_cpu", "eta_disk", "eta_system"}
     ffs1 = get_launch_method("MTL-ffs1")({}, seed=1)
@@ -284,6 +333,7 @@ def test_launch_methods_describe_what_the_mixed_norms_kept():
 
 # ---- issue 25: lam and lambda_p are real parameters -----------------------------------------
 
+
 def test_lam_and_lambda_p_scale_the_formulation_they_solve():
     """lambda_{p,g} = lam x lambda_p x #(p,g) / T: the fitted objective equals an independent
     solve of eq. 7 with those coefficients computed by hand from the unit ones (#(p,g) / T)."""
@@ -295,8 +345,9 @@ def test_lam_and_lambda_p_scale_the_formulation_they_solve():
     unit = Groups.learn(partitions, node, workload, X.shape[1])  # #(p,g) / T
     for p in partitions:
         np.testing.assert_allclose(model.groups_.lam_pg[p], lam * lam_p[p] * unit.lam_pg[p])
-    direct = solve_formulation_directly(X, y, node, workload, partitions,
-                                        scale={p: lam * lam_p[p] for p in partitions})
+    direct = solve_formulation_directly(
+        X, y, node, workload, partitions, scale={p: lam * lam_p[p] for p in partitions}
+    )
     assert model.objective(X, y, node, workload) == pytest.approx(direct, rel=2e-3)
 
 
@@ -316,7 +367,10 @@ def test_lam_changes_decisions():
     # a strong penalty shrinks every weight: the scores move towards the intercept and some
     # tasks change side
     strong_score, strong = decisions(lam=100.0)
-    assert np.abs(strong_score - strong_score.mean()).mean() < 0.5 * np.abs(base_score - base_score.mean()).mean()
+    assert (
+        np.abs(strong_score - strong_score.mean()).mean()
+        < 0.5 * np.abs(base_score - base_score.mean()).mean()
+    )
     assert (strong != base).any()
     # lambda_p of one partition: a heavy penalty on the node weights removes the node-specific
     # boundary (node n2 shifts it in tiny_problem), other partitions untouched
@@ -325,7 +379,9 @@ def test_lam_changes_decisions():
     method = cls({"lam_node": 1e4}, seed=0)
     method.feature_names = ["a", "b", "c"]
     method.fit(X, y, node, workload)
-    node_norm = max(np.linalg.norm(w) for (p, _), w in method.model.group_weights.items() if p == "node")
+    node_norm = max(
+        np.linalg.norm(w) for (p, _), w in method.model.group_weights.items() if p == "node"
+    )
     base_norm = np.linalg.norm(method.model.group_weights[("base", "all")])
     assert node_norm < 1e-2 * base_norm
 
@@ -350,7 +406,9 @@ def test_held_out_platt_uses_out_of_fold_decisions():
     decision = np.empty(len(y))
     for train, test in StratifiedGroupKFold(3, shuffle=True, random_state=3).split(X, y, group):
         assert not set(group[train]) & set(group[test])  # no copy on both sides
-        svm = LinearSVC(C=1.0, loss="hinge", dual=True, random_state=3, max_iter=20000).fit(X[train], y[train])
+        svm = LinearSVC(C=1.0, loss="hinge", dual=True, random_state=3, max_iter=20000).fit(
+            X[train], y[train]
+        )
         decision[test] = svm.decision_function(X[test])
     expected = LogisticRegression(C=1e6).fit(decision.reshape(-1, 1), y)
     _, platt = model.models_["n1\x1fwa"]

@@ -38,7 +38,9 @@ def test_weight_clamps_to_epsilon_and_one():
     z = np.array([0.0, 0.2, 0.6, 0.95])
     np.testing.assert_allclose(propensity_weight(z, -0.25, 0.05), [0.05, 0.05, 0.35, 0.7])
     np.testing.assert_allclose(propensity_weight(z, 0.3, 0.05), [0.3, 0.5, 0.9, 1.0])
-    np.testing.assert_allclose(adjusted_prediction(np.array([10.0, 10.0]), np.array([0.05, 0.5])), [200, 20])
+    np.testing.assert_allclose(
+        adjusted_prediction(np.array([10.0, 10.0]), np.array([0.05, 0.5])), [200, 20]
+    )
 
 
 def test_newton_logistic_matches_scikit_learn():
@@ -51,7 +53,9 @@ def test_newton_logistic_matches_scikit_learn():
     reference = LogisticRegression(C=1.0, tol=1e-10, max_iter=1000).fit(x, y)
     np.testing.assert_allclose(beta[1:], reference.coef_[0], atol=1e-4)
     assert beta[0] == pytest.approx(reference.intercept_[0], abs=1e-4)
-    np.testing.assert_allclose(predict_logistic(beta, x), reference.predict_proba(x)[:, 1], atol=1e-5)
+    np.testing.assert_allclose(
+        predict_logistic(beta, x), reference.predict_proba(x)[:, 1], atol=1e-5
+    )
 
 
 def _sklearn_optimum(x, y):
@@ -90,10 +94,16 @@ def test_nurd_propensity_after_a_checkpoint_where_many_tasks_finish():
     for labels in (first, then):
         done, running = np.flatnonzero(labels == 1), np.flatnonzero(labels == 0)
         checkpoint = Checkpoint(
-            time=0.0, index=2, first_prediction=labels is first,
-            finished_tasks=done, finished_features=x[done], finished_latency=x[done, 0],
-            running_tasks=running, running_features=x[running],
-            running_elapsed=np.zeros(len(running)), prescaled=True,
+            time=0.0,
+            index=2,
+            first_prediction=labels is first,
+            finished_tasks=done,
+            finished_features=x[done],
+            finished_latency=x[done, 0],
+            running_tasks=running,
+            running_features=x[running],
+            running_elapsed=np.zeros(len(running)),
+            prescaled=True,
         )
         method.predict(checkpoint)
     # features as given (prescaled), finished = 1 vs running = 0
@@ -125,10 +135,15 @@ def test_any_warm_start_reaches_scikit_learns_optimum(seed, warm, share):
 
 def _checkpoint(finished, running, latency):
     return Checkpoint(
-        time=900.0, index=1, first_prediction=True,
-        finished_tasks=np.arange(len(finished)), finished_features=finished,
-        finished_latency=latency, running_tasks=np.arange(len(running)) + len(finished),
-        running_features=running, running_elapsed=np.full(len(running), 10.0),
+        time=900.0,
+        index=1,
+        first_prediction=True,
+        finished_tasks=np.arange(len(finished)),
+        finished_features=finished,
+        finished_latency=latency,
+        running_tasks=np.arange(len(running)) + len(finished),
+        running_features=running,
+        running_elapsed=np.full(len(running), 10.0),
     )
 
 
@@ -154,8 +169,9 @@ def test_negative_unlabeled_family_runs_on_jobs(name):
     from stragglers.methods import get_method
 
     jobs = [make_job(150, seed=s) for s in range(2)]
-    tasks, rows = run_method_on_jobs(iter(jobs), get_method(name), {"n_estimators": 20},
-                                     ReplaySettings(), LAST, 3, "d")
+    tasks, rows = run_method_on_jobs(
+        iter(jobs), get_method(name), {"n_estimators": 20}, ReplaySettings(), LAST, 3, "d"
+    )
     assert (rows["status"] == "ok").all(), rows["reason"].tolist()
     assert rows["n_checkpoints"].min() >= 1
 

@@ -57,7 +57,9 @@ def imports_of(path: Path, modules: dict[str, Path]) -> set[str]:
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names = [
-                f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules else node.module
+                f"{node.module}.{alias.name}"
+                if f"{node.module}.{alias.name}" in modules
+                else node.module
                 for alias in node.names
             ]
         elif isinstance(node, ast.ImportFrom) and node.level:
@@ -89,7 +91,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
             if nxt.startswith(node + ".") or node.startswith(nxt + "."):
                 continue  # a package and its own submodules (the flat re-exports)
             if colour.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if colour.get(nxt) is None:
                 cycle = visit(nxt)
                 if cycle:
@@ -117,8 +119,10 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
             if other == "__init__" or other == own:
                 continue
             if FLOOR[other] >= FLOOR[own]:
-                found.append(f"{module} ({own}, floor {FLOOR[own]}) imports {target} "
-                             f"({other}, floor {FLOOR[other]})")
+                found.append(
+                    f"{module} ({own}, floor {FLOOR[own]}) imports {target} "
+                    f"({other}, floor {FLOOR[other]})"
+                )
     return sorted(found)
 
 
@@ -128,7 +132,9 @@ def test_every_stage_has_a_floor():
 
 
 def test_no_import_cycle():
-    assert find_cycle(import_graph()) is None, f"import cycle: {' -> '.join(find_cycle(import_graph()))}"
+    assert find_cycle(import_graph()) is None, (
+        f"import cycle: {' -> '.join(find_cycle(import_graph()))}"
+    )
 
 
 def test_no_module_imports_a_higher_or_sibling_stage():

@@ -9,19 +9,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from jobfactory import LAST, make_job
-from stragglers.replay import aligned
+
 from stragglers import simulate
-from stragglers.report.audit import VARIANTS
 from stragglers.formats.jobs import job_from_frame
 from stragglers.methods.base import Method
 from stragglers.methods.gbtr import GBTR
 from stragglers.methods.nurd import NURD
 from stragglers.methods.oracle import Oracle
-from stragglers.replay.protocols import PRESETS, resolve_rules
+from stragglers.replay import aligned
 from stragglers.replay.core import ReplaySettings, pruned_tasks
+from stragglers.replay.protocols import PRESETS, resolve_rules
 from stragglers.replay.runner import replay_job, run_method_on_jobs
+from stragglers.report.audit import VARIANTS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,13 +33,27 @@ def hand_job(windows: list[list[tuple[float, float]]], name: str = "hand"):
         t = 1000.0 + 7 * task
         start = t
         for duration, value in task_windows:
-            rows.append({"task": task, "window_start": t, "window_end": t + duration,
-                         "available_from": t + duration, "x": value})
+            rows.append(
+                {
+                    "task": task,
+                    "window_start": t,
+                    "window_end": t + duration,
+                    "available_from": t + duration,
+                    "x": value,
+                }
+            )
             t += duration
         for row in rows:
             if row["task"] == task:
-                row.update(task_id=str(task), task_start=start, task_end=t, latency=t - start,
-                           machine_id="m", evictions=0, failures=0)
+                row.update(
+                    task_id=str(task),
+                    task_start=start,
+                    task_end=t,
+                    latency=t - start,
+                    machine_id="m",
+                    evictions=0,
+                    failures=0,
+                )
     return job_from_frame(name, pd.DataFrame(rows), ["x"])
 
 
@@ -67,7 +81,8 @@ def test_running_counts_enter_divided_by_final_as_per_window_counts():
     job = hand_job([[(100, 1.0), (300, 3.0)], [(300, 2.0)]])
     np.testing.assert_array_equal(
         aligned.per_window_counts(np.array([0, 0, 1]), np.array([[1.0], [3.0], [2.0]])),
-        [[1.0], [2.0], [2.0]])
+        [[1.0], [2.0], [2.0]],
+    )
     view = aligned.build_view(job, np.array([True]), "divided_by_final", piece=300)
     np.testing.assert_allclose(view.cumulative[:, 0], [0.25, 1.75, 2.0])
     # mean_so_far keeps the latest running total
@@ -82,7 +97,10 @@ def test_script_column_order():
     ordered = [google[i] for i in aligned.script_column_order(google)]
     assert ordered[:3] == ["cpu_rate", "canonical_memory_usage", "assigned_memory_usage"]
     assert ordered[8] == "maximum_cpu_rate" and ordered[-3:] == [
-        "sampled_cpu_usage", "evictions_so_far", "failures_so_far"]
+        "sampled_cpu_usage",
+        "evictions_so_far",
+        "failures_so_far",
+    ]
     alibaba = feature_columns("alibaba-2018")  # cpu_avg, cpu_max, mem_avg, mem_max
     np.testing.assert_array_equal(aligned.script_column_order(alibaba), [0, 2, 3, 1])
     events = feature_columns("google-2011-events")  # not in the script's layout: unchanged
@@ -125,11 +143,13 @@ def test_long_windows_are_cut_into_pieces_of_the_interval():
 
 
 def test_scaling_with_final_values_drops_constant_columns():
-    scale = aligned.final_scale(np.array([[1.0, 5.0], [3.0, 5.0], [2.0, 5.0]]),
-                                np.array([10.0, 20.0, 30.0]))
+    scale = aligned.final_scale(
+        np.array([[1.0, 5.0], [3.0, 5.0], [2.0, 5.0]]), np.array([10.0, 20.0, 30.0])
+    )
     np.testing.assert_array_equal(scale.keep, [True, False])
-    np.testing.assert_allclose(scale.features(np.array([[1.0, 5.0], [3.0, 5.0], [2.0, 9.0]])),
-                               [[0.0], [1.0], [0.5]])
+    np.testing.assert_allclose(
+        scale.features(np.array([[1.0, 5.0], [3.0, 5.0], [2.0, 9.0]])), [[0.0], [1.0], [0.5]]
+    )
     np.testing.assert_allclose(scale.latency(np.array([10.0, 25.0])), [0.0, 0.75])
 
 
@@ -155,10 +175,29 @@ def test_finished_set_update_and_checkpoint_range():
     in_play = ~initial
     # k = 2: only the initial set; task 1 (last window 2) joins after checkpoint 2; task 2
     # ended (last window 1) before the first checkpoint and never joins, as in the script
-    assert aligned.finished_at(2, n_windows, initial, in_play, 2).tolist() == [True, False, False, False]
-    assert aligned.finished_at(3, n_windows, initial, in_play, 2).tolist() == [True, True, False, False]
-    assert aligned.finished_at(5, n_windows, initial, in_play, 2).tolist() == [True, True, False, True]
-    assert list(aligned.checkpoint_range(np.array([3, 6, 4]), np.array([False, True, True]))) == [2, 3, 4]
+    assert aligned.finished_at(2, n_windows, initial, in_play, 2).tolist() == [
+        True,
+        False,
+        False,
+        False,
+    ]
+    assert aligned.finished_at(3, n_windows, initial, in_play, 2).tolist() == [
+        True,
+        True,
+        False,
+        False,
+    ]
+    assert aligned.finished_at(5, n_windows, initial, in_play, 2).tolist() == [
+        True,
+        True,
+        False,
+        True,
+    ]
+    assert list(aligned.checkpoint_range(np.array([3, 6, 4]), np.array([False, True, True]))) == [
+        2,
+        3,
+        4,
+    ]
 
 
 # ----------------------------------------------------------------------------- end to end
@@ -201,7 +240,11 @@ def test_paper_replay_by_hand():
     assert [c.index for c in method.seen] == [2, 3, 4, 5, 6]
     assert [c.time for c in method.seen] == [900.0, 1200.0, 1500.0, 1800.0, 2100.0]
     assert [c.finished_tasks.tolist() for c in method.seen] == [
-        [0, 1], [0, 1, 2, 3], [0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5, 6, 7], [0, 1, 2, 3, 4, 5, 6, 7],
+        [0, 1],
+        [0, 1, 2, 3],
+        [0, 1, 2, 3, 4, 5],
+        [0, 1, 2, 3, 4, 5, 6, 7],
+        [0, 1, 2, 3, 4, 5, 6, 7],
     ]
     assert method.seen[0].running_tasks.tolist() == [2, 3, 4, 5, 6, 7, 9]
     assert method.seen[-1].running_tasks.tolist() == [9]
@@ -230,8 +273,12 @@ def test_flagged_tasks_stay_among_the_running_rows_on_the_aligned_timeline():
 
 
 def test_initial_finished_first_to_finish_scores_every_task():
-    settings = ReplaySettings(protocol="paper", start_fraction=0.2, checkpoint_interval=300,
-                              overrides={"initial_finished": "first_to_finish", "prune_scored": False})
+    settings = ReplaySettings(
+        protocol="paper",
+        start_fraction=0.2,
+        checkpoint_interval=300,
+        overrides={"initial_finished": "first_to_finish", "prune_scored": False},
+    )
     method = Recorder()
     run = replay_job(ten_task_job(), method, settings, np.array([False]), seed=0)
     # 2 tasks (20%) must have finished: task 0 (last window 0) and 1 (last 1) before k = 2
@@ -243,7 +290,9 @@ def test_nurd_alpha_zero_runs_on_the_paper_protocol():
     job = make_job(n_tasks=120, seed=3)
     run = replay_job(job, NURD({"alpha": 0.0}), ReplaySettings(protocol="paper"), LAST, seed=1)
     assert run.n_checkpoints > 0
-    with pytest.raises(ValueError, match=r"parameter 'alpha' must be a number in \[0, 1\], got -0.1"):
+    with pytest.raises(
+        ValueError, match=r"parameter 'alpha' must be a number in \[0, 1\], got -0.1"
+    ):
         NURD({"alpha": -0.1}).start_job(type("I", (), {"seed": 0})())
 
 
@@ -255,10 +304,13 @@ def test_audit_step_six_is_the_causal_protocol_exactly():
     jobs = [make_job(n_tasks=150, seed=s) for s in (1, 2)]
     for method_class, params in ((NURD, {"alpha": 0.5}), (GBTR, {}), (Oracle, {})):
         frames = []
-        for settings in (ReplaySettings(),
-                         ReplaySettings(protocol="paper", overrides=VARIANTS["step6"]["overrides"])):
-            tasks, jobs_frame = run_method_on_jobs(iter(jobs), method_class, params, settings,
-                                                   LAST, 7, "d")
+        for settings in (
+            ReplaySettings(),
+            ReplaySettings(protocol="paper", overrides=VARIANTS["step6"]["overrides"]),
+        ):
+            tasks, jobs_frame = run_method_on_jobs(
+                iter(jobs), method_class, params, settings, LAST, 7, "d"
+            )
             frames.append((tasks, jobs_frame.drop(columns="seconds")))
         pd.testing.assert_frame_equal(frames[0][0], frames[1][0])
         pd.testing.assert_frame_equal(frames[0][1], frames[1][1])
@@ -278,8 +330,9 @@ def test_aligned_timeline_simulation_by_hand():
     assert base == 3000.0 and mitigated.tolist() == [1500.0]  # 900 + 600
     # 3 machines: at 900 only task 2 runs, a machine is free -> relaunched, ends at 1500;
     # 1 machine: task 2 holds it, waits, never relaunched -> 3000
-    _, limited = simulate.mitigated_jct_limited(start, latency, flags, replacement, [3, 1],
-                                                grid_origin=0.0, checkpoint_interval=300.0)
+    _, limited = simulate.mitigated_jct_limited(
+        start, latency, flags, replacement, [3, 1], grid_origin=0.0, checkpoint_interval=300.0
+    )
     assert limited[:, 0].tolist() == [1500.0, 3000.0]
 
 
@@ -320,7 +373,8 @@ def test_audit_variants_walk_from_paper_to_causal():
     assert VARIANTS["step0"]["overrides"] == {}
     assert resolve_rules("paper", VARIANTS["step5"]["overrides"]).timeline == "aligned"
     assert resolve_rules("paper", VARIANTS["alone3"]["overrides"]) == resolve_rules(
-        "paper", {"scaling": "visible"})
+        "paper", {"scaling": "visible"}
+    )
     for spec in VARIANTS.values():  # every variant is a valid configuration
         ReplaySettings(protocol="paper", overrides=spec["overrides"])
 
@@ -328,29 +382,52 @@ def test_audit_variants_walk_from_paper_to_causal():
 def test_audit_table_one_markdown_table_per_dataset_with_paper_numbers(tmp_path):
     from stragglers.report.audit import audit_table
 
-    methods = {"NURD a=0": {"method": "NURD", "params": {"alpha": 0}},
-               "NURD a=0.5": {"method": "NURD"}, "Oracle": {"method": "Oracle"}}
+    methods = {
+        "NURD a=0": {"method": "NURD", "params": {"alpha": 0}},
+        "NURD a=0.5": {"method": "NURD"},
+        "Oracle": {"method": "Oracle"},
+    }
     files = []
     for dataset in ("g", "a"):
         for variant, spec in VARIANTS.items():
-            rows = [{"dataset": dataset, "variant": variant, "path": spec["path"],
-                     "step": spec["step"], "change": spec["change"],
-                     "overrides": repr(spec["overrides"]), "method": label, "jobs": 2,
-                     "jobs_scored": 2, "jobs_failed": 0, "TPR": 0.5, "FPR": 0.1,
-                     "F1": 0.1 * spec["step"] + (0.01 if label == "NURD a=0" else 0.0)
-                     + (0.002 if variant == "step0xgb" else 0.0),
-                     "reduction_alg2": -0.1, "reduction_alg3": -0.2,
-                     "reduction_alg2_replace_latency": 0.17, "seconds": 1.0}
-                    for label in methods]
+            rows = [
+                {
+                    "dataset": dataset,
+                    "variant": variant,
+                    "path": spec["path"],
+                    "step": spec["step"],
+                    "change": spec["change"],
+                    "overrides": repr(spec["overrides"]),
+                    "method": label,
+                    "jobs": 2,
+                    "jobs_scored": 2,
+                    "jobs_failed": 0,
+                    "TPR": 0.5,
+                    "FPR": 0.1,
+                    "F1": 0.1 * spec["step"]
+                    + (0.01 if label == "NURD a=0" else 0.0)
+                    + (0.002 if variant == "step0xgb" else 0.0),
+                    "reduction_alg2": -0.1,
+                    "reduction_alg3": -0.2,
+                    "reduction_alg2_replace_latency": 0.17,
+                    "seconds": 1.0,
+                }
+                for label in methods
+            ]
             path = tmp_path / f"{dataset}-{variant}.csv"
             pd.DataFrame(rows).to_csv(path, index=False)
             files.append(str(path))
     out = tmp_path / "audit"
     table = audit_table(
-        variant_files=files, datasets={"g": "google-2011", "a": "alibaba-2018"},
-        methods=methods, headline=("NURD a=0", "NURD a=0.5"),
-        paper_table=str(ROOT / "stragglers" / "data" / "paper_table3.csv"), benchmark_files=[],
-        out_csv=str(out) + ".csv", out_md=str(out) + ".md", out_png=str(out) + ".png",
+        variant_files=files,
+        datasets={"g": "google-2011", "a": "alibaba-2018"},
+        methods=methods,
+        headline=("NURD a=0", "NURD a=0.5"),
+        paper_table=str(ROOT / "stragglers" / "data" / "paper_table3.csv"),
+        benchmark_files=[],
+        out_csv=str(out) + ".csv",
+        out_md=str(out) + ".md",
+        out_png=str(out) + ".png",
     )
     text = (tmp_path / "audit.md").read_text()
     assert text.count("## g") == 1 and text.count("## a") == 1

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stragglers.simulate import policies
 from stragglers import simulate
+from stragglers.simulate import policies
 
 # t0 [0,300), t1 [0,600), t2 [0,1500) flagged at 600; tau = 600 -> reference JCT 600
 START = np.array([0.0, 0.0, 0.0])
@@ -16,8 +16,16 @@ DURATIONS = np.array([[[100.0, 100.0, 600.0]], [[100.0, 100.0, 450.0]]])
 
 
 def run(policy, machines=(None,), attempts=2):
-    return policies.simulate_policy(policy, START, END, FLAG, DURATIONS, machines=machines,
-                                    resume_attempts=attempts, grid_origin=0.0)
+    return policies.simulate_policy(
+        policy,
+        START,
+        END,
+        FLAG,
+        DURATIONS,
+        machines=machines,
+        resume_attempts=attempts,
+        grid_origin=0.0,
+    )
 
 
 def test_hand_made_job_unlimited():
@@ -38,8 +46,9 @@ def test_hand_made_job_unlimited():
 
 def test_kill_at_tau_kill():
     # a loser slower than tau_kill - tau_est is killed at tau_kill: kill_delay 100
-    jct, machine = policies.simulate_policy("resume", START, END, FLAG, DURATIONS,
-                                            resume_attempts=2, kill_delay=100.0)
+    jct, machine = policies.simulate_policy(
+        "resume", START, END, FLAG, DURATIONS, resume_attempts=2, kill_delay=100.0
+    )
     np.testing.assert_allclose(jct, [[870.0]])
     np.testing.assert_allclose(machine, [[300 + 600 + 600 + 270 + 100]])
 
@@ -57,8 +66,8 @@ def test_hand_made_job_limited():
 
 def test_pocd_and_machine_time_table():
     frame = policies.simulate_job_policies(
-        START, END, FLAG, DURATIONS, straggler_threshold=600.0, grid_origin=0.0,
-        resume_attempts=2)
+        START, END, FLAG, DURATIONS, straggler_threshold=600.0, grid_origin=0.0, resume_attempts=2
+    )
     frame.insert(0, "job_id", "j")
     frame.insert(0, "method", "M")
     table = policies.pocd_summary(frame, [1.0, 1.5, 2.0]).set_index(["method", "policy"])
@@ -89,8 +98,9 @@ def test_relaunch_matches_algorithms_2_and_3():
         flag = np.where(pick, k * 300.0, np.nan)
         dur = policies.attempt_durations(f"j{j}", end - start, 3, 2, seed=1)
         machines = [0, 1, 2, 4, 8, 40]
-        jct, _ = policies.simulate_policy("relaunch", start, end, flag, dur,
-                                          machines=[None, *machines], grid_origin=0.0)
+        jct, _ = policies.simulate_policy(
+            "relaunch", start, end, flag, dur, machines=[None, *machines], grid_origin=0.0
+        )
         _, unlimited = simulate.mitigated_jct_unlimited(start, end, flag, dur[0])
         _, limited = simulate.mitigated_jct_limited(start, end, flag, dur[0], machines, 0.0)
         np.testing.assert_allclose(jct[0], unlimited)
@@ -104,7 +114,8 @@ def test_attempt_zero_is_the_relaunch_draw():
     latency = np.arange(1.0, 11.0)
     dur = policies.attempt_durations("job", latency, 2, 3, seed=7)
     expected = simulate.replacement_durations(
-        latency, simulate.replacement_uniforms("job", 10, 2, 7))
+        latency, simulate.replacement_uniforms("job", 10, 2, 7)
+    )
     np.testing.assert_array_equal(dur[0], expected)
     assert dur.shape == (3, 2, 10)
 
@@ -127,15 +138,39 @@ def test_replay_writes_the_chosen_attempts_and_evaluation_checks_them():
     from stragglers.formats.predictions import empty_tasks_frame
 
     assert "resume_attempts" in empty_tasks_frame()
-    tasks = pd.DataFrame({
-        "dataset": "d", "method": "M", "job_id": "j", "task": [0, 1], "latency": [1.0, 9.0],
-        "task_start": 0.0, "task_end": [1.0, 9.0], "is_straggler": [False, True],
-        "evaluated": True, "flagged": [True, False], "flag_time": [0.0, np.nan],
-        "resume_attempts": [2.0, 3.0]})
-    jobs = pd.DataFrame({
-        "dataset": ["d"], "method": "M", "family": "F", "privileged": False, "job_id": "j",
-        "status": "ok", "reason": "", "seconds": 0.0, "n_checkpoints": 1,
-        "straggler_threshold": 5.0, "job_start": 0.0, "job_end": 9.0, "prediction_start": 0.0})
+    tasks = pd.DataFrame(
+        {
+            "dataset": "d",
+            "method": "M",
+            "job_id": "j",
+            "task": [0, 1],
+            "latency": [1.0, 9.0],
+            "task_start": 0.0,
+            "task_end": [1.0, 9.0],
+            "is_straggler": [False, True],
+            "evaluated": True,
+            "flagged": [True, False],
+            "flag_time": [0.0, np.nan],
+            "resume_attempts": [2.0, 3.0],
+        }
+    )
+    jobs = pd.DataFrame(
+        {
+            "dataset": ["d"],
+            "method": "M",
+            "family": "F",
+            "privileged": False,
+            "job_id": "j",
+            "status": "ok",
+            "reason": "",
+            "seconds": 0.0,
+            "n_checkpoints": 1,
+            "straggler_threshold": 5.0,
+            "job_start": 0.0,
+            "job_end": 9.0,
+            "prediction_start": 0.0,
+        }
+    )
     with pytest.raises(ValueError, match="resume_attempts"):
         evaluate.validate_predictions(tasks, jobs)
     tasks["resume_attempts"] = [2.0, np.nan]

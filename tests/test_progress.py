@@ -74,8 +74,12 @@ def test_column_choice_per_dataset_kind():
 
 def test_estimate_progress_reads_the_rate_column_by_name():
     names = ["memory", "cpu_rate"]
-    cp = _checkpoint([[9.0, 0.5], [9.0, 2.0]], [40.0, 20.0],
-                     [[1.0, 0.5], [1.0, 1.0], [1.0, 2.0]], [100.0, 80.0, 60.0])
+    cp = _checkpoint(
+        [[9.0, 0.5], [9.0, 2.0]],
+        [40.0, 20.0],
+        [[1.0, 0.5], [1.0, 1.0], [1.0, 2.0]],
+        [100.0, 80.0, 60.0],
+    )
     estimate = estimate_progress(cp, names)
     assert estimate.column == "cpu_rate" and estimate.basis == "work"
     np.testing.assert_allclose(estimate.progress, [0.25, 0.5])

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stragglers.formats import raw as schema
 from stragglers.convert.one_process import convert_google_events
+from stragglers.formats import raw as schema
 from stragglers.formats.datasets import feature_columns
 from stragglers.formats.jobs import read_job
 
@@ -34,14 +34,18 @@ def converted(tmp_path_factory):
 def independent_counts(min_tasks=100):
     """Walk the events task by task: keep tasks whose last event is FINISH, drop jobs with a
     task still pending/running at the end of the part or first scheduled before 600 s."""
-    events = pd.read_csv(PART, header=None, names=schema.GOOGLE_TASK_EVENTS,
-                         usecols=["timestamp", "job_id", "task_index", "event_type"])
+    events = pd.read_csv(
+        PART,
+        header=None,
+        names=schema.GOOGLE_TASK_EVENTS,
+        usecols=["timestamp", "job_id", "task_index", "event_type"],
+    )
     history = defaultdict(list)
     for t, job, task, kind in events.itertuples(index=False):
         history[(job, task)].append((t, kind))
     finished = defaultdict(int)
     bad_jobs = set()
-    for (job, task), rows in history.items():
+    for (job, _task), rows in history.items():
         rows.sort(key=lambda r: r[0])  # stable: same-time events keep file order
         last_kind = rows[-1][1]
         schedules = [t for t, k in rows if k == 1]
@@ -61,7 +65,11 @@ def test_official_checksum_verifies():
 
     # the listing read by hand (not by the parser under test): every file it names, each of
     # which must hash to its listed value
-    listed = sorted(line.split()[1].lstrip("*") for line in (SHARED / "SHA256SUM").read_text().splitlines() if line.strip())
+    listed = sorted(
+        line.split()[1].lstrip("*")
+        for line in (SHARED / "SHA256SUM").read_text().splitlines()
+        if line.strip()
+    )
     assert "task_events/part-00000-of-00500.csv.gz" in listed
     assert "machine_events/part-00000-of-00001.csv.gz" in listed
     assert sorted(check_local_copy(SHARED, SHARED / "SHA256SUM")) == listed
@@ -84,7 +92,9 @@ def test_real_jobs_have_sane_windows(converted):
     job = read_job(out / row["path"], row["job_id"], feature_columns("google-2011-events"))
     assert np.all(job.latency > 0)
     assert np.all(job.window_end > job.window_start)
-    assert np.all((job.window_start >= job.task_start[job.window_task] - 1e-6)
-                  & (job.window_end <= job.task_end[job.window_task] + 1e-6))
+    assert np.all(
+        (job.window_start >= job.task_start[job.window_task] - 1e-6)
+        & (job.window_end <= job.task_end[job.window_task] + 1e-6)
+    )
     load = job.window_features[:, job.feature_names.index("machine_load")]
     assert load.min() >= 1  # the task itself runs on its machine

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from jobfactory import FEATURES, LAST, make_job, make_job_frame
 
+from stragglers.formats.features import prediction_start_count
 from stragglers.formats.jobs import job_from_frame
 from stragglers.methods.base import Checkpoint, Method
 from stragglers.replay.core import ReplaySettings, checkpoint_times, straggler_threshold
-from stragglers.replay.wallclock import iterate_checkpoints
-from stragglers.formats.features import prediction_start_count
 from stragglers.replay.runner import replay_job, run_method_on_jobs
+from stragglers.replay.wallclock import iterate_checkpoints
 
 
 class Recorder(Method):
@@ -31,12 +31,15 @@ class Recorder(Method):
         return np.full(len(checkpoint.running_tasks), flag)
 
 
-def _replay(job, method, settings=ReplaySettings()):
+def _replay(job, method, settings=None):
+    settings = settings or ReplaySettings()
     return replay_job(job, method, settings, LAST, seed=0)
 
 
 def test_checkpoints_lie_on_the_window_grid():
-    times = checkpoint_times(np.array([650.0, 1000.0]), np.array([1300.0, 2000.0]), ReplaySettings())
+    times = checkpoint_times(
+        np.array([650.0, 1000.0]), np.array([1300.0, 2000.0]), ReplaySettings()
+    )
     assert times.tolist() == [900.0, 1200.0, 1500.0, 1800.0, 2100.0]
 
 
@@ -78,7 +81,8 @@ def test_flagged_tasks_are_not_evaluated_again():
     assert np.isnan(np.delete(run.flag_time, list(flagged_at_second))).all()
 
 
-def _checkpoint_at(job, t, settings=ReplaySettings()):
+def _checkpoint_at(job, t, settings=None):
+    settings = settings or ReplaySettings()
     flagged = np.zeros(job.n_tasks, dtype=bool)
     excluded = np.zeros(job.n_tasks, dtype=bool)
     for cp in iterate_checkpoints(job, settings, LAST, flagged, excluded):
@@ -101,7 +105,9 @@ def test_running_features_do_not_depend_on_the_future():
     still_running = future["task_end"] > t
     future.loc[still_running, "task_end"] += 5000.0
     future.loc[still_running, "latency"] += 5000.0
-    future.loc[later & still_running, "window_end"] = future.loc[later & still_running, "window_end"] + 1.0
+    future.loc[later & still_running, "window_end"] = (
+        future.loc[later & still_running, "window_end"] + 1.0
+    )
     after = _checkpoint_at(job_from_frame("j", future, FEATURES), t)
     for field in dataclasses.fields(Checkpoint):
         a, b = getattr(before, field.name), getattr(after, field.name)
@@ -111,8 +117,11 @@ def test_running_features_do_not_depend_on_the_future():
 def test_running_features_are_duration_weighted_means_of_ended_windows():
     frame = make_job_frame(60, seed=5)
     job = job_from_frame("j", frame, FEATURES)
-    cp = next(iter(iterate_checkpoints(job, ReplaySettings(), LAST,
-                                       np.zeros(60, bool), np.zeros(60, bool))))
+    cp = next(
+        iter(
+            iterate_checkpoints(job, ReplaySettings(), LAST, np.zeros(60, bool), np.zeros(60, bool))
+        )
+    )
     task = cp.running_tasks[0]
     rows = frame[(frame["task"] == task) & (frame["available_from"] <= cp.time)]
     duration = rows["window_end"] - rows["window_start"]
@@ -162,7 +171,9 @@ def test_a_method_returning_the_wrong_shape_fails_its_job():
         def predict(self, checkpoint):
             return np.zeros(len(checkpoint.running_tasks) + 1, dtype=bool)
 
-    _, job_rows = run_method_on_jobs(iter([make_job(100)]), WrongShape, {}, ReplaySettings(), LAST, 1, "d")
+    _, job_rows = run_method_on_jobs(
+        iter([make_job(100)]), WrongShape, {}, ReplaySettings(), LAST, 1, "d"
+    )
     assert job_rows["status"].iloc[0] == "failed"
     assert "decisions for" in job_rows["reason"].iloc[0]
 

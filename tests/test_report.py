@@ -21,13 +21,24 @@ def summary_frame() -> pd.DataFrame:
             ("NURD", "Ours", False, 0.81),
             ("Oracle", "Reference", True, 1.0),
         ):
-            rows.append({
-                "dataset": dataset, "method": method, "family": family,
-                "privileged": privileged, "jobs_evaluated": 10, "jobs_failed": 2 if
-                method == "KNN" else 0, "jobs_unscorable": 1, "jobs_fpr_undefined": 0,
-                "TPR": 0.9 + shift / 2, "FPR": 0.1, "FNR": 0.1 - shift / 2, "precision": 0.7,
-                "F1": f1 + shift, "F1_std": 0.05,
-            })
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "method": method,
+                    "family": family,
+                    "privileged": privileged,
+                    "jobs_evaluated": 10,
+                    "jobs_failed": 2 if method == "KNN" else 0,
+                    "jobs_unscorable": 1,
+                    "jobs_fpr_undefined": 0,
+                    "TPR": 0.9 + shift / 2,
+                    "FPR": 0.1,
+                    "FNR": 0.1 - shift / 2,
+                    "precision": 0.7,
+                    "F1": f1 + shift,
+                    "F1_std": 0.05,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -43,8 +54,13 @@ def test_markdown_table_rounds_and_aligns():
 
 def test_write_table_csv_full_precision_markdown_rounded(tmp_path):
     frame = pd.DataFrame({"method": ["NURD"], "F1": [0.8123456]})
-    rp.write_table(frame, tmp_path / "t.csv", tmp_path / "sub" / "t.md", "Title",
-                   "One row per method; F1 is the mean over jobs.")
+    rp.write_table(
+        frame,
+        tmp_path / "t.csv",
+        tmp_path / "sub" / "t.md",
+        "Title",
+        "One row per method; F1 is the mean over jobs.",
+    )
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "t.csv"), frame)
     text = (tmp_path / "sub" / "t.md").read_text()
     assert text.startswith("# Title\n\nOne row per method")
@@ -54,11 +70,16 @@ def test_write_table_csv_full_precision_markdown_rounded(tmp_path):
 
 
 def test_table3_layout_and_markdown(tmp_path):
-    long = rp.write_table3(summary_frame(), tmp_path / "t3.csv", tmp_path / "t3.md",
-                           dataset_order=["google", "alibaba"])
+    long = rp.write_table3(
+        summary_frame(),
+        tmp_path / "t3.csv",
+        tmp_path / "t3.md",
+        dataset_order=["google", "alibaba"],
+    )
     # long format: one row per (dataset, method), datasets in the given order
     assert set(zip(long["dataset"], long["method"])) == {
-        (d, m) for d in ("google", "alibaba") for m in ("GBTR", "KNN", "NURD", "Oracle")}
+        (d, m) for d in ("google", "alibaba") for m in ("GBTR", "KNN", "NURD", "Oracle")
+    }
     nurd = long[(long["method"] == "NURD") & (long["dataset"] == "alibaba")]
     assert nurd["F1"].item() == pytest.approx(0.71)
     assert pd.read_csv(tmp_path / "t3.csv").shape == long.shape
@@ -68,8 +89,7 @@ def test_table3_layout_and_markdown(tmp_path):
     assert text.index("## google") < text.index("## alibaba")
     headers = [line for line in text.splitlines() if line.startswith("| family")]
     assert len(headers) == 2
-    assert headers[0] == ("| family | method | TPR | FPR | FNR | F1 | "
-                          "jobs ok/failed/unscorable |")
+    assert headers[0] == ("| family | method | TPR | FPR | FNR | F1 | jobs ok/failed/unscorable |")
     assert f"| Reference | Oracle {rp.PRIVILEGED_MARK} |" in text
     # the best non-privileged F1 is bold; the Oracle's higher F1 is not
     assert "| **0.81** |" in text and "**1.00**" not in text
@@ -89,16 +109,24 @@ def test_table3_shows_timing_columns_when_present(tmp_path):
 
 
 def test_table3_joins_paper_numbers(tmp_path):
-    paper = pd.DataFrame({
-        "method": ["nurd", "GBTR", "SOS"],
-        "dataset": ["Google", "google", "google"],
-        "TPR": [0.95, 0.46, 0.22], "FPR": [0.11, 0.01, 0.24],
-        "FNR": [0.09, 0.54, 0.78], "F1": [0.81, 0.57, 0.12],
-        "source": ["Table 3"] * 3,
-    })
+    paper = pd.DataFrame(
+        {
+            "method": ["nurd", "GBTR", "SOS"],
+            "dataset": ["Google", "google", "google"],
+            "TPR": [0.95, 0.46, 0.22],
+            "FPR": [0.11, 0.01, 0.24],
+            "FNR": [0.09, 0.54, 0.78],
+            "F1": [0.81, 0.57, 0.12],
+            "source": ["Table 3"] * 3,
+        }
+    )
     paper.to_csv(tmp_path / "paper_table3.csv", index=False)
-    long = rp.write_table3(summary_frame(), tmp_path / "t3.csv", tmp_path / "t3.md",
-                           paper_table3_path=tmp_path / "paper_table3.csv")
+    long = rp.write_table3(
+        summary_frame(),
+        tmp_path / "t3.csv",
+        tmp_path / "t3.md",
+        paper_table3_path=tmp_path / "paper_table3.csv",
+    )
     rows = long.set_index(["dataset", "method"])
     assert rows.loc[("google", "NURD"), "paper_F1"] == pytest.approx(0.81)
     assert np.isnan(rows.loc[("alibaba", "NURD"), "paper_F1"])
@@ -114,20 +142,38 @@ def test_paper_table3_validation(tmp_path):
     pd.DataFrame({"method": ["NURD"], "dataset": ["google"], "F1": [0.8]}).to_csv(path)
     with pytest.raises(ValueError, match="lacks columns"):
         rp.read_paper_table3(path)
-    pd.DataFrame({c: ["NURD", "NURD"] if c == "method" else ["google", "google"]
-                  if c == "dataset" else [0.5, 0.5] for c in rp.PAPER_TABLE3_COLUMNS}
-                 ).to_csv(path, index=False)
+    pd.DataFrame(
+        {
+            c: ["NURD", "NURD"]
+            if c == "method"
+            else ["google", "google"]
+            if c == "dataset"
+            else [0.5, 0.5]
+            for c in rp.PAPER_TABLE3_COLUMNS
+        }
+    ).to_csv(path, index=False)
     with pytest.raises(ValueError, match="duplicate"):
         rp.read_paper_table3(path)
 
 
 def test_plot_f1_over_time_writes_png_and_svg(tmp_path):
     times = np.arange(1, 11) / 10
-    mean = pd.concat([
-        pd.DataFrame({"dataset": "google", "method": m, "family": "Ours", "privileged": p,
-                      "k": np.arange(1, 11), "normalised_time": times, "F1": times * s})
-        for m, p, s in (("NURD", False, 0.8), ("Oracle", True, 1.0))
-    ])
+    mean = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "dataset": "google",
+                    "method": m,
+                    "family": "Ours",
+                    "privileged": p,
+                    "k": np.arange(1, 11),
+                    "normalised_time": times,
+                    "F1": times * s,
+                }
+            )
+            for m, p, s in (("NURD", False, 0.8), ("Oracle", True, 1.0))
+        ]
+    )
     path = tmp_path / "figs" / "f1.png"
     rp.plot_f1_over_time(mean, path, "google", extra_formats=("svg",))
     assert path.read_bytes()[:8] == PNG_MAGIC and path.stat().st_size > 1000
@@ -143,14 +189,29 @@ def simulation_frame() -> pd.DataFrame:
     for method, b in base.items():
         for job in range(3):
             for repeat in range(2):
-                rows.append({"dataset": "google", "method": method, "algorithm": "unlimited",
-                             "machines": -1, "job_id": f"j{job}", "repeat": repeat,
-                             "reduction": b + 0.01 * job + 0.001 * repeat})
+                rows.append(
+                    {
+                        "dataset": "google",
+                        "method": method,
+                        "algorithm": "unlimited",
+                        "machines": -1,
+                        "job_id": f"j{job}",
+                        "repeat": repeat,
+                        "reduction": b + 0.01 * job + 0.001 * repeat,
+                    }
+                )
                 for machines in (10, 20):
-                    rows.append({"dataset": "google", "method": method,
-                                 "algorithm": "limited", "machines": machines,
-                                 "job_id": f"j{job}", "repeat": repeat,
-                                 "reduction": b + 0.01 * machines + 0.01 * job})
+                    rows.append(
+                        {
+                            "dataset": "google",
+                            "method": method,
+                            "algorithm": "limited",
+                            "machines": machines,
+                            "job_id": f"j{job}",
+                            "repeat": repeat,
+                            "reduction": b + 0.01 * machines + 0.01 * job,
+                        }
+                    )
     return pd.DataFrame(rows)
 
 

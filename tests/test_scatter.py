@@ -12,13 +12,13 @@ import yaml
 
 from stragglers.convert import layout as scatter
 from stragglers.convert.common import ShardSpill, list_parts
+from stragglers.rules.data import convert_trace
 from stragglers.traces.generate import (
     AlibabaGeneratorConfig,
     GoogleGeneratorConfig,
     generate_alibaba,
     generate_google,
 )
-from stragglers.rules.data import convert_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_GOOGLE = ROOT.parent / "shared" / "data" / "google-2011"
@@ -36,28 +36,52 @@ def run_scattered(kind, raw_dir, work, dataset_config, *, parts_per_job=1, datas
     stage_reports = []
     if kind == "google-2011":
         prepared = str(work / "prepared")
-        scatter.prepare(raw_dir=str(raw_dir), event_parts=layout.tables["task_events"], out_dir=prepared,
-                        n_shards=n_shards, priorities=priorities,
-                        machine_event_parts=layout.tables["machine_events"], **common)
+        scatter.prepare(
+            raw_dir=str(raw_dir),
+            event_parts=layout.tables["task_events"],
+            out_dir=prepared,
+            n_shards=n_shards,
+            priorities=priorities,
+            machine_event_parts=layout.tables["machine_events"],
+            **common,
+        )
         stage_reports.append(prepared)
     spills = []
     for group, parts in enumerate(layout.groups):
         spills.append(str(work / "spill" / f"group-{group}"))
         stage_reports.append(str(work / "reports" / f"group-{group}.json"))
-        scatter.convert_part(kind=kind, raw_dir=str(raw_dir), parts=parts, out_dir=spills[-1],
-                             out_report=stage_reports[-1], n_shards=n_shards, priorities=priorities,
-                             grid=dataset_config.get("replay", {}), prepared_dir=prepared,
-                             machine_event_parts=layout.tables.get("machine_events", []), **common)
+        scatter.convert_part(
+            kind=kind,
+            raw_dir=str(raw_dir),
+            parts=parts,
+            out_dir=spills[-1],
+            out_report=stage_reports[-1],
+            n_shards=n_shards,
+            priorities=priorities,
+            grid=dataset_config.get("replay", {}),
+            prepared_dir=prepared,
+            machine_event_parts=layout.tables.get("machine_events", []),
+            **common,
+        )
     out = work / "converted"
     for shard in range(n_shards):
         (work / "shards").mkdir(exist_ok=True)
-        scatter.gather(kind=kind, spill_dirs=spills, shard=shard, jobs_dir=str(out / "jobs" / f"shard-{shard}"),
-                       out_manifest=str(work / "shards" / f"shard-{shard}.parquet"),
-                       out_report=str(work / "shards" / f"shard-{shard}.json"),
-                       latency_definition=dataset_config.get("latency_definition", "schedule_to_finish"),
-                       prepared_dir=prepared, **common)
+        scatter.gather(
+            kind=kind,
+            spill_dirs=spills,
+            shard=shard,
+            jobs_dir=str(out / "jobs" / f"shard-{shard}"),
+            out_manifest=str(work / "shards" / f"shard-{shard}.parquet"),
+            out_report=str(work / "shards" / f"shard-{shard}.json"),
+            latency_definition=dataset_config.get("latency_definition", "schedule_to_finish"),
+            prepared_dir=prepared,
+            **common,
+        )
     scatter.manifest(
-        kind=kind, dataset=dataset, stage_reports=stage_reports, out_dir=str(out),
+        kind=kind,
+        dataset=dataset,
+        stage_reports=stage_reports,
+        out_dir=str(out),
         shard_manifests=[str(work / "shards" / f"shard-{k}.parquet") for k in range(n_shards)],
         shard_reports=[str(work / "shards" / f"shard-{k}.json") for k in range(n_shards)],
     )
@@ -65,10 +89,17 @@ def run_scattered(kind, raw_dir, work, dataset_config, *, parts_per_job=1, datas
 
 
 def run_single(kind, raw_dir, out, dataset_config, dataset="d"):
-    convert_trace(kind=kind, raw_dir=str(raw_dir), out_dir=str(out), dataset=dataset,
-                  n_shards=dataset_config["n_shards"], min_tasks=dataset_config.get("min_tasks", 100),
-                  priorities=dataset_config.get("production_priorities"), grid=dataset_config.get("replay"),
-                  latency_definition=dataset_config.get("latency_definition", "schedule_to_finish"))
+    convert_trace(
+        kind=kind,
+        raw_dir=str(raw_dir),
+        out_dir=str(out),
+        dataset=dataset,
+        n_shards=dataset_config["n_shards"],
+        min_tasks=dataset_config.get("min_tasks", 100),
+        priorities=dataset_config.get("production_priorities"),
+        grid=dataset_config.get("replay"),
+        latency_definition=dataset_config.get("latency_definition", "schedule_to_finish"),
+    )
     return out
 
 
@@ -77,7 +108,9 @@ def assert_same_conversion(single: Path, scattered: Path):
     pd.testing.assert_frame_equal(manifest, pd.read_parquet(scattered / "manifest.parquet"))
     assert len(manifest) > 0
     for path in manifest["path"]:
-        pd.testing.assert_frame_equal(pd.read_parquet(single / path), pd.read_parquet(scattered / path))
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(single / path), pd.read_parquet(scattered / path)
+        )
     a = json.loads((single / "report.json").read_text())
     b = json.loads((scattered / "report.json").read_text())
     assert a["counts"] == b["counts"]
@@ -92,7 +125,11 @@ def assert_same_conversion(single: Path, scattered: Path):
 def google_raw(tmp_path_factory):
     """The default config's Google dataset, generated in 4 time parts (jobs straddle them)."""
     raw = tmp_path_factory.mktemp("google") / "raw"
-    settings = {"seed": DEFAULT_CONFIG["seed"], **DEFAULT_CONFIG["datasets"]["google-synthetic"]["generator"], "n_parts": 4}
+    settings = {
+        "seed": DEFAULT_CONFIG["seed"],
+        **DEFAULT_CONFIG["datasets"]["google-synthetic"]["generator"],
+        "n_parts": 4,
+    }
     generate_google(raw, GoogleGeneratorConfig.from_dict(settings))
     return raw
 
@@ -101,28 +138,40 @@ def google_raw(tmp_path_factory):
 def test_google_scattered_equals_single_process(google_raw, tmp_path, parts_per_job):
     config = DEFAULT_CONFIG["datasets"]["google-synthetic"]
     single = run_single("google-2011", google_raw, tmp_path / "single", config)
-    scattered, spills, layout = run_scattered("google-2011", google_raw, tmp_path / "work", config,
-                                              parts_per_job=parts_per_job)
+    scattered, spills, layout = run_scattered(
+        "google-2011", google_raw, tmp_path / "work", config, parts_per_job=parts_per_job
+    )
     assert len(layout.groups) == {1: 4, 3: 2}[parts_per_job]
     assert_same_conversion(single, scattered)
     # the comparison covers stitching: some task's windows were spilled by two part groups
-    keys = [set(ShardSpill.read(Path(spill, "shards"), shard).column("task_key").to_pylist())
-            for spill in spills for shard in range(config["n_shards"])
-            if ShardSpill.read(Path(spill, "shards"), shard) is not None]
-    assert any(a & b for i, a in enumerate(keys) for b in keys[i + 1:])
+    keys = [
+        set(ShardSpill.read(Path(spill, "shards"), shard).column("task_key").to_pylist())
+        for spill in spills
+        for shard in range(config["n_shards"])
+        if ShardSpill.read(Path(spill, "shards"), shard) is not None
+    ]
+    assert any(a & b for i, a in enumerate(keys) for b in keys[i + 1 :])
 
 
 def test_google_usage_windows_latency_scattered(google_raw, tmp_path):
-    config = {**DEFAULT_CONFIG["datasets"]["google-synthetic"], "latency_definition": "usage_windows"}
+    config = {
+        **DEFAULT_CONFIG["datasets"]["google-synthetic"],
+        "latency_definition": "usage_windows",
+    }
     single = run_single("google-2011", google_raw, tmp_path / "single", config)
     scattered, _, _ = run_scattered("google-2011", google_raw, tmp_path / "work", config)
     assert_same_conversion(single, scattered)
 
 
 def test_google_events_kind_scattered(google_raw, tmp_path):
-    config = {**DEFAULT_CONFIG["datasets"]["google-synthetic"], "replay": {"grid_origin": 600, "checkpoint_interval": 300}}
+    config = {
+        **DEFAULT_CONFIG["datasets"]["google-synthetic"],
+        "replay": {"grid_origin": 600, "checkpoint_interval": 300},
+    }
     single = run_single("google-2011-events", google_raw, tmp_path / "single", config)
-    scattered, _, layout = run_scattered("google-2011-events", google_raw, tmp_path / "work", config)
+    scattered, _, layout = run_scattered(
+        "google-2011-events", google_raw, tmp_path / "work", config
+    )
     assert len(layout.groups) == 1  # machine load needs every job's events: one group
     assert_same_conversion(single, scattered)
 
@@ -130,7 +179,10 @@ def test_google_events_kind_scattered(google_raw, tmp_path):
 def test_alibaba_scattered_equals_single_process(tmp_path):
     config = DEFAULT_CONFIG["datasets"]["alibaba-synthetic"]
     raw = tmp_path / "raw"
-    generate_alibaba(raw, AlibabaGeneratorConfig.from_dict({"seed": DEFAULT_CONFIG["seed"], **config["generator"]}))
+    generate_alibaba(
+        raw,
+        AlibabaGeneratorConfig.from_dict({"seed": DEFAULT_CONFIG["seed"], **config["generator"]}),
+    )
     single = run_single("alibaba-2018", raw, tmp_path / "single", config)
     scattered, _, layout = run_scattered("alibaba-2018", raw, tmp_path / "work", config)
     assert layout.groups == [["batch_instance.tar.gz"]]  # the table is one part
@@ -139,29 +191,45 @@ def test_alibaba_scattered_equals_single_process(tmp_path):
 
 @pytest.mark.skipif(not SHARED_GOOGLE.exists(), reason="../shared/data/google-2011 is absent")
 def test_real_rows_scattered_equals_single_process(tmp_path):
-    config = yaml.safe_load((ROOT / "config" / "google-2011-shared.yaml").read_text())["datasets"]["google-2011-events"]
+    config = yaml.safe_load((ROOT / "config" / "google-2011-shared.yaml").read_text())["datasets"][
+        "google-2011-events"
+    ]
     single = run_single("google-2011-events", SHARED_GOOGLE, tmp_path / "single", config)
     scattered, _, _ = run_scattered("google-2011-events", SHARED_GOOGLE, tmp_path / "work", config)
     assert_same_conversion(single, scattered)
 
 
 def test_raw_layout_from_config(tmp_path):
-    generate = scatter.raw_layout("google-2011", {"source": "generate", "generator": {"n_parts": 5},
-                                                  "convert": {"parts_per_job": 2}}, None)
+    generate = scatter.raw_layout(
+        "google-2011",
+        {"source": "generate", "generator": {"n_parts": 5}, "convert": {"parts_per_job": 2}},
+        None,
+    )
     assert generate.tables["task_usage"][0] == "task_usage/part-00000-of-00005.csv.gz"
     assert [len(g) for g in generate.groups] == [2, 2, 1]
-    download = scatter.raw_layout("google-2011", {"source": "download", "download": {"parts": "0-2,7"}}, None)
-    assert download.tables["task_events"] == [f"task_events/part-{i:05d}-of-00500.csv.gz" for i in (0, 1, 2, 7)]
+    download = scatter.raw_layout(
+        "google-2011", {"source": "download", "download": {"parts": "0-2,7"}}, None
+    )
+    assert download.tables["task_events"] == [
+        f"task_events/part-{i:05d}-of-00500.csv.gz" for i in (0, 1, 2, 7)
+    ]
     # 4 task_events + 4 task_usage parts, and machine_events' one part (whatever the selection)
     assert len(download.files) == 9 and len(download.groups) == 4
     assert download.tables["machine_events"] == ["machine_events/part-00000-of-00001.csv.gz"]
-    without = scatter.raw_layout("google-2011", {"source": "download", "download": {
-        "parts": "0-2,7", "machine_tables": False}}, None)
+    without = scatter.raw_layout(
+        "google-2011",
+        {"source": "download", "download": {"parts": "0-2,7", "machine_tables": False}},
+        None,
+    )
     assert without.tables["machine_events"] == [] and len(without.files) == 8
-    events = scatter.raw_layout("google-2011-events", {"source": "download", "download": {"parts": "all"}}, None)
+    events = scatter.raw_layout(
+        "google-2011-events", {"source": "download", "download": {"parts": "all"}}, None
+    )
     assert len(events.groups) == 1 and len(events.groups[0]) == 500
     with pytest.raises(ValueError, match="download.parts"):
-        scatter.raw_layout("google-2011", {"source": "download", "download": {"parts": "3-1"}}, None)
+        scatter.raw_layout(
+            "google-2011", {"source": "download", "download": {"parts": "3-1"}}, None
+        )
 
 
 def test_missing_part_is_an_error_naming_it(google_raw, tmp_path):
@@ -174,26 +242,57 @@ def test_dag_of_a_download_scatters_per_file_part_and_shard(tmp_path):
     """`snakemake -n` (no network needed): one download job per file, one convert_part per
     group, one gather per shard; each predict job's input is its own shard's folder."""
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    config["datasets"] = {"g": {"kind": "google-2011", "source": "download", "download": {"parts": "0-4"},
-                                "convert": {"parts_per_job": 2}, "n_shards": 3}}
+    config["datasets"] = {
+        "g": {
+            "kind": "google-2011",
+            "source": "download",
+            "download": {"parts": "0-4"},
+            "convert": {"parts_per_job": 2},
+            "n_shards": 3,
+        }
+    }
     config["methods"] = {"GBTR": {}}
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     run = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(tmp_path),
-         "--configfile", str(path), "--replace-workflow-config", "--printshellcmds"],
-        capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "--snakefile",
+            str(ROOT / "Snakefile"),
+            "--directory",
+            str(tmp_path),
+            "--configfile",
+            str(path),
+            "--replace-workflow-config",
+            "--printshellcmds",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     counts = dict(
-        (line.split()[0], int(line.split()[1])) for line in run.stdout.splitlines()
+        (line.split()[0], int(line.split()[1]))
+        for line in run.stdout.splitlines()
         if len(line.split()) == 2 and line.split()[1].isdigit()
     )
-    assert counts["download_checksums"] == 1 and counts["download_file"] == 11  # 5 + 5 parts, machine_events
+    assert (
+        counts["download_checksums"] == 1 and counts["download_file"] == 11
+    )  # 5 + 5 parts, machine_events
     assert counts["convert_prepare"] == 1 and counts["convert_part"] == 3
     assert counts["gather_shard"] == 3 and counts["convert_manifest"] == 1
     assert counts["predict"] == 3
-    predict_inputs = [line for line in run.stdout.splitlines() if "input:" in line and "manifest.parquet, resources" in line]
+    predict_inputs = [
+        line
+        for line in run.stdout.splitlines()
+        if "input:" in line and "manifest.parquet, resources" in line
+    ]
     assert any(line.strip().endswith("jobs/shard-1") for line in predict_inputs)
     # convert_prepare waits for the machine_events download (it reads the capacities)
     machine_marker = "resources/download/g.files/machine_events/part-00000-of-00001.csv.gz.json"
-    assert any("input:" in line and machine_marker in line and "task_events" in line for line in run.stdout.splitlines())
+    assert any(
+        "input:" in line and machine_marker in line and "task_events" in line
+        for line in run.stdout.splitlines()
+    )

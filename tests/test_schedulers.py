@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from jobfactory import LAST, make_job_frame
+
 from stragglers.formats.jobs import job_from_frame
 from stragglers.methods import Checkpoint, JobInfo, get_method
 from stragglers.methods.late import late_selection, speculation_cap
@@ -16,8 +16,9 @@ FEATURES = ["cpu_rate", "io", "noise", "evictions_so_far"]
 
 
 def info(n_tasks: int, tau: float = 1000.0, names=("cpu_rate",)) -> JobInfo:
-    return JobInfo(job_id="hand", n_tasks=n_tasks, feature_names=tuple(names),
-                   straggler_threshold=tau, seed=1)
+    return JobInfo(
+        job_id="hand", n_tasks=n_tasks, feature_names=tuple(names), straggler_threshold=tau, seed=1
+    )
 
 
 def checkpoint(running, cpu, elapsed, finished=(100, 101, 102), time=1000.0, index=0):
@@ -25,10 +26,14 @@ def checkpoint(running, cpu, elapsed, finished=(100, 101, 102), time=1000.0, ind
     finished = np.asarray(finished)
     running = np.asarray(running)
     return Checkpoint(
-        time=time, index=index, first_prediction=index == 0,
-        finished_tasks=finished, finished_features=np.ones((len(finished), 1)),
+        time=time,
+        index=index,
+        first_prediction=index == 0,
+        finished_tasks=finished,
+        finished_features=np.ones((len(finished), 1)),
         finished_latency=np.full(len(finished), 100.0),
-        running_tasks=running, running_features=np.asarray(cpu, dtype=float)[:, None],
+        running_tasks=running,
+        running_features=np.asarray(cpu, dtype=float)[:, None],
         running_elapsed=np.asarray(elapsed, dtype=float),
     )
 
@@ -52,21 +57,26 @@ def test_late_selection_by_hand():
     # although task 1 is slower
     progress = np.array([0.1, 0.8, 0.2, 0.9])
     elapsed = np.array([100.0, 1600.0, 50.0, 100.0])
-    np.testing.assert_array_equal(late_selection(progress, elapsed, 1, 50.0),
-                                  [True, False, False, False])
-    np.testing.assert_array_equal(late_selection(progress, elapsed, 5, 50.0),
-                                  [True, True, False, False])
+    np.testing.assert_array_equal(
+        late_selection(progress, elapsed, 1, 50.0), [True, False, False, False]
+    )
+    np.testing.assert_array_equal(
+        late_selection(progress, elapsed, 5, 50.0), [True, True, False, False]
+    )
     # 25th percentile (LATE's default): 0.0005 + 0.75 * 0.0005 = 0.000875 -> task 1 only
-    np.testing.assert_array_equal(late_selection(progress, elapsed, 5, 25.0),
-                                  [False, True, False, False])
+    np.testing.assert_array_equal(
+        late_selection(progress, elapsed, 5, 25.0), [False, True, False, False]
+    )
     # tasks that ran less than min_elapsed are not candidates
-    np.testing.assert_array_equal(late_selection(progress, elapsed, 5, 50.0, min_elapsed=200.0),
-                                  [False, True, False, False])
+    np.testing.assert_array_equal(
+        late_selection(progress, elapsed, 5, 50.0, min_elapsed=200.0), [False, True, False, False]
+    )
     # no free slot: nothing; progress 0 = infinite time left, chosen first
     assert not late_selection(progress, elapsed, 0, 50.0).any()
     np.testing.assert_array_equal(
         late_selection(np.array([0.0, 0.1, 0.5, 0.9]), np.full(4, 100.0), 1, 50.0),
-        [True, False, False, False])
+        [True, False, False, False],
+    )
 
 
 def test_speculation_cap():
@@ -87,8 +97,9 @@ def test_late_through_checkpoints_respects_the_cap():
     second = method.predict(checkpoint(np.arange(2, 8), cpu[2:], np.full(6, 200.0), index=1))
     assert not second.any()
     # task 0 finished: one slot frees; the slowest of the rest (task 2, cpu 0.3) is chosen
-    cp = checkpoint(np.arange(2, 8), cpu[2:], np.full(6, 300.0),
-                    finished=(0, 100, 101, 102), index=2)
+    cp = checkpoint(
+        np.arange(2, 8), cpu[2:], np.full(6, 300.0), finished=(0, 100, 101, 102), index=2
+    )
     np.testing.assert_array_equal(method.predict(cp), [True] + [False] * 5)
     assert method.active_speculations(cp) == 2
 
@@ -108,8 +119,10 @@ def test_late_without_progress_signal_is_a_clock_rule():
     np.testing.assert_array_equal(flags, [False] * 7 + [True])
 
 
-@pytest.mark.parametrize("params", [{"speculative_cap": 0}, {"slow_task_percentile": 0},
-                                    {"min_elapsed": -1}, {"cap": 0.1}])
+@pytest.mark.parametrize(
+    "params",
+    [{"speculative_cap": 0}, {"slow_task_percentile": 0}, {"min_elapsed": -1}, {"cap": 0.1}],
+)
 def test_late_rejects_bad_settings(params):
     with pytest.raises(ValueError):
         get_method("LATE")(params)
@@ -118,12 +131,20 @@ def test_late_rejects_bad_settings(params):
 def _flags_until(frame, method, tau, t_stop):
     """Drive the replay's checkpoints with a fixed tau; flag times of flags raised by t_stop."""
     job = job_from_frame("j", frame, FEATURES)
-    method.start_job(JobInfo(job_id="j", n_tasks=job.n_tasks, feature_names=tuple(FEATURES),
-                             straggler_threshold=tau, seed=3))
+    method.start_job(
+        JobInfo(
+            job_id="j",
+            n_tasks=job.n_tasks,
+            feature_names=tuple(FEATURES),
+            straggler_threshold=tau,
+            seed=3,
+        )
+    )
     flagged = np.zeros(job.n_tasks, dtype=bool)
     flag_time = np.full(job.n_tasks, np.nan)
-    for cp in iterate_checkpoints(job, ReplaySettings(), LAST, flagged,
-                                  np.zeros(job.n_tasks, dtype=bool)):
+    for cp in iterate_checkpoints(
+        job, ReplaySettings(), LAST, flagged, np.zeros(job.n_tasks, dtype=bool)
+    ):
         if cp.time > t_stop:
             break
         assert not hasattr(cp, "running_latency")

@@ -14,7 +14,6 @@ from stragglers.simulate.jct import (
     DEFAULT_MACHINES,
     RESULT_COLUMNS,
     mitigated_jct_limited,
-    mitigated_jct_unlimited,
     replacement_durations,
     replacement_uniforms,
     simulate_job,
@@ -204,8 +203,15 @@ def test_no_flags_no_change_and_zero_machines():
 def test_simulate_job_frame():
     start, end, flag = job([450, 1000, 600], [NAN, 100, NAN])
     replacement = np.array([[0, 200, 0], [0, 900, 0]], dtype=float)
-    frame = simulate_job(start, end, flag, replacement, grid_origin=0.0, machines=[2, 3],
-                         checkpoint_interval=INTERVAL)
+    frame = simulate_job(
+        start,
+        end,
+        flag,
+        replacement,
+        grid_origin=0.0,
+        machines=[2, 3],
+        checkpoint_interval=INTERVAL,
+    )
     assert list(frame.columns) == RESULT_COLUMNS
     assert len(frame) == 2 + 2 * 2
     unlimited = frame[frame["algorithm"] == "unlimited"]
@@ -309,8 +315,13 @@ def test_replacement_durations_empirical_quantiles():
 )
 def test_bad_input_is_named(kwargs, message):
     args = dict(
-        task_start=[0.0, 0.0], task_end=[5.0, 1.0], flag_time=[NAN, 0.0],
-        replacement=[[1.0, 1.0]], machines=[10], grid_origin=0.0, checkpoint_interval=1.0,
+        task_start=[0.0, 0.0],
+        task_end=[5.0, 1.0],
+        flag_time=[NAN, 0.0],
+        replacement=[[1.0, 1.0]],
+        machines=[10],
+        grid_origin=0.0,
+        checkpoint_interval=1.0,
     )
     args.update(kwargs)
     with pytest.raises(ValueError, match=message) as info:
@@ -345,8 +356,9 @@ def test_algorithm2_copy_starts_at_the_flag_by_hand():
 
 def test_algorithm2_replace_the_latency_by_hand():
     # ends: repeat 0 (400, 0+200, 100+50) -> JCT 400; repeat 1 (400, 600, 800) -> 800
-    reduction = simulate_unlimited(READING_START, READING_END, READING_FLAG, READING_DRAWS,
-                                   relaunch_from="start")
+    reduction = simulate_unlimited(
+        READING_START, READING_END, READING_FLAG, READING_DRAWS, relaunch_from="start"
+    )
     np.testing.assert_allclose(reduction, [0.6, 0.2])
 
 
@@ -358,11 +370,25 @@ def test_algorithm3_both_readings_by_hand():
     # task 0 has ended and, under "from the flag", task 1's copy holds a machine: task 2 is
     # relaunched at 400 (ends 450 / 1100, or 100 + 50 / 100 + 700).
     machines = [2, 3, 4]
-    from_flag = simulate_limited(READING_START, READING_END, READING_FLAG, READING_DRAWS,
-                                 machines, grid_origin=0.0, checkpoint_interval=100.0)
-    replace = simulate_limited(READING_START, READING_END, READING_FLAG, READING_DRAWS,
-                               machines, grid_origin=0.0, checkpoint_interval=100.0,
-                               relaunch_from="start")
+    from_flag = simulate_limited(
+        READING_START,
+        READING_END,
+        READING_FLAG,
+        READING_DRAWS,
+        machines,
+        grid_origin=0.0,
+        checkpoint_interval=100.0,
+    )
+    replace = simulate_limited(
+        READING_START,
+        READING_END,
+        READING_FLAG,
+        READING_DRAWS,
+        machines,
+        grid_origin=0.0,
+        checkpoint_interval=100.0,
+        relaunch_from="start",
+    )
     np.testing.assert_allclose(from_flag, [[0.3, -0.1], [0.4, 0.0], [0.5, -0.1]])
     np.testing.assert_allclose(replace, [[0.5, 0.4], [0.5, 0.4], [0.6, 0.2]])
 
@@ -372,13 +398,17 @@ def test_relaunch_readings_and_draw_pool():
 
     assert list(RELAUNCH_READINGS)[0] == "from_flag"  # the default
     assert relaunch_reading("replace_latency") == ("start", "all")
-    pool = draw_pool(np.array([400.0, 1000.0, 300.0]), np.array([False, True, False]),
-                     "non_stragglers")
+    pool = draw_pool(
+        np.array([400.0, 1000.0, 300.0]), np.array([False, True, False]), "non_stragglers"
+    )
     np.testing.assert_array_equal(pool, [400.0, 300.0])
     # uniforms map through the pool's sorted values: floor(u * 2) -> 300, 400
-    np.testing.assert_array_equal(replacement_durations(pool, np.array([[0.1, 0.7]])), [[300.0, 400.0]])
+    np.testing.assert_array_equal(
+        replacement_durations(pool, np.array([[0.1, 0.7]])), [[300.0, 400.0]]
+    )
     with pytest.raises(ValueError, match="simulation.relaunch"):
         relaunch_reading("restart")
     with pytest.raises(ValueError, match="simulation.relaunch"):
-        simulate_unlimited(READING_START, READING_END, READING_FLAG, READING_DRAWS,
-                           relaunch_from="end")
+        simulate_unlimited(
+            READING_START, READING_END, READING_FLAG, READING_DRAWS, relaunch_from="end"
+        )

@@ -22,8 +22,7 @@ def monte_carlo(r, n_tasks, t_min, beta, deadline, tau_est, phi, kill_delay, n=4
     attempts = pareto((n, r + 1), (1 - phi) * t_min)
     fastest = attempts.min(axis=1)
     meets = ~straggler | (tau_est + fastest <= deadline)
-    machine = np.where(straggler,
-                       tau_est + fastest + r * np.minimum(fastest, kill_delay), original)
+    machine = np.where(straggler, tau_est + fastest + r * np.minimum(fastest, kill_delay), original)
     return meets.mean() ** n_tasks, n_tasks * machine.mean(), machine.std() / np.sqrt(n)
 
 
@@ -31,10 +30,10 @@ def monte_carlo(r, n_tasks, t_min, beta, deadline, tau_est, phi, kill_delay, n=4
 @pytest.mark.parametrize("beta,phi,kill_delay", [(1.7, 0.3, 50.0), (2.5, 0.6, 500.0)])
 def test_closed_forms_match_monte_carlo(r, beta, phi, kill_delay):
     t_min, deadline, tau_est, n_tasks = 100.0, 300.0, 150.0, 10
-    mc_pocd, mc_machine, se = monte_carlo(r, n_tasks, t_min, beta, deadline, tau_est, phi,
-                                          kill_delay)
-    assert pocd(r, n_tasks, t_min, beta, deadline, tau_est, phi) == pytest.approx(mc_pocd,
-                                                                                  abs=0.01)
+    mc_pocd, mc_machine, se = monte_carlo(
+        r, n_tasks, t_min, beta, deadline, tau_est, phi, kill_delay
+    )
+    assert pocd(r, n_tasks, t_min, beta, deadline, tau_est, phi) == pytest.approx(mc_pocd, abs=0.01)
     exact = expected_machine_time(r, n_tasks, t_min, beta, deadline, tau_est, phi, kill_delay)
     assert abs(exact - mc_machine) < 5 * n_tasks * se
 
@@ -59,8 +58,9 @@ def test_fit_pareto_recovers_parameters():
 
 
 def test_hadoop_estimate():
-    np.testing.assert_allclose(hadoop_estimate([100.0, 100.0, 50.0], [0.5, 0.0, 0.25], 10.0),
-                               [190.0, np.inf, 170.0])
+    np.testing.assert_allclose(
+        hadoop_estimate([100.0, 100.0, 50.0], [0.5, 0.0, 0.25], 10.0), [190.0, np.inf, 170.0]
+    )
 
 
 def test_method_flags_estimates_past_the_deadline_without_latencies():
@@ -68,13 +68,17 @@ def test_method_flags_estimates_past_the_deadline_without_latencies():
     job = JobInfo("j", 6, ("x",), straggler_threshold=150.0, seed=0, kill_delay=300.0)
     method = SRQuant()
     method.start_job(job)
-    cp = Checkpoint(time=90.0, index=1, first_prediction=True,
-                    finished_tasks=np.array([0, 1, 2]),
-                    finished_features=np.zeros((3, 1)),
-                    finished_latency=np.array([80.0, 100.0, 120.0]),
-                    running_tasks=np.array([3, 4, 5]),
-                    running_features=np.zeros((3, 1)),
-                    running_elapsed=np.array([90.0, 90.0, 90.0]))
+    cp = Checkpoint(
+        time=90.0,
+        index=1,
+        first_prediction=True,
+        finished_tasks=np.array([0, 1, 2]),
+        finished_features=np.zeros((3, 1)),
+        finished_latency=np.array([80.0, 100.0, 120.0]),
+        running_tasks=np.array([3, 4, 5]),
+        running_features=np.zeros((3, 1)),
+        running_elapsed=np.array([90.0, 90.0, 90.0]),
+    )
     flags = method.predict(cp)
     # every task's estimate is the median latency 100 < 150: nothing flagged
     assert not flags.any()
@@ -93,33 +97,41 @@ def test_tight_latencies_do_not_overflow():
 
 def test_chosen_attempts_reach_the_replay():
     from stragglers.replay.core import JobRun  # noqa: F401 - the field the replay fills
+
     job = JobInfo("j", 6, ("x",), straggler_threshold=95.0, seed=0, kill_delay=300.0)
     method = SRQuant()
     method.start_job(job)
     assert method.resume_attempts() is None
-    cp = Checkpoint(time=90.0, index=1, first_prediction=True,
-                    finished_tasks=np.array([0, 1, 2]), finished_features=np.zeros((3, 1)),
-                    finished_latency=np.array([80.0, 100.0, 120.0]),
-                    running_tasks=np.array([3, 4, 5]), running_features=np.zeros((3, 1)),
-                    running_elapsed=np.array([90.0, 90.0, 90.0]))
+    cp = Checkpoint(
+        time=90.0,
+        index=1,
+        first_prediction=True,
+        finished_tasks=np.array([0, 1, 2]),
+        finished_features=np.zeros((3, 1)),
+        finished_latency=np.array([80.0, 100.0, 120.0]),
+        running_tasks=np.array([3, 4, 5]),
+        running_features=np.zeros((3, 1)),
+        running_elapsed=np.array([90.0, 90.0, 90.0]),
+    )
     method.predict(cp)
     assert method.resume_attempts() == method.chosen_attempts
 
 
 # ---- issue 25: one kill delay, R_min 0.1, theta C scaled to the job -------------------------
 
+
 @pytest.mark.parametrize("interval,setting", [(60.0, None), (300.0, None), (60.0, 120.0)])
 def test_methods_and_simulator_share_one_kill_delay(interval, setting):
     """tau_kill - tau_est that SRQuant and LASER model is the one the simulator's resume policy
     applies: simulation.policies.kill_delay, or one checkpoint interval when it is null."""
     from jobfactory import LAST, make_job
-    from stragglers.simulate import policies
+
     from stragglers.methods import get_method
     from stragglers.replay.core import ReplaySettings
     from stragglers.replay.runner import replay_job
+    from stragglers.simulate import policies
 
-    settings = ReplaySettings(grid_origin=600.0, checkpoint_interval=interval,
-                              kill_delay=setting)
+    settings = ReplaySettings(grid_origin=600.0, checkpoint_interval=interval, kill_delay=setting)
     expected = interval if setting is None else setting
     job = make_job(40, seed=2, step=interval)
     for name, params in (("SRQuant", {}), ("LASER", {"epochs": 5})):
@@ -133,14 +145,22 @@ def test_methods_and_simulator_share_one_kill_delay(interval, setting):
     start, end = np.zeros(3), np.array([300.0, 600.0, 1500.0])
     flag = np.array([np.nan, np.nan, 600.0])
     durations = np.array([[[100.0, 100.0, 600.0]], [[100.0, 100.0, 450.0]]])
-    _, machine = policies.simulate_policy("resume", start, end, flag, durations,
-                                          resume_attempts=2, grid_origin=0.0,
-                                          checkpoint_interval=interval, kill_delay=setting)
+    _, machine = policies.simulate_policy(
+        "resume",
+        start,
+        end,
+        flag,
+        durations,
+        resume_attempts=2,
+        grid_origin=0.0,
+        checkpoint_interval=interval,
+        kill_delay=setting,
+    )
     np.testing.assert_allclose(machine, [[300 + 600 + 600 + 270 + min(270.0, expected)]])
     # and the workflow hands both rules the one setting
     from pathlib import Path
 
-    rules = (Path(__file__).parents[1] / "workflow" / "rules")
+    rules = Path(__file__).parents[1] / "workflow" / "rules"
     predict = (rules / "predict.smk").read_text()
     simulate_rules = (rules / "simulate.smk").read_text()
     assert predict.count("kill_delay=resume_kill_delay()") == 2  # predict, tune_method
@@ -171,8 +191,15 @@ def test_job_scaled_theta_weighs_machine_time_as_the_papers_job_did():
     """200 tasks: E_0(T) ~ 29,000 s, 18x the paper's job. With the literal 1e-4 the cost term
     outweighs the PoCD gain R(1) - R(0) = 0.003 (r = 0); scaled, U(r) - U(0) is the paper's trade-off: the cost term is
     0.164 x E_r / E_0, checked by hand against the utilities."""
-    args = dict(n_tasks=200, t_min=100.0, beta=3.0, deadline=600.0, tau_est=200.0,
-                phi_est=0.4, kill_delay=60.0)
+    args = dict(
+        n_tasks=200,
+        t_min=100.0,
+        beta=3.0,
+        deadline=600.0,
+        tau_est=200.0,
+        phi_est=0.4,
+        kill_delay=60.0,
+    )
     e0 = expected_machine_time(0, **args)
     assert e0 > 10 * 1640
     theta = 1e-4 * 1640.0 / e0

@@ -7,9 +7,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-
 from jobfactory import FEATURES, FEATURES_KIND, LAST, RecordingHistory, make_job_frame, write_jobs
-from stragglers.replay.history import JobHistory
+
 from stragglers.formats.jobs import job_from_frame
 from stragglers.methods import declared_cross_job, get_method
 from stragglers.methods._start import (
@@ -21,6 +20,7 @@ from stragglers.methods._start import (
 )
 from stragglers.methods.start import _latest_machine_state, moving_average, step_input
 from stragglers.replay.core import ReplaySettings
+from stragglers.replay.history import JobHistory
 from stragglers.replay.runner import run_method_on_jobs
 
 SETTINGS = ReplaySettings(grid_origin=600.0, checkpoint_interval=300.0)
@@ -28,6 +28,7 @@ FAST_START = {"epochs": 15, "refit_every": 2}
 
 
 # ---- the Pareto formulas -------------------------------------------------------------------
+
 
 def test_mle_on_a_hand_sample():
     beta, alpha = pareto_mle(np.array([1.0, 2.0, 4.0]))
@@ -92,10 +93,26 @@ def test_moving_average_weights_the_latest_step():
 
 def test_step_input_has_a_fixed_size_and_uses_machine_state():
     rng = np.random.default_rng(0)
-    a, _ = step_input(50, rng.uniform(1, 2, 5), rng.normal(size=(5, 4)), rng.uniform(1, 3, 9),
-                      rng.normal(size=(9, 4)), rng.normal(size=(9, 3)), 4, 3)
-    b, _ = step_input(50, rng.uniform(1, 2, 20), rng.normal(size=(20, 4)), rng.uniform(1, 3, 2),
-                      rng.normal(size=(2, 4)), None, 4, 3)
+    a, _ = step_input(
+        50,
+        rng.uniform(1, 2, 5),
+        rng.normal(size=(5, 4)),
+        rng.uniform(1, 3, 9),
+        rng.normal(size=(9, 4)),
+        rng.normal(size=(9, 3)),
+        4,
+        3,
+    )
+    b, _ = step_input(
+        50,
+        rng.uniform(1, 2, 20),
+        rng.normal(size=(20, 4)),
+        rng.uniform(1, 3, 2),
+        rng.normal(size=(2, 4)),
+        None,
+        4,
+        3,
+    )
     assert a.shape == b.shape == (2 + 6 + 4 * 4 + 2 * 3,)
     assert np.any(a[-6:] != 0) and np.all(b[-6:] == 0)
 
@@ -115,6 +132,7 @@ def test_latest_machine_state_is_the_last_window_available():
 
 
 # ---- the cross-job history -----------------------------------------------------------------
+
 
 @pytest.fixture()
 def trace(tmp_path, monkeypatch):
@@ -150,12 +168,20 @@ def test_finished_before_and_load_refuse_the_future(trace):
 def test_a_model_never_sees_a_job_unfinished_at_prediction_time(trace, method):
     folder, manifest = trace
     history = RecordingHistory(manifest, folder, "test", seed=1)
-    jobs = [job_from_frame(r.job_id, pd.read_parquet(folder / r.path), FEATURES)
-            for r in manifest.itertuples()]
+    jobs = [
+        job_from_frame(r.job_id, pd.read_parquet(folder / r.path), FEATURES)
+        for r in manifest.itertuples()
+    ]
     trained_before = getattr(get_method(method), "trainings", 0)
     tasks, job_rows = run_method_on_jobs(
-        iter(jobs), get_method(method), FAST_START if method == "START" else {}, SETTINGS,
-        LAST, 7, "t", history=history,
+        iter(jobs),
+        get_method(method),
+        FAST_START if method == "START" else {},
+        SETTINGS,
+        LAST,
+        7,
+        "t",
+        history=history,
     )
     assert (job_rows["status"] == "ok").all(), job_rows["reason"].tolist()
     assert history.loaded, "the later jobs should have learnt from earlier ones"
@@ -176,8 +202,14 @@ def test_rule_flags_every_task_running_once_n_minus_k_finished(trace, method):
     row = manifest.iloc[-1]
     job = job_from_frame(row.job_id, pd.read_parquet(folder / row.path), FEATURES)
     tasks, job_rows = run_method_on_jobs(
-        iter([job]), get_method(method), FAST_START if method == "START" else {}, SETTINGS,
-        LAST, 7, "t", history=history,
+        iter([job]),
+        get_method(method),
+        FAST_START if method == "START" else {},
+        SETTINGS,
+        LAST,
+        7,
+        "t",
+        history=history,
     )
     flagged = tasks[tasks["flagged"]]
     assert len(flagged), "the hand-made job has stragglers START should expect"
@@ -200,8 +232,9 @@ def test_decisions_do_not_depend_on_running_latency(trace, method):
     frame = pd.read_parquet(folder / row.path)
     job = job_from_frame(row.job_id, frame, FEATURES)
     params = FAST_START if method == "START" else {}
-    tasks, _ = run_method_on_jobs(iter([job]), get_method(method), params, SETTINGS, LAST, 7,
-                                  "t", history=history)
+    tasks, _ = run_method_on_jobs(
+        iter([job]), get_method(method), params, SETTINGS, LAST, 7, "t", history=history
+    )
     flag_time = tasks["flag_time"].to_numpy()
     cut = np.nanmin(flag_time)
     # the tasks still running at the first flag take 10x longer: windows after `cut` move,
@@ -214,8 +247,9 @@ def test_decisions_do_not_depend_on_running_latency(trace, method):
     after = longer["window_start"] >= cut
     longer.loc[late & after, ["window_start", "window_end", "available_from"]] += 1e6
     job2 = job_from_frame(row.job_id, longer, FEATURES)
-    tasks2, _ = run_method_on_jobs(iter([job2]), get_method(method), params, SETTINGS, LAST, 7,
-                                   "t", history=history)
+    tasks2, _ = run_method_on_jobs(
+        iter([job2]), get_method(method), params, SETTINGS, LAST, 7, "t", history=history
+    )
     first = tasks["flag_time"] <= cut
     assert np.array_equal(tasks.loc[first, "task"], tasks2.loc[tasks2["flag_time"] <= cut, "task"])
 
@@ -224,14 +258,17 @@ def test_start_is_deterministic(trace, monkeypatch):
     import stragglers.methods.start as start
 
     folder, manifest = trace
-    jobs = [job_from_frame(r.job_id, pd.read_parquet(folder / r.path), FEATURES)
-            for r in manifest.itertuples()]
+    jobs = [
+        job_from_frame(r.job_id, pd.read_parquet(folder / r.path), FEATURES)
+        for r in manifest.itertuples()
+    ]
     runs = []
     for _ in range(2):
         monkeypatch.setattr(start, "_model_cache", {})
         history = JobHistory(manifest, folder, "test", seed=1)
-        tasks, rows = run_method_on_jobs(iter(jobs), get_method("START"), FAST_START, SETTINGS,
-                                         LAST, 7, "t", history=history)
+        tasks, rows = run_method_on_jobs(
+            iter(jobs), get_method("START"), FAST_START, SETTINGS, LAST, 7, "t", history=history
+        )
         runs.append(tasks)
     pd.testing.assert_frame_equal(runs[0], runs[1])
 
@@ -275,6 +312,7 @@ class _FixedHistory:
     def load(self, job_id, time=None):
         class _Job:
             latency = self.jobs[job_id]
+
         return _Job()
 
 
@@ -283,10 +321,14 @@ def _checkpoint(finished_latency, running_elapsed, index, first):
 
     n_fin, n_run = len(finished_latency), len(running_elapsed)
     return Checkpoint(
-        time=100.0 + index, index=index, first_prediction=first,
-        finished_tasks=np.arange(n_fin), finished_features=np.zeros((n_fin, 2)),
+        time=100.0 + index,
+        index=index,
+        first_prediction=first,
+        finished_tasks=np.arange(n_fin),
+        finished_features=np.zeros((n_fin, 2)),
         finished_latency=np.asarray(finished_latency, float),
-        running_tasks=np.arange(n_fin, n_fin + n_run), running_features=np.zeros((n_run, 2)),
+        running_tasks=np.arange(n_fin, n_fin + n_run),
+        running_features=np.zeros((n_run, 2)),
         running_elapsed=np.asarray(running_elapsed, float),
     )
 
@@ -298,11 +340,25 @@ def test_start_mle_rule_on_hand_made_checkpoints(monkeypatch):
     monkeypatch.setattr(shared, "_multiple_cache", {})
     method = get_method("START-MLE")({}, seed=0)
     n = 20
-    method.start_job(JobInfo(job_id="j", n_tasks=n, feature_names=("x", "y"),
-                             straggler_threshold=1.0, seed=0, history=_FixedHistory(),
-                             job_start=0.0))
-    k_mult = float(np.median([np.quantile(np.arange(1.0, 11.0), 0.9) / 5.5,
-                              np.quantile(np.arange(1.0, 21.0), 0.9) / 10.5]))
+    method.start_job(
+        JobInfo(
+            job_id="j",
+            n_tasks=n,
+            feature_names=("x", "y"),
+            straggler_threshold=1.0,
+            seed=0,
+            history=_FixedHistory(),
+            job_start=0.0,
+        )
+    )
+    k_mult = float(
+        np.median(
+            [
+                np.quantile(np.arange(1.0, 11.0), 0.9) / 5.5,
+                np.quantile(np.arange(1.0, 21.0), 0.9) / 10.5,
+            ]
+        )
+    )
     rng = np.random.default_rng(0)
     everything = np.sort(1.0 + rng.pareto(1.5, n))
     decisions = []
@@ -325,7 +381,6 @@ def test_predict_jobs_of_a_cross_job_method_read_every_shard(tmp_path):
     import sys
 
     import yaml
-
     from test_workflow import ROOT, tiny_config
 
     path = tiny_config(tmp_path)
@@ -334,9 +389,22 @@ def test_predict_jobs_of_a_cross_job_method_read_every_shard(tmp_path):
     config["method_dirs"] = []
     path.write_text(yaml.safe_dump(config))
     run = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
-         "--directory", str(tmp_path), "--configfile", str(path), "--replace-workflow-config",
-         "-n"], capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(ROOT / "Snakefile"),
+            "--directory",
+            str(tmp_path),
+            "--configfile",
+            str(path),
+            "--replace-workflow-config",
+            "-n",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert run.returncode == 0, run.stderr[-3000:]
     inputs = {}
@@ -354,8 +422,9 @@ def test_a_cross_job_method_fails_on_the_aligned_timeline(trace):
     row = manifest.iloc[-1]
     job = job_from_frame(row.job_id, pd.read_parquet(folder / row.path), FEATURES)
     settings = ReplaySettings(grid_origin=600.0, checkpoint_interval=300.0, protocol="paper")
-    _, rows = run_method_on_jobs(iter([job]), get_method("START-MLE"), {}, settings, LAST, 7, "t",
-                                 history=history)
+    _, rows = run_method_on_jobs(
+        iter([job]), get_method("START-MLE"), {}, settings, LAST, 7, "t", history=history
+    )
     assert rows["status"].iloc[0] == "failed" and "trace's clock" in rows["reason"].iloc[0]
 
 
@@ -387,10 +456,13 @@ def test_training_sequences_step_on_the_prediction_grid(trace, monkeypatch):
     monkeypatch.setattr(start, "job_sequence", recording_sequence)
     monkeypatch.setattr(start.Start, "_network_alpha", recording_alpha)
     history = JobHistory(manifest, folder, "test", seed=1)
-    jobs = [job_from_frame(r.job_id, pd.read_parquet(folder / r.path), FEATURES)
-            for r in manifest.itertuples()]
-    _, rows = run_method_on_jobs(iter(jobs), get_method("START"), FAST_START, settings, LAST,
-                                 7, "t", history=history)
+    jobs = [
+        job_from_frame(r.job_id, pd.read_parquet(folder / r.path), FEATURES)
+        for r in manifest.itertuples()
+    ]
+    _, rows = run_method_on_jobs(
+        iter(jobs), get_method("START"), FAST_START, settings, LAST, 7, "t", history=history
+    )
     assert (rows["status"] == "ok").all(), rows["reason"].tolist()
     assert recorded and prediction_times, "START should have trained and predicted"
     for times in prediction_times.values():  # the prediction side: one step per checkpoint

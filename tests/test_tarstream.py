@@ -43,7 +43,10 @@ def test_reads_member_in_bounded_chunks_matching_a_direct_parse(tmp_path, engine
 
     chunks = list(
         iter_tar_csv(
-            tar_path, "batch_instance.csv", ALIBABA_2018_BATCH_INSTANCE, chunk_rows=100,
+            tar_path,
+            "batch_instance.csv",
+            ALIBABA_2018_BATCH_INSTANCE,
+            chunk_rows=100,
             engine=engine,
         )
     )

@@ -30,26 +30,50 @@ def hand_made_job(job_id="j1", method="M"):
     start = np.array([0, 0, 0, 100, 0, 0], dtype=float)
     end = np.array([50, 60, 200, 300, 150, 40], dtype=float)
     flag = np.array([20, np.nan, 50, 250, np.nan, np.nan])
-    tasks = pd.DataFrame({
-        "dataset": "d", "method": method, "job_id": job_id, "task": np.arange(6),
-        "latency": end - start, "task_start": start, "task_end": end,
-        "is_straggler": (end - start) >= TAU, "evaluated": True,
-        "flagged": ~np.isnan(flag), "flag_time": flag,
-    })
-    jobs = pd.DataFrame([{
-        "dataset": "d", "method": method, "family": "F", "privileged": False,
-        "job_id": job_id, "status": "ok", "reason": "", "seconds": 0.1, "n_checkpoints": 3,
-        "straggler_threshold": TAU, "job_start": 0.0, "job_end": 300.0,
-        "prediction_start": 0.0,
-    }])
+    tasks = pd.DataFrame(
+        {
+            "dataset": "d",
+            "method": method,
+            "job_id": job_id,
+            "task": np.arange(6),
+            "latency": end - start,
+            "task_start": start,
+            "task_end": end,
+            "is_straggler": (end - start) >= TAU,
+            "evaluated": True,
+            "flagged": ~np.isnan(flag),
+            "flag_time": flag,
+        }
+    )
+    jobs = pd.DataFrame(
+        [
+            {
+                "dataset": "d",
+                "method": method,
+                "family": "F",
+                "privileged": False,
+                "job_id": job_id,
+                "status": "ok",
+                "reason": "",
+                "seconds": 0.1,
+                "n_checkpoints": 3,
+                "straggler_threshold": TAU,
+                "job_start": 0.0,
+                "job_end": 300.0,
+                "prediction_start": 0.0,
+            }
+        ]
+    )
     return tasks, jobs
 
 
 def test_lead_and_early_by_hand():
-    np.testing.assert_allclose(flag_lead([0, 100, 0], [200, 300, 150], [50, 250, np.nan]),
-                               [0.75, 0.25, np.nan])
-    np.testing.assert_array_equal(early_flags([0, 100, 0, 0], [50, 250, np.nan, 100], TAU),
-                                  [True, False, False, False])  # elapsed == tau is late
+    np.testing.assert_allclose(
+        flag_lead([0, 100, 0], [200, 300, 150], [50, 250, np.nan]), [0.75, 0.25, np.nan]
+    )
+    np.testing.assert_array_equal(
+        early_flags([0, 100, 0, 0], [50, 250, np.nan, 100], TAU), [True, False, False, False]
+    )  # elapsed == tau is late
 
 
 def test_early_confusion_matrix_and_median_lead_by_hand():

@@ -10,10 +10,10 @@ import pytest
 import yaml
 
 from stragglers.convert.one_process import convert_google
-from stragglers.traces.generate import GoogleGeneratorConfig, generate_google
-from stragglers.rules.predict import parameter_grid, predict_shard, tune_method
 from stragglers.formats.jobs import read_manifest, tuning_job_ids
 from stragglers.replay.core import ReplaySettings
+from stragglers.rules.predict import parameter_grid, predict_shard, tune_method
+from stragglers.traces.generate import GoogleGeneratorConfig, generate_google
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,8 +34,15 @@ def test_parameter_grid_is_the_product_in_config_order():
 
 def test_tune_then_predict_without_the_tuning_jobs(converted, tmp_path):
     result = tune_method(
-        converted_dir=converted, dataset="t", kind="google-2011", method="GBTR", params={},
-        grid={"n_estimators": [5, 40]}, settings=ReplaySettings(), seed=1, n_jobs=2,
+        converted_dir=converted,
+        dataset="t",
+        kind="google-2011",
+        method="GBTR",
+        params={},
+        grid={"n_estimators": [5, 40]},
+        settings=ReplaySettings(),
+        seed=1,
+        n_jobs=2,
         out=tmp_path / "GBTR.json",
     )
     manifest = read_manifest(converted)
@@ -47,9 +54,18 @@ def test_tune_then_predict_without_the_tuning_jobs(converted, tmp_path):
     assert json.loads((tmp_path / "GBTR.json").read_text()) == result
 
     jobs = predict_shard(
-        converted_dir=converted, dataset="t", kind="google-2011", shard=0, method="GBTR",
-        params={}, settings=ReplaySettings(), seed=1, out_tasks=tmp_path / "t.parquet",
-        out_jobs=tmp_path / "j.parquet", tuning_jobs=2, tuned_params=str(tmp_path / "GBTR.json"),
+        converted_dir=converted,
+        dataset="t",
+        kind="google-2011",
+        shard=0,
+        method="GBTR",
+        params={},
+        settings=ReplaySettings(),
+        seed=1,
+        out_tasks=tmp_path / "t.parquet",
+        out_jobs=tmp_path / "j.parquet",
+        tuning_jobs=2,
+        tuned_params=str(tmp_path / "GBTR.json"),
     )
     assert set(jobs["job_id"]) == set(manifest["job_id"]) - set(tuning)
     assert set(pd.read_parquet(tmp_path / "t.parquet")["job_id"]).isdisjoint(tuning)
@@ -61,12 +77,28 @@ def test_workflow_runs_tuning_first_when_applied(tmp_path):
     config["tuning"] = {"n_jobs": 6, "apply": True, "grids": {"NURD": {"alpha": [0.3, 0.5]}}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     dry = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--snakefile", str(ROOT / "Snakefile"),
-         "--directory", str(tmp_path), "--configfile", str(tmp_path / "config.yaml"),
-         "--replace-workflow-config", "--quiet", "rules"],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "--snakefile",
+            str(ROOT / "Snakefile"),
+            "--directory",
+            str(tmp_path),
+            "--configfile",
+            str(tmp_path / "config.yaml"),
+            "--replace-workflow-config",
+            "--quiet",
+            "rules",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert dry.returncode == 0, dry.stderr[-2000:]
     assert "tune_method" in dry.stdout
-    lines = [line.split() for line in dry.stdout.splitlines() if line.strip().startswith("tune_method")]
+    lines = [
+        line.split() for line in dry.stdout.splitlines() if line.strip().startswith("tune_method")
+    ]
     assert lines and lines[0][-1] == "2"  # NURD on the two datasets; GBTR has no grid

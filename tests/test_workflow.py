@@ -36,12 +36,22 @@ def tiny_config(tmp_path: Path) -> Path:
             },
         },
         "replay": {"start_fraction": 0.04, "straggler_quantile": 0.9, "protocol": "causal"},
-        "methods": {"NURD": {"n_estimators": 20}, "GBTR": {"n_estimators": 20}, "Oracle": {},
-                    "AlwaysFails": {}, "Elapsed": {}, "LATE": {}},
+        "methods": {
+            "NURD": {"n_estimators": 20},
+            "GBTR": {"n_estimators": 20},
+            "Oracle": {},
+            "AlwaysFails": {},
+            "Elapsed": {},
+            "LATE": {},
+        },
         "evaluation": {"f1_time_points": 10},
         "simulation": {"repeats": 2, "machines": [100, 300]},
-        "launch": {"methods": {"MTL-f0nl": {}, "Wrangler-node": {}}, "min_train_tasks": 20,
-                   "train_shares": [0.3, 0.6], "refit_every": 1},
+        "launch": {
+            "methods": {"MTL-f0nl": {}, "Wrangler-node": {}},
+            "min_train_tasks": 20,
+            "train_shares": [0.3, 0.6],
+            "refit_every": 1,
+        },
     }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -50,9 +60,17 @@ def tiny_config(tmp_path: Path) -> Path:
 
 def snakemake(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     command = [
-        sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
-        "--directory", str(tmp_path), "--configfile", str(tiny_config(tmp_path)),
-        "--replace-workflow-config", *args,
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(tmp_path),
+        "--configfile",
+        str(tiny_config(tmp_path)),
+        "--replace-workflow-config",
+        *args,
     ]
     return subprocess.run(command, capture_output=True, text=True, timeout=900)
 
@@ -65,13 +83,20 @@ def test_pipeline_end_to_end(tmp_path):
         assert (results / "tables" / name).stat().st_size > 0
     assert "NURD" in (results / "README.md").read_text()
     for dataset in ("google-tiny", "alibaba-tiny"):
-        for figure in ("f1_over_time", "lead", "reduction_unlimited", "reduction_by_machines", "reduction_limited_mean"):
+        for figure in (
+            "f1_over_time",
+            "lead",
+            "reduction_unlimited",
+            "reduction_by_machines",
+            "reduction_limited_mean",
+        ):
             assert (results / dataset / "figures" / f"{figure}.png").stat().st_size > 1000
 
     # launch-time models ran on both datasets (both kinds have machine state)
     launch = pd.read_csv(results / "tables" / "launch_table.csv")
     assert set(zip(launch["dataset"], launch["method"])) == {
-        (d, m) for d in ("google-tiny", "alibaba-tiny") for m in ("MTL-f0nl", "Wrangler-node")}
+        (d, m) for d in ("google-tiny", "alibaba-tiny") for m in ("MTL-f0nl", "Wrangler-node")
+    }
     curve = pd.read_csv(results / "tables" / "launch_learning_curve.csv")
     assert sorted(curve["train_share"].unique()) == [0.3, 0.6]
     assert (results / "tables" / "launch_simulation.md").stat().st_size > 0
@@ -93,18 +118,23 @@ def test_pipeline_end_to_end(tmp_path):
         assert {f"{metric}_lo", f"{metric}_hi"} <= set(table3_csv.columns)
     ok = table3_csv[table3_csv["jobs_evaluated"] >= 2]
     assert ((ok["F1_lo"] <= ok["F1"] + 1e-12) & (ok["F1"] <= ok["F1_hi"] + 1e-12)).all()
-    assert (table3_csv.loc[table3_csv["method"] == "AlwaysFails", "interval_note"]
-            == "no scored job").all()
+    assert (
+        table3_csv.loc[table3_csv["method"] == "AlwaysFails", "interval_note"] == "no scored job"
+    ).all()
     policies_csv = pd.read_csv(results / "tables" / "policies.csv")
     assert {"reduction_lo", "reduction_hi"} <= set(policies_csv.columns)
     paired = pd.read_csv(results / "tables" / "paired_comparisons.csv")
     assert set(paired["metric"]) == {"F1", "early_F1"}
     assert set(paired["reference_kind"]) == {"best", "NURD"}
     assert (tmp_path / "logs" / "tables" / "paired_comparisons.log").exists()
-    jobs = pd.read_parquet(results / "google-tiny" / "predictions" / "AlwaysFails" / "shard-0.jobs.parquet")
+    jobs = pd.read_parquet(
+        results / "google-tiny" / "predictions" / "AlwaysFails" / "shard-0.jobs.parquet"
+    )
     assert (jobs["status"] == "failed").all()
     assert jobs["reason"].str.contains("fails on purpose").all()
-    log = (tmp_path / "logs" / "predict" / "google-tiny" / "AlwaysFails" / "shard-0.log").read_text()
+    log = (
+        tmp_path / "logs" / "predict" / "google-tiny" / "AlwaysFails" / "shard-0.log"
+    ).read_text()
     assert "fails on purpose" in log
     report = (tmp_path / "resources" / "converted" / "google-tiny" / "report.json").read_text()
     assert "jobs_kept" in report

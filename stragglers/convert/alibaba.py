@@ -33,18 +33,29 @@ from stragglers.traces.rawcsv import RawTraceError, iter_csv_chunks
 # the 2018 machine tables (optional: without them the machine's utilisation and size are NaN)
 ALIBABA_MACHINE_LAYOUTS = {
     "machine_meta": AlibabaLayout(
-        schema.ALIBABA_2018_MACHINE_META, ("", ""), None, "machine_meta.tar.gz", "machine_meta.csv",
+        schema.ALIBABA_2018_MACHINE_META,
+        ("", ""),
+        None,
+        "machine_meta.tar.gz",
+        "machine_meta.csv",
         ("time_stamp", "cpu_num", "mem_size"),
     ),
     "machine_usage": AlibabaLayout(
-        schema.ALIBABA_2018_MACHINE_USAGE, ("", ""), None, "machine_usage.tar.gz", "machine_usage.csv",
+        schema.ALIBABA_2018_MACHINE_USAGE,
+        ("", ""),
+        None,
+        "machine_usage.tar.gz",
+        "machine_usage.csv",
         ("time_stamp", *machines.ALIBABA_USAGE_COLUMNS),
     ),
 }
 
 
 def alibaba_table_present(raw_dir: Path, layout: AlibabaLayout) -> bool:
-    return any((Path(raw_dir) / name).exists() for name in (layout.member + ".gz", layout.member, layout.archive))
+    return any(
+        (Path(raw_dir) / name).exists()
+        for name in (layout.member + ".gz", layout.member, layout.archive)
+    )
 
 
 def alibaba_chunks(raw_dir: Path, layout: AlibabaLayout, report: ConversionReport):
@@ -54,15 +65,15 @@ def alibaba_chunks(raw_dir: Path, layout: AlibabaLayout, report: ConversionRepor
         if (raw_dir / name).exists():
             report.files_read.append(str(raw_dir / name))
             yield from iter_csv_chunks(
-                raw_dir / name, layout.columns, {c: "float" for c in layout.numeric},
+                raw_dir / name,
+                layout.columns,
+                {c: "float" for c in layout.numeric},
                 skipped=report.skipped_rows,
             )
             return
     archive = raw_dir / layout.archive
     if not archive.exists():
-        raise RawTraceError(
-            f"no {layout.member}[.gz] or {layout.archive} in {raw_dir}"
-        )
+        raise RawTraceError(f"no {layout.member}[.gz] or {layout.archive} in {raw_dir}")
     from stragglers.traces.tarstream import iter_tar_csv
 
     report.files_read.append(f"{archive}:{layout.member}")
@@ -81,7 +92,9 @@ def alibaba_chunks(raw_dir: Path, layout: AlibabaLayout, report: ConversionRepor
         yield chunk
 
 
-def _add_instances_to_machine_state(state: machines.BinnedMachineState, chunk: pd.DataFrame, report) -> None:
+def _add_instances_to_machine_state(
+    state: machines.BinnedMachineState, chunk: pd.DataFrame, report
+) -> None:
     """Every instance with a start (any status, any job) counts on its machine."""
     number = machines.alibaba_machine_number(chunk["machine_id"].to_numpy())
     started = chunk["start_time"].notna().to_numpy()
@@ -89,13 +102,16 @@ def _add_instances_to_machine_state(state: machines.BinnedMachineState, chunk: p
     report.count("instances_started_without_machine", int((started & np.isnan(number)).sum()))
     if placed.any():
         state.add_instances(
-            number[placed], chunk["start_time"].to_numpy(float)[placed],
+            number[placed],
+            chunk["start_time"].to_numpy(float)[placed],
             chunk["end_time"].to_numpy(float)[placed],
             (chunk["status"].astype(str) == "Failed").to_numpy()[placed],
         )
 
 
-def _read_machine_tables(raw_dir: Path, state: machines.BinnedMachineState, report: ConversionReport) -> None:
+def _read_machine_tables(
+    raw_dir: Path, state: machines.BinnedMachineState, report: ConversionReport
+) -> None:
     """machine_usage (streamed) and machine_meta into the machine state; a missing table is
     counted, its columns stay NaN."""
     for table, layout in ALIBABA_MACHINE_LAYOUTS.items():
@@ -113,13 +129,24 @@ def _read_machine_tables(raw_dir: Path, state: machines.BinnedMachineState, repo
                 values = chunk[list(machines.ALIBABA_USAGE_COLUMNS)].to_numpy(float)
                 state.add_usage(number[good], time_s[good], values[good])
             else:
-                meta.append((number[good], time_s[good], chunk[["cpu_num", "mem_size"]].to_numpy(float)[good]))
+                meta.append(
+                    (
+                        number[good],
+                        time_s[good],
+                        chunk[["cpu_num", "mem_size"]].to_numpy(float)[good],
+                    )
+                )
         if table == "machine_meta" and meta:
             state.set_meta(*(np.concatenate(parts) for parts in zip(*meta)))
 
 
 def spill_alibaba(
-    raw_dir: Path | str, spill_dir: Path | str, *, dataset: str, n_shards: int, kind: str = "alibaba-2018",
+    raw_dir: Path | str,
+    spill_dir: Path | str,
+    *,
+    dataset: str,
+    n_shards: int,
+    kind: str = "alibaba-2018",
     bin_seconds: float = 60.0,
 ) -> dict[str, Any]:
     """Stage 2 (Alibaba): one streaming pass over the batch_instance table (one "part": the
@@ -149,7 +176,8 @@ def spill_alibaba(
                 continue
             job_id = chunk[job_column].astype(str) + "." + chunk[task_column].astype(str)
             instance = (
-                chunk[layout.instance_column].astype(str) if layout.instance_column
+                chunk[layout.instance_column].astype(str)
+                if layout.instance_column
                 else pd.Series("instance", index=chunk.index)
             )
             seq = chunk["seq_no"].astype("Int64").astype(str)
@@ -163,7 +191,8 @@ def spill_alibaba(
                     **{f: chunk[f].to_numpy(float) for f in ALIBABA_FEATURES},
                     # workload attributes (2018): the trace's task type and the task name
                     "task_type": (
-                        chunk["task_type"].astype(str).to_numpy() if "task_type" in chunk
+                        chunk["task_type"].astype(str).to_numpy()
+                        if "task_type" in chunk
                         else np.full(len(chunk), "")
                     ),
                     "task_name": chunk[task_column].astype(str).to_numpy(),
@@ -171,7 +200,10 @@ def spill_alibaba(
             )
             piece["shard"] = stable_shard(piece["job_id"], n_shards)
             for shard, rows in piece.groupby("shard"):
-                spill.write(int(shard), pa.Table.from_pandas(rows.drop(columns="shard"), preserve_index=False))
+                spill.write(
+                    int(shard),
+                    pa.Table.from_pandas(rows.drop(columns="shard"), preserve_index=False),
+                )
         spill.close()
         report.phase("instances")
         if state is not None:
@@ -198,7 +230,7 @@ def _write_alibaba_shard(
     min_tasks: int,
     dataset: str,
     report: ConversionReport,
-    state: "machines.BinnedMachineState | None" = None,
+    state: machines.BinnedMachineState | None = None,
 ) -> list[dict[str, Any]]:
     """One shard's instances -> one Parquet file per Alibaba task with >= `min_tasks` of them;
     with `state`, each instance's machine state at its start (window and launch columns)."""
@@ -234,7 +266,9 @@ def _write_alibaba_shard(
         if state is not None:
             # the one window is available from the start: its state and the launch state are
             # the machine's at the last grid boundary at or before the start
-            values = state.state(machines.alibaba_machine_number(inst["machine_id"].to_numpy()), start)
+            values = state.state(
+                machines.alibaba_machine_number(inst["machine_id"].to_numpy()), start
+            )
             report.count("instances_machine_unknown", int(np.isnan(values[:, 0]).sum()))
             columns = machines.ALIBABA_MACHINE_STATE_COLUMNS
             for column, launch, value in zip(columns, machines.launch_columns(columns), values.T):
@@ -244,13 +278,16 @@ def _write_alibaba_shard(
         frame.to_parquet(jobs_dir / name, index=False)
         rows.append(
             {
-                "dataset": dataset, "job_id": str(job_id), "n_tasks": len(frame),
-                "n_windows": len(frame), "shard": int(shard), "path": f"{relative}/{name}",
-                "job_start": float(start.min()), "job_end": float(end.max()),
+                "dataset": dataset,
+                "job_id": str(job_id),
+                "n_tasks": len(frame),
+                "n_windows": len(frame),
+                "shard": int(shard),
+                "path": f"{relative}/{name}",
+                "job_start": float(start.min()),
+                "job_end": float(end.max()),
                 "workload_task_type": str(inst["task_type"].iloc[0]),
                 "workload_task_family": task_family(str(inst["task_name"].iloc[0])),
             }
         )
     return rows
-
-

@@ -113,7 +113,9 @@ class ShardSpill:
 def list_parts(raw_dir: Path, table: str) -> list[Path]:
     parts = optional_parts(raw_dir, table)
     if not parts:
-        raise RawTraceError(f"no {table} parts (part-NNNNN-of-MMMMM.csv[.gz]) in {Path(raw_dir) / table}")
+        raise RawTraceError(
+            f"no {table} parts (part-NNNNN-of-MMMMM.csv[.gz]) in {Path(raw_dir) / table}"
+        )
     return parts
 
 
@@ -194,7 +196,7 @@ def _assign_shards(tasks: pd.DataFrame, n_shards: int) -> pd.DataFrame:
     return tasks
 
 
-def _write_report(path: Path, report: "ConversionReport | dict") -> None:
+def _write_report(path: Path, report: ConversionReport | dict) -> None:
     summary = report.as_dict() if isinstance(report, ConversionReport) else report
     path.write_text(json.dumps(summary, indent=2) + "\n")
 
@@ -240,7 +242,10 @@ def write_manifest(
     if kind in ALIBABA_LAYOUTS:
         manifest = manifest.sort_values("job_id", ignore_index=True)
     summary = merge_reports(dataset, reports)
-    kept = {"jobs_kept": len(manifest), "tasks_kept": int(manifest["n_tasks"].sum()) if len(manifest) else 0}
+    kept = {
+        "jobs_kept": len(manifest),
+        "tasks_kept": int(manifest["n_tasks"].sum()) if len(manifest) else 0,
+    }
     if kind not in ALIBABA_LAYOUTS:
         kept["windows_kept"] = int(manifest["n_windows"].sum()) if len(manifest) else 0
     summary["counts"] = dict(sorted({**summary["counts"], **kept}.items()))
@@ -273,7 +278,11 @@ def _write_shard_jobs(
     facts = {c: task_table[c].to_numpy() for c in TASK_FACT_COLUMNS if c != "latency"}
     facts["latency"] = task_table["latency"].to_numpy()
     facts.update({c: task_table[c].to_numpy() for c in GOOGLE_LAUNCH_COLUMNS if c in task_table})
-    workload = {c: task_table[c].to_numpy() for c in MANIFEST_WORKLOAD_COLUMNS["google-2011"] if c in task_table}
+    workload = {
+        c: task_table[c].to_numpy()
+        for c in MANIFEST_WORKLOAD_COLUMNS["google-2011"]
+        if c in task_table
+    }
     rows = []
     # task_key -> row of task_table
     sorted_keys = task_table["task_key"].to_numpy()
@@ -375,15 +384,23 @@ class AlibabaLayout:
 
 ALIBABA_LAYOUTS = {
     "alibaba-2018": AlibabaLayout(
-        schema.ALIBABA_2018_BATCH_INSTANCE, ("job_name", "task_name"), "instance_name",
-        "batch_instance.tar.gz", "batch_instance.csv",
+        schema.ALIBABA_2018_BATCH_INSTANCE,
+        ("job_name", "task_name"),
+        "instance_name",
+        "batch_instance.tar.gz",
+        "batch_instance.csv",
     ),
     "alibaba-2017": AlibabaLayout(
-        schema.ALIBABA_2017_BATCH_INSTANCE, ("job_id", "task_id"), None,
-        "alibaba-trace-2017.tar.gz", "batch_instance.csv",
+        schema.ALIBABA_2017_BATCH_INSTANCE,
+        ("job_id", "task_id"),
+        None,
+        "alibaba-trace-2017.tar.gz",
+        "batch_instance.csv",
     ),
 }
 
 
 # every per-task launch column of the Google kinds: the timeline's and the task_usage one's
-GOOGLE_LAUNCH_COLUMNS = machines.launch_columns(machines.MACHINE_STATE_COLUMNS + machines.MACHINE_USAGE_COLUMNS)
+GOOGLE_LAUNCH_COLUMNS = machines.launch_columns(
+    machines.MACHINE_STATE_COLUMNS + machines.MACHINE_USAGE_COLUMNS
+)

@@ -51,7 +51,9 @@ def gather_shard(
         if kind in ALIBABA_LAYOUTS:
             state_path = Path(spill_dirs[0]) / MACHINE_STATE_FILE
             state = machines.BinnedMachineState.load(state_path) if state_path.exists() else None
-            rows = _write_alibaba_shard(windows, shard, staging, relative, min_tasks, dataset, report, state)
+            rows = _write_alibaba_shard(
+                windows, shard, staging, relative, min_tasks, dataset, report, state
+            )
         else:
             tasks = pd.read_parquet(tasks_path)
             # only this shard's tasks: the per-task text columns cost time per task
@@ -60,7 +62,14 @@ def gather_shard(
                 windows, tasks = add_machine_usage(windows, tasks, spill_dirs, report)
             task_table = google_task_table(tasks)
             rows = _write_shard_jobs(
-                windows, shard, staging, relative, task_table, min_tasks, dataset, report,
+                windows,
+                shard,
+                staging,
+                relative,
+                task_table,
+                min_tasks,
+                dataset,
+                report,
                 latency_definition,
             )
     report.phase("write_jobs")
@@ -68,8 +77,15 @@ def gather_shard(
 
 
 def _convert_in_one_process(
-    out_dir: Path, kind: str, dataset: str, n_shards: int, min_tasks: int, spill, tasks_path=None,
-    latency_definition: str = "schedule_to_finish", prepared_report=None,
+    out_dir: Path,
+    kind: str,
+    dataset: str,
+    n_shards: int,
+    min_tasks: int,
+    spill,
+    tasks_path=None,
+    latency_definition: str = "schedule_to_finish",
+    prepared_report=None,
 ) -> dict[str, Any]:
     """The single-job conversion: `spill(spill_dir)` writes one spill folder, then every
     shard is gathered and the manifest written, all under `<out>.tmp`, renamed at the end."""
@@ -81,8 +97,13 @@ def _convert_in_one_process(
     manifests = []
     for shard in range(n_shards):
         manifest, report = gather_shard(
-            [staging / "_spill"], shard, staging / "jobs" / f"shard-{shard}", kind=kind,
-            dataset=dataset, min_tasks=min_tasks, tasks_path=tasks_path,
+            [staging / "_spill"],
+            shard,
+            staging / "jobs" / f"shard-{shard}",
+            kind=kind,
+            dataset=dataset,
+            min_tasks=min_tasks,
+            tasks_path=tasks_path,
             latency_definition=latency_definition,
         )
         manifests.append(manifest)

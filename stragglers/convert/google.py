@@ -93,7 +93,11 @@ def read_task_events(
         ):
             missing = chunk[REQUIRED_EVENT_FIELDS].isna().any(axis=1)
             report.skipped_rows.add(
-                part, None, "empty timestamp/job/task/event", "missing required field", n=int(missing.sum())
+                part,
+                None,
+                "empty timestamp/job/task/event",
+                "missing required field",
+                n=int(missing.sum()),
             )
             chunk = chunk[~missing]
             frames.append(chunk_filter(chunk) if chunk_filter else chunk)
@@ -109,7 +113,9 @@ def production_events(
     """The production-priority rows of `events` (every priority, as read)."""
     production = events["priority"].isin(priorities).to_numpy()
     selected = events[production]
-    other_jobs = np.setdiff1d(events.loc[~production, "job_id"].unique(), selected["job_id"].unique())
+    other_jobs = np.setdiff1d(
+        events.loc[~production, "job_id"].unique(), selected["job_id"].unique()
+    )
     report.count("task_event_rows_production", len(selected))
     report.count("jobs_with_non_production_rows", len(other_jobs))
     return selected
@@ -147,7 +153,9 @@ def task_outcomes(events: pd.DataFrame) -> pd.DataFrame:
     return tasks.reset_index()
 
 
-def select_google_tasks(tasks: pd.DataFrame, min_tasks: int, report: ConversionReport) -> pd.DataFrame:
+def select_google_tasks(
+    tasks: pd.DataFrame, min_tasks: int, report: ConversionReport
+) -> pd.DataFrame:
     """Keep finished tasks of complete production jobs with at least `min_tasks` of them."""
     for outcome, n in tasks["outcome"].value_counts().items():
         report.count(f"tasks_{outcome}", n)
@@ -201,14 +209,15 @@ def eviction_and_failure_keys(events: pd.DataFrame) -> dict[str, np.ndarray]:
     """Sorted (task_key, time) composites of the EVICT and FAIL events, for `counts_before`."""
     return {
         name: np.sort(_composite(rows["task_key"].to_numpy(), rows["timestamp"].to_numpy()))
-        for name, code in (("evictions", schema.EventType.EVICT), ("failures", schema.EventType.FAIL))
+        for name, code in (
+            ("evictions", schema.EventType.EVICT),
+            ("failures", schema.EventType.FAIL),
+        )
         for rows in [events[events["event_type"] == code]]
     }
 
 
-def counts_before(
-    event_keys: np.ndarray, task_key: np.ndarray, time_us: np.ndarray
-) -> np.ndarray:
+def counts_before(event_keys: np.ndarray, task_key: np.ndarray, time_us: np.ndarray) -> np.ndarray:
     """Number of events of each task with timestamp <= time (event_keys sorted composites)."""
     upper = np.searchsorted(event_keys, _composite(task_key, time_us), side="right")
     lower = np.searchsorted(event_keys, _composite(task_key, np.zeros_like(time_us)), side="left")
@@ -221,14 +230,23 @@ LAUNCH_MACHINE_CODE = "launch_machine_code"
 
 # the per-task facts a gather needs (a row's position is its task_key)
 TASK_FILE_COLUMNS = [
-    "job_id", "task_index", "first_schedule", "finish", "machine_id", "evictions", "failures",
-    "task_key", "shard", *machines.launch_columns(), "user", "scheduling_class", LAUNCH_MACHINE_CODE,
+    "job_id",
+    "task_index",
+    "first_schedule",
+    "finish",
+    "machine_id",
+    "evictions",
+    "failures",
+    "task_key",
+    "shard",
+    *machines.launch_columns(),
+    "user",
+    "scheduling_class",
+    LAUNCH_MACHINE_CODE,
 ]
 
 
 TIMELINE_FILE = "machine_timeline.npz"
-
-
 
 
 # spilled window rows carry their machine's timeline code until the gather adds the usage
@@ -254,14 +272,18 @@ def add_workload(tasks: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     """Each task's user and scheduling class (first non-missing value on its rows): the
     workload attributes of its job (`workload_*` in the manifest)."""
     firsts = events.groupby(["job_id", "task_index"])[["user", "scheduling_class"]].first()
-    joined = tasks.drop(columns=["user", "scheduling_class"], errors="ignore").join(firsts, on=["job_id", "task_index"])
+    joined = tasks.drop(columns=["user", "scheduling_class"], errors="ignore").join(
+        firsts, on=["job_id", "task_index"]
+    )
     joined["user"] = joined["user"].fillna("").astype(str)
     joined["scheduling_class"] = joined["scheduling_class"].astype(float)
     return joined
 
 
 def add_launch_state(
-    tasks: pd.DataFrame, events: pd.DataFrame, timeline: machines.MachineTimeline,
+    tasks: pd.DataFrame,
+    events: pd.DataFrame,
+    timeline: machines.MachineTimeline,
     report: ConversionReport,
 ) -> pd.DataFrame:
     """Each kept task's machine state just before its first SCHEDULE (launch_machine_*)."""
@@ -272,7 +294,10 @@ def add_launch_state(
     report.count("tasks_launch_machine_unknown", int(np.isnan(state[:, 0]).sum()))
     code, known = timeline.codes(machine)
     # the launch machine's code, for the machine usage the gather adds (-1: unknown)
-    return tasks.assign(**dict(zip(machines.launch_columns(), state.T)), **{LAUNCH_MACHINE_CODE: np.where(known, code, -1)})
+    return tasks.assign(
+        **dict(zip(machines.launch_columns(), state.T)),
+        **{LAUNCH_MACHINE_CODE: np.where(known, code, -1)},
+    )
 
 
 def prepare_google(
@@ -299,7 +324,9 @@ def prepare_google(
     tasks = add_launch_state(tasks, events, timeline, report)
     tasks = add_workload(tasks, events)
     del all_events
-    ev = events.merge(tasks[["job_id", "task_index", "task_key", "finish"]], on=["job_id", "task_index"])
+    ev = events.merge(
+        tasks[["job_id", "task_index", "task_key", "finish"]], on=["job_id", "task_index"]
+    )
     ev = ev[ev["timestamp"] <= ev["finish"]]
     event_keys = eviction_and_failure_keys(ev)
     del events, ev
@@ -310,7 +337,9 @@ def prepare_google(
     with _AtomicFolder(prepared_dir) as staging:
         tasks[TASK_FILE_COLUMNS].to_parquet(staging / TASKS_FILE, index=False)
         np.savez(staging / EVENT_KEYS_FILE, **event_keys)
-        np.savez(staging / LOOKUP_FILE, sorted_trace_keys=trace_keys[key_order], key_order=key_order)
+        np.savez(
+            staging / LOOKUP_FILE, sorted_trace_keys=trace_keys[key_order], key_order=key_order
+        )
         timeline.save(staging / TIMELINE_FILE)
         _write_report(staging / REPORT_FILE, report)
     return report.as_dict()
@@ -324,7 +353,8 @@ def spill_google_usage(
     prepared_dir = Path(prepared_dir)
     report = ConversionReport(dataset)
     tasks = pd.read_parquet(
-        prepared_dir / TASKS_FILE, columns=["job_id", "task_index", "first_schedule", "finish", "shard"]
+        prepared_dir / TASKS_FILE,
+        columns=["job_id", "task_index", "first_schedule", "finish", "shard"],
     )
     with np.load(prepared_dir / EVENT_KEYS_FILE) as stored:
         event_keys = {name: stored[name] for name in stored.files}
@@ -334,7 +364,9 @@ def spill_google_usage(
     with _AtomicFolder(spill_dir) as staging:
         spill = ShardSpill(staging / "shards")
         machine_usage = machines.MachineUsageAccumulator()
-        _spill_usage_windows(usage_parts, tasks, event_keys, spill, report, lookup, timeline, machine_usage)
+        _spill_usage_windows(
+            usage_parts, tasks, event_keys, spill, report, lookup, timeline, machine_usage
+        )
         spill.close()
         machine_usage.save(staging)
         report.phase("task_usage")
@@ -346,7 +378,7 @@ def _spill_usage_windows(
     usage_parts: list[Path],
     tasks: pd.DataFrame,
     event_keys: dict[str, np.ndarray],
-    spill: "ShardSpill",
+    spill: ShardSpill,
     report: ConversionReport,
     lookup: tuple[np.ndarray, np.ndarray],
     timeline: machines.MachineTimeline,
@@ -372,7 +404,14 @@ def _spill_usage_windows(
             part,
             schema.GOOGLE_TASK_USAGE,
             USAGE_TYPES,
-            usecols=["start_time", "end_time", "job_id", "task_index", "machine_id", *USAGE_FEATURES],
+            usecols=[
+                "start_time",
+                "end_time",
+                "job_id",
+                "task_index",
+                "machine_id",
+                *USAGE_FEATURES,
+            ],
             skipped=report.skipped_rows,
         ):
             report.count("usage_rows_read", len(chunk))
@@ -384,19 +423,31 @@ def _spill_usage_windows(
             end_all = np.where(has_time, end_f, 0).astype(np.int64)
             code_all, known_machine_all = timeline.codes(chunk["machine_id"].to_numpy(np.float64))
             if machine_usage is not None:
-                _add_machine_usage(chunk, start_all, end_all, has_time, code_all, known_machine_all,
-                                   machine_usage, report)
+                _add_machine_usage(
+                    chunk,
+                    start_all,
+                    end_all,
+                    has_time,
+                    code_all,
+                    known_machine_all,
+                    machine_usage,
+                    report,
+                )
             job, task_index = chunk["job_id"].to_numpy(), chunk["task_index"].to_numpy()
             wanted = _trace_key(job, task_index)
             position = np.minimum(np.searchsorted(sorted_trace_keys, wanted), n_keys - 1)
             known = sorted_trace_keys[position] == wanted
-            report.count("usage_rows_of_dropped_tasks", int((~known & _isin_sorted(job, job_ids)).sum()))
+            report.count(
+                "usage_rows_of_dropped_tasks", int((~known & _isin_sorted(job, job_ids)).sum())
+            )
             task_key = key_order[position]  # meaningful where known
             timed = known & has_time
             report.count("usage_windows_missing_time", int((known & ~timed).sum()))
             start, end = start_all, end_all
             empty = timed & (end <= start)
-            outside = timed & ~empty & ((start < first_schedule[task_key]) | (end > finish[task_key]))
+            outside = (
+                timed & ~empty & ((start < first_schedule[task_key]) | (end > finish[task_key]))
+            )
             report.count("usage_windows_zero_length", int(empty.sum()))
             report.count("usage_windows_outside_task_life", int(outside.sum()))
             rows = np.flatnonzero(timed & ~empty & ~outside)
@@ -413,8 +464,12 @@ def _spill_usage_windows(
                 "window_end": end / US,
                 "available_from": end / US,
                 **{f: chunk[f].to_numpy(np.float64)[rows] for f in USAGE_FEATURES},
-                "evictions_so_far": counts_before(event_keys["evictions"], task_key, end).astype(float),
-                "failures_so_far": counts_before(event_keys["failures"], task_key, end).astype(float),
+                "evictions_so_far": counts_before(event_keys["evictions"], task_key, end).astype(
+                    float
+                ),
+                "failures_so_far": counts_before(event_keys["failures"], task_key, end).astype(
+                    float
+                ),
                 **dict(zip(machines.MACHINE_STATE_COLUMNS, state.T)),
                 MACHINE_CODE_COLUMN: np.where(known_machine_all[rows], code_all[rows], -1),
             }
@@ -426,8 +481,14 @@ def _spill_usage_windows(
 
 
 def _add_machine_usage(
-    chunk: pd.DataFrame, start: np.ndarray, end: np.ndarray, timed: np.ndarray, code: np.ndarray,
-    known: np.ndarray, machine_usage: machines.MachineUsageAccumulator, report: ConversionReport,
+    chunk: pd.DataFrame,
+    start: np.ndarray,
+    end: np.ndarray,
+    timed: np.ndarray,
+    code: np.ndarray,
+    known: np.ndarray,
+    machine_usage: machines.MachineUsageAccumulator,
+    report: ConversionReport,
 ) -> None:
     """A chunk's rows (every job and priority: a machine's load is everything on it; their
     windows in µs, `timed` where both ends exist, machine codes and whether known) into the
@@ -454,10 +515,11 @@ def read_spilled_shard(spill_dirs: list[Path | str], shard: int) -> pa.Table | N
     return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
 
-
-
 def add_machine_usage(
-    windows: pa.Table | None, tasks: pd.DataFrame, spill_dirs: list[Path | str], report: ConversionReport
+    windows: pa.Table | None,
+    tasks: pd.DataFrame,
+    spill_dirs: list[Path | str],
+    report: ConversionReport,
 ) -> tuple[pa.Table | None, pd.DataFrame]:
     """Every window's machine usage over the last period complete at its end, and every
     task's over the last period complete before it started (`machines.MachineUsageLookup`,
@@ -465,7 +527,9 @@ def add_machine_usage(
     lookup = machines.MachineUsageLookup(spill_dirs)
     code = tasks[LAUNCH_MACHINE_CODE].to_numpy(np.int64)
     launch = lookup.state(code, code >= 0, tasks["first_schedule"].to_numpy(np.int64) - 1)
-    tasks = tasks.assign(**dict(zip(machines.launch_columns(machines.MACHINE_USAGE_COLUMNS), launch.T)))
+    tasks = tasks.assign(
+        **dict(zip(machines.launch_columns(machines.MACHINE_USAGE_COLUMNS), launch.T))
+    )
     if windows is None:
         return None, tasks
     code = windows.column(MACHINE_CODE_COLUMN).to_numpy()
@@ -476,10 +540,6 @@ def add_machine_usage(
     for name, values in zip(machines.MACHINE_USAGE_COLUMNS, usage.T):
         windows = windows.append_column(name, pa.array(values))
     return windows, tasks
-
-
-
-
 
 
 LATENCY_DEFINITIONS = ("schedule_to_finish", "usage_windows")
@@ -536,4 +596,6 @@ EVENTS_TYPES = TASK_EVENT_TYPES | {
 def read_all_events(parts: list[Path], report: ConversionReport) -> pd.DataFrame:
     """Every task event (all priorities: machine load counts every task on a machine)."""
     events = read_task_events(parts, report, EVENTS_TYPES)
-    return events.sort_values(["job_id", "task_index", "timestamp"], kind="stable").reset_index(drop=True)
+    return events.sort_values(["job_id", "task_index", "timestamp"], kind="stable").reset_index(
+        drop=True
+    )

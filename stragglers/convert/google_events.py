@@ -82,14 +82,23 @@ def spill_google_events(
     timeline = machine_timeline(events, list(machine_event_parts), report)
 
     # per-task constants: the first non-missing value of each request on the task's rows
-    constant_columns = ["priority", "scheduling_class", "cpu_request", "memory_request", "disk_space_request"]
+    constant_columns = [
+        "priority",
+        "scheduling_class",
+        "cpu_request",
+        "memory_request",
+        "disk_space_request",
+    ]
     firsts = production.groupby(["job_id", "task_index"])[constant_columns].first()
     tasks = tasks.join(firsts, on=["job_id", "task_index"])
     windows = event_windows(tasks, int(grid_origin * US), int(window_seconds * US))
     rows = windows["row"].to_numpy()
     end = windows["end"].to_numpy()
     task_key = rows.astype(np.int64)
-    selected = production.merge(tasks[["job_id", "task_index"]].assign(task_key=np.arange(len(tasks))), on=["job_id", "task_index"])
+    selected = production.merge(
+        tasks[["job_id", "task_index"]].assign(task_key=np.arange(len(tasks))),
+        on=["job_id", "task_index"],
+    )
     schedules = selected[selected["event_type"] == schema.EventType.SCHEDULE]
     # machine of each window: the task's latest SCHEDULE at or before the window's end
     sched_keys = _composite(schedules["task_key"].to_numpy(), schedules["timestamp"].to_numpy())
@@ -110,7 +119,9 @@ def spill_google_events(
         frame[column] = tasks[column].to_numpy(float)[rows]
     state = timeline.state(machine, end)
     report.count("windows_machine_unknown", int(np.isnan(state[:, 0]).sum()))
-    frame["machine_load"] = np.nan_to_num(state[:, 0], nan=0.0)  # unknown machine: nothing seen running
+    frame["machine_load"] = np.nan_to_num(
+        state[:, 0], nan=0.0
+    )  # unknown machine: nothing seen running
     frame["evictions_so_far"] = counts_before(counts_for["evictions"], task_key, end).astype(float)
     frame["failures_so_far"] = counts_before(counts_for["failures"], task_key, end).astype(float)
     for column, values in zip(machines.MACHINE_STATE_COLUMNS, state.T):
@@ -125,12 +136,10 @@ def spill_google_events(
     with _AtomicFolder(spill_dir) as staging:
         spill = ShardSpill(staging / "shards")
         for shard, piece in frame.groupby("shard"):
-            spill.write(int(shard), pa.Table.from_pandas(piece.drop(columns="shard"), preserve_index=False))
+            spill.write(
+                int(shard), pa.Table.from_pandas(piece.drop(columns="shard"), preserve_index=False)
+            )
         spill.close()
         tasks[TASK_FILE_COLUMNS].to_parquet(staging / TASKS_FILE, index=False)
         _write_report(staging / REPORT_FILE, report)
     return report.as_dict()
-
-
-
-

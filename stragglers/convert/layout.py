@@ -36,7 +36,10 @@ from stragglers.io import dump_json, write_parquet_atomic
 log = logging.getLogger(__name__)
 
 ALIBABA_KINDS = ("alibaba-2018", "alibaba-2017")
-ALIBABA_ARCHIVES = {"alibaba-2018": "batch_instance.tar.gz", "alibaba-2017": "alibaba-trace-2017.tar.gz"}
+ALIBABA_ARCHIVES = {
+    "alibaba-2018": "batch_instance.tar.gz",
+    "alibaba-2017": "alibaba-trace-2017.tar.gz",
+}
 # the machine tables a download fetches beside the batch_instance archive (same folder of the
 # server), table -> (archive, the download setting holding its SHA-256); 2017's are not converted
 ALIBABA_MACHINE_ARCHIVES = {
@@ -45,7 +48,10 @@ ALIBABA_MACHINE_ARCHIVES = {
         "machine_usage": ("machine_usage.tar.gz", "machine_usage_sha256"),
     },
 }
-GOOGLE_TABLES_NEEDED = {"google-2011": ["task_events", "task_usage"], "google-2011-events": ["task_events"]}
+GOOGLE_TABLES_NEEDED = {
+    "google-2011": ["task_events", "task_usage"],
+    "google-2011-events": ["task_events"],
+}
 
 
 @dataclass
@@ -63,7 +69,9 @@ class RawLayout:
         """The files of each `convert_part` job, in part order."""
         if self.kind == "google-2011":
             usage = self.tables["task_usage"]
-            return [usage[i : i + self.parts_per_job] for i in range(0, len(usage), self.parts_per_job)]
+            return [
+                usage[i : i + self.parts_per_job] for i in range(0, len(usage), self.parts_per_job)
+            ]
         if self.kind == "google-2011-events":
             return [self.tables["task_events"]]
         return [self.tables["batch_instance"]]
@@ -96,14 +104,20 @@ def raw_layout(kind: str, dataset_config: dict[str, Any], raw_dir: str | None) -
         # one part: the table inside the tarball (or an extracted CSV found at run time); a
         # download lists every archive it fetches (the machine tables' too)
         if source == "download":
-            tables = {table: [archive] for table, (archive, _, _) in
-                      alibaba_downloads(kind, dataset_config["download"]).items()}
+            tables = {
+                table: [archive]
+                for table, (archive, _, _) in alibaba_downloads(
+                    kind, dataset_config["download"]
+                ).items()
+            }
             return RawLayout(kind, tables, parts_per_job)
         return RawLayout(kind, {"batch_instance": [ALIBABA_ARCHIVES[kind]]}, parts_per_job)
     if kind not in GOOGLE_TABLES_NEEDED:
         raise ValueError(f"no conversion for dataset kind {kind!r}")
     tables: dict[str, list[str]] = {
-        "machine_events": _machine_event_parts(source, raw_dir, dataset_config.get("download") or {})
+        "machine_events": _machine_event_parts(
+            source, raw_dir, dataset_config.get("download") or {}
+        )
     }
     for table in GOOGLE_TABLES_NEEDED[kind]:
         if source == "generate":
@@ -148,9 +162,13 @@ def alibaba_downloads(kind: str, download: dict[str, Any]) -> dict[str, tuple[st
     missing = [key for key in ("url", "sha256") if key not in download]
     if missing:
         raise ValueError(f"download: {kind} needs {missing} (the archive's URL and SHA-256)")
-    files = {"batch_instance": (
-        ALIBABA_ARCHIVES[kind], str(download["url"]), normalise_sha256(download["sha256"], "download.sha256")
-    )}
+    files = {
+        "batch_instance": (
+            ALIBABA_ARCHIVES[kind],
+            str(download["url"]),
+            normalise_sha256(download["sha256"], "download.sha256"),
+        )
+    }
     if not machine_tables_wanted(download):
         return files
     for table, (archive, setting) in ALIBABA_MACHINE_ARCHIVES.get(kind, {}).items():
@@ -163,7 +181,8 @@ def alibaba_downloads(kind: str, download: dict[str, Any]) -> dict[str, tuple[st
         # urljoin replaces the last path segment: .../v2018Traces/batch_instance.tar.gz ->
         # .../v2018Traces/machine_meta.tar.gz
         files[table] = (
-            archive, urllib.parse.urljoin(str(download["url"]), archive),
+            archive,
+            urllib.parse.urljoin(str(download["url"]), archive),
             normalise_sha256(download[setting], f"download.{setting}"),
         )
     return files
@@ -181,7 +200,10 @@ def _machine_event_parts(source: str, raw_dir: str | None, download: dict[str, A
     if source == "local" and raw_dir is not None:
         from stragglers import convert
 
-        return [str(path.relative_to(raw_dir)) for path in convert.optional_parts(Path(raw_dir), "machine_events")]
+        return [
+            str(path.relative_to(raw_dir))
+            for path in convert.optional_parts(Path(raw_dir), "machine_events")
+        ]
     return []
 
 
@@ -204,30 +226,56 @@ def _google_parts(raw_dir: str | Path, parts: list[str], table: str) -> list[Pat
     present = convert.list_parts(Path(raw_dir), table)
     extra = sorted(set(map(str, present)) - set(map(str, listed)))
     if extra:
-        log.warning("%d %s part(s) in %s are not in this configuration and are not converted: %s",
-                    len(extra), table, raw_dir, extra[:3])
+        log.warning(
+            "%d %s part(s) in %s are not in this configuration and are not converted: %s",
+            len(extra),
+            table,
+            raw_dir,
+            extra[:3],
+        )
     return listed
 
 
 # ---------------------------------------------------------------------------------------------
 # conversion stages (one Snakemake job each)
 def prepare(
-    *, raw_dir: str, event_parts: list[str], out_dir: str, dataset: str, n_shards: int,
-    min_tasks: int, priorities: list[int], machine_event_parts: list[str] = (),
+    *,
+    raw_dir: str,
+    event_parts: list[str],
+    out_dir: str,
+    dataset: str,
+    n_shards: int,
+    min_tasks: int,
+    priorities: list[int],
+    machine_event_parts: list[str] = (),
 ) -> dict[str, Any]:
     from stragglers import convert
 
     return convert.prepare_google(
-        _google_parts(raw_dir, event_parts, "task_events"), out_dir, dataset=dataset,
-        n_shards=n_shards, min_tasks=min_tasks, priorities=tuple(priorities),
+        _google_parts(raw_dir, event_parts, "task_events"),
+        out_dir,
+        dataset=dataset,
+        n_shards=n_shards,
+        min_tasks=min_tasks,
+        priorities=tuple(priorities),
         machine_event_parts=check_parts_present(raw_dir, list(machine_event_parts)),
     )
 
 
 def convert_part(
-    *, kind: str, raw_dir: str, parts: list[str], out_dir: str, out_report: str, dataset: str,
-    n_shards: int, min_tasks: int, priorities: list[int], grid: dict[str, float],
-    prepared_dir: str | None = None, machine_event_parts: list[str] = (),
+    *,
+    kind: str,
+    raw_dir: str,
+    parts: list[str],
+    out_dir: str,
+    out_report: str,
+    dataset: str,
+    n_shards: int,
+    min_tasks: int,
+    priorities: list[int],
+    grid: dict[str, float],
+    prepared_dir: str | None = None,
+    machine_event_parts: list[str] = (),
 ) -> dict[str, Any]:
     """One group of raw parts -> its spill folder (and a copy of its report)."""
     from stragglers import convert
@@ -238,15 +286,23 @@ def convert_part(
         )
     elif kind == "google-2011-events":
         report = convert.spill_google_events(
-            _google_parts(raw_dir, parts, "task_events"), out_dir, dataset=dataset, n_shards=n_shards,
-            min_tasks=min_tasks, priorities=tuple(priorities),
+            _google_parts(raw_dir, parts, "task_events"),
+            out_dir,
+            dataset=dataset,
+            n_shards=n_shards,
+            min_tasks=min_tasks,
+            priorities=tuple(priorities),
             grid_origin=float(grid.get("grid_origin", 600.0)),
             window_seconds=float(grid.get("checkpoint_interval", 300.0)),
             machine_event_parts=check_parts_present(raw_dir, list(machine_event_parts)),
         )
     elif kind in ALIBABA_KINDS:
         report = convert.spill_alibaba(
-            raw_dir, out_dir, dataset=dataset, n_shards=n_shards, kind=kind,
+            raw_dir,
+            out_dir,
+            dataset=dataset,
+            n_shards=n_shards,
+            kind=kind,
             bin_seconds=float(grid.get("checkpoint_interval", 60.0)),
         )
     else:
@@ -256,8 +312,16 @@ def convert_part(
 
 
 def gather(
-    *, kind: str, spill_dirs: list[str], shard: int, jobs_dir: str, out_manifest: str,
-    out_report: str, dataset: str, min_tasks: int, latency_definition: str,
+    *,
+    kind: str,
+    spill_dirs: list[str],
+    shard: int,
+    jobs_dir: str,
+    out_manifest: str,
+    out_report: str,
+    dataset: str,
+    min_tasks: int,
+    latency_definition: str,
     prepared_dir: str | None = None,
 ) -> dict[str, Any]:
     """One shard: every group's spilled rows -> its job files, manifest piece and report."""
@@ -270,8 +334,14 @@ def gather(
     elif kind == "google-2011-events":
         tasks_path = Path(spill_dirs[0]) / convert.TASKS_FILE
     manifest, report = convert.gather_shard(
-        [Path(p) for p in spill_dirs], shard, jobs_dir, kind=kind, dataset=dataset,
-        min_tasks=min_tasks, tasks_path=tasks_path, latency_definition=latency_definition,
+        [Path(p) for p in spill_dirs],
+        shard,
+        jobs_dir,
+        kind=kind,
+        dataset=dataset,
+        min_tasks=min_tasks,
+        tasks_path=tasks_path,
+        latency_definition=latency_definition,
     )
     write_parquet_atomic(manifest, out_manifest)
     dump_json(report, out_report)
@@ -279,8 +349,13 @@ def gather(
 
 
 def manifest(
-    *, kind: str, dataset: str, shard_manifests: list[str], shard_reports: list[str],
-    stage_reports: list[str], out_dir: str,
+    *,
+    kind: str,
+    dataset: str,
+    shard_manifests: list[str],
+    shard_reports: list[str],
+    stage_reports: list[str],
+    out_dir: str,
 ) -> dict[str, Any]:
     """Stage reports (prepare, then part groups, in order) and the shards' pieces (in shard
     order) -> manifest.parquet and report.json."""
@@ -289,7 +364,9 @@ def manifest(
     from stragglers import convert
 
     # the prepare stage's report is inside its folder
-    stage_reports = [Path(p) / convert.REPORT_FILE if Path(p).is_dir() else Path(p) for p in stage_reports]
+    stage_reports = [
+        Path(p) / convert.REPORT_FILE if Path(p).is_dir() else Path(p) for p in stage_reports
+    ]
     reports = [convert.read_report(p) for p in [*stage_reports, *shard_reports]]
     manifests = [pd.read_parquet(p) for p in shard_manifests]
     return convert.write_manifest(out_dir, manifests, reports, kind=kind, dataset=dataset)
@@ -302,20 +379,29 @@ def download_checksums(*, download: dict[str, Any], folder: str, out: str) -> di
     from stragglers.traces import download as fetch
 
     base_url = download.get("base_url", fetch.GOOGLE_BASE_URL).rstrip("/")
-    sums_path = fetch.download(f"{base_url}/{fetch.GOOGLE_SHA256SUM_NAME}", Path(folder) / fetch.GOOGLE_SHA256SUM_NAME)
+    sums_path = fetch.download(
+        f"{base_url}/{fetch.GOOGLE_SHA256SUM_NAME}", Path(folder) / fetch.GOOGLE_SHA256SUM_NAME
+    )
     sums = fetch.parse_sha256sum(sums_path.read_text(), source=str(sums_path))
     files = [str(sums_path)]
     if fetch.GOOGLE_SCHEMA_NAME in sums:
-        files.append(str(fetch.download(
-            f"{base_url}/{fetch.GOOGLE_SCHEMA_NAME}", Path(folder) / fetch.GOOGLE_SCHEMA_NAME,
-            sha256=sums[fetch.GOOGLE_SCHEMA_NAME],
-        )))
+        files.append(
+            str(
+                fetch.download(
+                    f"{base_url}/{fetch.GOOGLE_SCHEMA_NAME}",
+                    Path(folder) / fetch.GOOGLE_SCHEMA_NAME,
+                    sha256=sums[fetch.GOOGLE_SCHEMA_NAME],
+                )
+            )
+        )
     result = {"files": files, "entries": len(sums)}
     dump_json(result, out)
     return result
 
 
-def download_file(*, kind: str, download: dict[str, Any], folder: str, file: str, out: str) -> dict[str, Any]:
+def download_file(
+    *, kind: str, download: dict[str, Any], folder: str, file: str, out: str
+) -> dict[str, Any]:
     """One raw file, resumable, moved into place only once its SHA-256 matches (Google: the
     bucket's SHA256SUM, fetched by `download_checksums`; Alibaba: the config's `sha256`, or
     `machine_meta_sha256` / `machine_usage_sha256` for the machine tables)."""
@@ -323,18 +409,28 @@ def download_file(*, kind: str, download: dict[str, Any], folder: str, file: str
 
     folder_path = Path(folder)
     if kind in ALIBABA_KINDS:
-        archives = {archive: (url, sha256) for archive, url, sha256 in alibaba_downloads(kind, download).values()}
+        archives = {
+            archive: (url, sha256)
+            for archive, url, sha256 in alibaba_downloads(kind, download).values()
+        }
         if file not in archives:
-            raise ValueError(f"{file}: not one of the files a {kind} download fetches ({sorted(archives)})")
+            raise ValueError(
+                f"{file}: not one of the files a {kind} download fetches ({sorted(archives)})"
+            )
         url, sha256 = archives[file]
         path = fetch.download(url, folder_path / file, sha256=sha256)
     else:
         sums_path = folder_path / fetch.GOOGLE_SHA256SUM_NAME
         sums = fetch.parse_sha256sum(sums_path.read_text(), source=str(sums_path))
         if file not in sums:
-            hint = (" (download.machine_tables: false goes without the machine tables)"
-                    if file == GOOGLE_MACHINE_EVENTS_PART else "")
-            raise fetch.DownloadError(f"{file}: no entry in {sums_path}, refusing an unverifiable download{hint}")
+            hint = (
+                " (download.machine_tables: false goes without the machine tables)"
+                if file == GOOGLE_MACHINE_EVENTS_PART
+                else ""
+            )
+            raise fetch.DownloadError(
+                f"{file}: no entry in {sums_path}, refusing an unverifiable download{hint}"
+            )
         base_url = download.get("base_url", fetch.GOOGLE_BASE_URL).rstrip("/")
         path = fetch.download(f"{base_url}/{file}", folder_path / file, sha256=sums[file])
     result = {"file": str(path), "bytes": path.stat().st_size}

@@ -67,7 +67,9 @@ def composite_key(code: np.ndarray, time_us: np.ndarray) -> np.ndarray:
 _keys = composite_key
 
 
-def last_value_at(keys: np.ndarray, values: np.ndarray, code: np.ndarray, time_us: np.ndarray) -> np.ndarray:
+def last_value_at(
+    keys: np.ndarray, values: np.ndarray, code: np.ndarray, time_us: np.ndarray
+) -> np.ndarray:
     """The row of `values` (sorted `keys` = composite_key(code, time)) of each code's latest
     key at or before its time; NaN where the code has none by then."""
     at = composite_key(code, time_us)
@@ -86,7 +88,10 @@ def attempt_intervals(events: pd.DataFrame, horizon_us: int) -> pd.DataFrame:
     n = len(events)
     if n == 0:
         return pd.DataFrame(
-            {c: np.array([], dtype=float) for c in ("machine_id", "start", "end", "cpu_request", "memory_request")}
+            {
+                c: np.array([], dtype=float)
+                for c in ("machine_id", "start", "end", "cpu_request", "memory_request")
+            }
         )
     kind = events["event_type"].to_numpy()
     job, task = events["job_id"].to_numpy(), events["task_index"].to_numpy()
@@ -96,7 +101,9 @@ def attempt_intervals(events: pd.DataFrame, horizon_us: int) -> pd.DataFrame:
     candidate = np.where(np.isin(kind, TERMINAL_EVENTS), np.arange(n), n)
     next_terminal = np.minimum.accumulate(candidate[::-1])[::-1]
     schedule_rows = np.flatnonzero(kind == schema.EventType.SCHEDULE)
-    end_row = np.where(schedule_rows + 1 < n, next_terminal[np.minimum(schedule_rows + 1, n - 1)], n)
+    end_row = np.where(
+        schedule_rows + 1 < n, next_terminal[np.minimum(schedule_rows + 1, n - 1)], n
+    )
     times = events["timestamp"].to_numpy()
     closed = (end_row < n) & (group[np.minimum(end_row, n - 1)] == group[schedule_rows])
     end = np.where(closed, times[np.minimum(end_row, n - 1)], horizon_us)
@@ -159,10 +166,14 @@ class MachineTimeline:
             lower = np.searchsorted(keys, origin, side="right")
             return prefix[upper] - prefix[lower]
 
-        running = window_sum(self.start_keys, self.start_prefix) - window_sum(self.end_keys, self.end_prefix)
+        running = window_sum(self.start_keys, self.start_prefix) - window_sum(
+            self.end_keys, self.end_prefix
+        )
         out[:, 0:3] = running
         for column, keys in ((3, self.eviction_keys), (4, self.failure_keys)):
-            out[:, column] = np.searchsorted(keys, at, side="right") - np.searchsorted(keys, origin, side="right")
+            out[:, column] = np.searchsorted(keys, at, side="right") - np.searchsorted(
+                keys, origin, side="right"
+            )
         if len(self.capacity_keys):
             out[:, 5:7] = last_value_at(self.capacity_keys, self.capacity, code, time_us)
         out[~known] = np.nan
@@ -175,7 +186,7 @@ class MachineTimeline:
         np.savez(path, **{f.name: np.asarray(getattr(self, f.name)) for f in fields(self)})
 
     @classmethod
-    def load(cls, path: Path | str) -> "MachineTimeline":
+    def load(cls, path: Path | str) -> MachineTimeline:
         with np.load(path) as stored:
             values = {f.name: stored[f.name] for f in fields(cls)}
         values["has_capacity_table"] = bool(values["has_capacity_table"])
@@ -202,30 +213,46 @@ def build_timeline(
     intervals = attempt_intervals(events, horizon_us)
     point_kind = events["event_type"].to_numpy()
     point_machine = events["machine_id"].to_numpy(dtype=float)
-    ids = [intervals["machine_id"].to_numpy(), point_machine[~np.isnan(point_machine)].astype(np.int64)]
+    ids = [
+        intervals["machine_id"].to_numpy(),
+        point_machine[~np.isnan(point_machine)].astype(np.int64),
+    ]
     if machine_events is not None:
         ids.append(machine_events["machine_id"].to_numpy(dtype=np.int64))
     machines = np.unique(np.concatenate(ids)) if ids else np.array([], dtype=np.int64)
     if len(machines) >= MAX_MACHINE_CODES:
-        raise ValueError(f"{len(machines)} machines: more than the {MAX_MACHINE_CODES} the timeline keys hold")
+        raise ValueError(
+            f"{len(machines)} machines: more than the {MAX_MACHINE_CODES} the timeline keys hold"
+        )
     timeline = MachineTimeline(
         machines=machines.astype(np.int64),
-        start_keys=np.array([], dtype=np.int64), start_prefix=np.zeros((1, 3)),
-        end_keys=np.array([], dtype=np.int64), end_prefix=np.zeros((1, 3)),
-        eviction_keys=np.array([], dtype=np.int64), failure_keys=np.array([], dtype=np.int64),
-        capacity_keys=np.array([], dtype=np.int64), capacity=np.zeros((0, 2)),
+        start_keys=np.array([], dtype=np.int64),
+        start_prefix=np.zeros((1, 3)),
+        end_keys=np.array([], dtype=np.int64),
+        end_prefix=np.zeros((1, 3)),
+        eviction_keys=np.array([], dtype=np.int64),
+        failure_keys=np.array([], dtype=np.int64),
+        capacity_keys=np.array([], dtype=np.int64),
+        capacity=np.zeros((0, 2)),
         has_capacity_table=machine_events is not None,
     )
     code, _ = timeline.codes(intervals["machine_id"].to_numpy(dtype=float))
     requests = intervals[["cpu_request", "memory_request"]].to_numpy(dtype=float)
     counts["attempts_without_request"] = int(np.isnan(requests).any(axis=1).sum())
     weights = np.column_stack([np.ones(len(intervals)), np.nan_to_num(requests, nan=0.0)])
-    timeline.start_keys, timeline.start_prefix = _prefix(_keys(code, intervals["start"].to_numpy()), weights)
-    timeline.end_keys, timeline.end_prefix = _prefix(_keys(code, intervals["end"].to_numpy()), weights)
+    timeline.start_keys, timeline.start_prefix = _prefix(
+        _keys(code, intervals["start"].to_numpy()), weights
+    )
+    timeline.end_keys, timeline.end_prefix = _prefix(
+        _keys(code, intervals["end"].to_numpy()), weights
+    )
     counts["schedule_events_without_machine"] = int(
         ((point_kind == schema.EventType.SCHEDULE) & np.isnan(point_machine)).sum()
     )
-    for name, event_type in (("eviction_keys", schema.EventType.EVICT), ("failure_keys", schema.EventType.FAIL)):
+    for name, event_type in (
+        ("eviction_keys", schema.EventType.EVICT),
+        ("failure_keys", schema.EventType.FAIL),
+    ):
         rows = (point_kind == event_type) & ~np.isnan(point_machine)
         point_code, _ = timeline.codes(point_machine[rows])
         setattr(timeline, name, np.sort(_keys(point_code, events["timestamp"].to_numpy()[rows])))
@@ -262,18 +289,29 @@ def read_machine_events(parts: list[Path], report) -> pd.DataFrame | None:
     for part in parts:
         report.files_read.append(str(part))
         for chunk in iter_csv_chunks(
-            part, schema.GOOGLE_MACHINE_EVENTS, MACHINE_EVENT_TYPES,
+            part,
+            schema.GOOGLE_MACHINE_EVENTS,
+            MACHINE_EVENT_TYPES,
             usecols=["timestamp", "machine_id", "event_type", "cpus", "memory"],
             skipped=report.skipped_rows,
         ):
             required = ["timestamp", "machine_id", "event_type"]
             missing = chunk[required].isna().any(axis=1)
             report.skipped_rows.add(
-                part, None, "empty timestamp/machine/event type", "missing required field", n=int(missing.sum())
+                part,
+                None,
+                "empty timestamp/machine/event type",
+                "missing required field",
+                n=int(missing.sum()),
             )
             frames.append(chunk[~missing])
     if not frames:
-        return pd.DataFrame({c: np.array([], dtype=float) for c in ("timestamp", "machine_id", "event_type", "cpus", "memory")})
+        return pd.DataFrame(
+            {
+                c: np.array([], dtype=float)
+                for c in ("timestamp", "machine_id", "event_type", "cpus", "memory")
+            }
+        )
     table = pd.concat(frames, ignore_index=True)
     for column in ("timestamp", "machine_id", "event_type"):
         table[column] = table[column].astype(np.int64)
@@ -281,7 +319,9 @@ def read_machine_events(parts: list[Path], report) -> pd.DataFrame | None:
     return table
 
 
-def first_schedule_machine(events: pd.DataFrame, job_id: np.ndarray, task_index: np.ndarray) -> np.ndarray:
+def first_schedule_machine(
+    events: pd.DataFrame, job_id: np.ndarray, task_index: np.ndarray
+) -> np.ndarray:
     """Machine (float, NaN if missing) of each task's first SCHEDULE; `events` sorted by
     (job, task, timestamp)."""
     schedules = events[events["event_type"] == schema.EventType.SCHEDULE]
@@ -290,7 +330,9 @@ def first_schedule_machine(events: pd.DataFrame, job_id: np.ndarray, task_index:
     return first.reindex(index).to_numpy(dtype=float)
 
 
-def launch_state(timeline: MachineTimeline, machine: np.ndarray, start_us: np.ndarray) -> np.ndarray:
+def launch_state(
+    timeline: MachineTimeline, machine: np.ndarray, start_us: np.ndarray
+) -> np.ndarray:
     """The machine's state just before each task started (1 µs before its first SCHEDULE):
     what a scheduler placing the task could have read; the task itself is not counted."""
     return timeline.state(machine, np.asarray(start_us, dtype=np.int64) - 1)
@@ -302,7 +344,13 @@ def launch_state(timeline: MachineTimeline, machine: np.ndarray, start_us: np.nd
 # machine_usage: every counter the table has (CPU, memory, memory bandwidth, cache misses per
 # kilo-instruction, network in / out, disk I/O)
 ALIBABA_USAGE_COLUMNS = (
-    "cpu_util_percent", "mem_util_percent", "mem_gps", "mkpi", "net_in", "net_out", "disk_io_percent",
+    "cpu_util_percent",
+    "mem_util_percent",
+    "mem_gps",
+    "mkpi",
+    "net_in",
+    "net_out",
+    "disk_io_percent",
 )
 ALIBABA_MACHINE_STATE_COLUMNS = (
     "machine_running_instances",
@@ -373,7 +421,9 @@ class BinnedMachineState:
         """Index of the first boundary after t (t < K * bin)."""
         return (np.floor(np.asarray(time_s, dtype=float) / self.bin_seconds) + 1).astype(np.int64)
 
-    def add_instances(self, machine: np.ndarray, start: np.ndarray, end: np.ndarray, failed: np.ndarray) -> None:
+    def add_instances(
+        self, machine: np.ndarray, start: np.ndarray, end: np.ndarray, failed: np.ndarray
+    ) -> None:
         """Instances with a machine number and a start (end NaN: still running)."""
         machine = np.asarray(machine, dtype=np.int64)
         first = self._boundary_index(start)
@@ -395,7 +445,12 @@ class BinnedMachineState:
         self.usage.reserve(int(machine.max(initial=-1)) + 1, int(cell.max(initial=0)) + 1)
         self.usage_time.reserve(*self.usage.values.shape[:2])
         order = np.argsort(time_s, kind="stable")  # the last write of a cell is its latest
-        machine, cell, time_s, values = machine[order], cell[order], np.asarray(time_s)[order], values[order]
+        machine, cell, time_s, values = (
+            machine[order],
+            cell[order],
+            np.asarray(time_s)[order],
+            values[order],
+        )
         later = time_s >= self.usage_time.values[machine, cell, 0]
         self.usage.values[machine[later], cell[later]] = values[later]
         self.usage_time.values[machine[later], cell[later], 0] = time_s[later]
@@ -403,7 +458,9 @@ class BinnedMachineState:
     def set_meta(self, machine: np.ndarray, time_s: np.ndarray, values: np.ndarray) -> None:
         """machine_meta rows (small: a few per machine), all at once."""
         self.has_meta_table = True
-        keys = _keys(np.asarray(machine, dtype=np.int64), np.round(np.asarray(time_s, dtype=float) * 1e6))
+        keys = _keys(
+            np.asarray(machine, dtype=np.int64), np.round(np.asarray(time_s, dtype=float) * 1e6)
+        )
         order = np.argsort(keys, kind="stable")
         self.meta_keys, self.meta_values = keys[order], np.asarray(values, dtype=float)[order]
 
@@ -446,19 +503,27 @@ class BinnedMachineState:
         else:
             out[:, 0:2] = 0
         if len(self.meta_keys):
-            out[:, _META_SLICE] = last_value_at(self.meta_keys, self.meta_values, m, np.round(time_s * 1e6))
+            out[:, _META_SLICE] = last_value_at(
+                self.meta_keys, self.meta_values, m, np.round(time_s * 1e6)
+            )
         out[~known] = np.nan
         return out
 
     def save(self, path: Path | str) -> None:
         np.savez(
-            path, bin_seconds=self.bin_seconds, running=self.running.values, failed=self.failed.values,
-            usage=self.usage.values, meta_keys=self.meta_keys, meta_values=self.meta_values,
-            has_usage_table=self.has_usage_table, has_meta_table=self.has_meta_table,
+            path,
+            bin_seconds=self.bin_seconds,
+            running=self.running.values,
+            failed=self.failed.values,
+            usage=self.usage.values,
+            meta_keys=self.meta_keys,
+            meta_values=self.meta_values,
+            has_usage_table=self.has_usage_table,
+            has_meta_table=self.has_meta_table,
         )
 
     @classmethod
-    def load(cls, path: Path | str) -> "BinnedMachineState":
+    def load(cls, path: Path | str) -> BinnedMachineState:
         with np.load(path) as stored:
             state = cls(float(stored["bin_seconds"]))
             state.running.values, state.failed.values = stored["running"], stored["failed"]
@@ -477,7 +542,12 @@ class BinnedMachineState:
 # within one period and are shorter only where a task started or stopped inside it).
 USAGE_PERIOD_US = 300_000_000
 # the task_usage columns summed over a machine: CPU, memory, disk time and disk space
-MACHINE_USAGE_SOURCES = ("cpu_rate", "canonical_memory_usage", "disk_io_time", "local_disk_space_usage")
+MACHINE_USAGE_SOURCES = (
+    "cpu_rate",
+    "canonical_memory_usage",
+    "disk_io_time",
+    "local_disk_space_usage",
+)
 MACHINE_USAGE_COLUMNS = (
     "machine_usage_tasks",
     *(f"machine_{source}_sum" for source in MACHINE_USAGE_SOURCES),
@@ -508,13 +578,21 @@ def usage_partials(
     first = start_us // USAGE_PERIOD_US
     n_periods = np.maximum((end_us - 1) // USAGE_PERIOD_US - first + 1, 1)
     row = np.repeat(np.arange(len(machine_code)), n_periods)
-    period = first[row] + (np.arange(len(row)) - np.repeat(np.cumsum(n_periods) - n_periods, n_periods))
-    overlap = np.minimum(end_us[row], (period + 1) * USAGE_PERIOD_US) - np.maximum(start_us[row], period * USAGE_PERIOD_US)
+    period = first[row] + (
+        np.arange(len(row)) - np.repeat(np.cumsum(n_periods) - n_periods, n_periods)
+    )
+    overlap = np.minimum(end_us[row], (period + 1) * USAGE_PERIOD_US) - np.maximum(
+        start_us[row], period * USAGE_PERIOD_US
+    )
     weight = np.maximum(overlap, 0) / USAGE_PERIOD_US
     present = ~np.isnan(values[row])
-    contributions = np.column_stack([
-        weight, np.where(present, values[row], 0.0) * weight[:, None], present * weight[:, None],
-    ])
+    contributions = np.column_stack(
+        [
+            weight,
+            np.where(present, values[row], 0.0) * weight[:, None],
+            present * weight[:, None],
+        ]
+    )
     return reduce_partials(composite_key(machine_code[row], period), contributions)
 
 
@@ -584,7 +662,9 @@ class MachineUsageLookup:
         self.folders = []
         for folder in map(Path, folders):
             if not (folder / USAGE_KEYS_FILE).exists():
-                raise FileNotFoundError(f"{folder}: no {USAGE_KEYS_FILE} (spilled before machine usage existed: reconvert)")
+                raise FileNotFoundError(
+                    f"{folder}: no {USAGE_KEYS_FILE} (spilled before machine usage existed: reconvert)"
+                )
             periods = np.load(folder / USAGE_PERIODS_FILE)
             self.folders.append((folder, int(periods[0]), int(periods[1])))
 
@@ -613,6 +693,8 @@ class MachineUsageLookup:
         out[:, : 1 + k] = totals[:, : 1 + k]  # task time and the sums
         with np.errstate(invalid="ignore", divide="ignore"):
             present = totals[:, 1 + k :]
-            out[:, 1 + k :] = np.where(present > 0, totals[:, 1 : 1 + k] / np.where(present > 0, present, 1), np.nan)
+            out[:, 1 + k :] = np.where(
+                present > 0, totals[:, 1 : 1 + k] / np.where(present > 0, present, 1), np.nan
+            )
         out[~(covered & np.asarray(known, dtype=bool) & (period >= 0))] = np.nan
         return out

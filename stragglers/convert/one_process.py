@@ -45,16 +45,25 @@ def convert_google(
     prepared = out_dir.with_name(out_dir.name + ".prepared")
     try:
         prepared_report = prepare_google(
-            list_parts(raw_dir, "task_events"), prepared, dataset=dataset, n_shards=n_shards,
-            min_tasks=min_tasks, priorities=priorities,
+            list_parts(raw_dir, "task_events"),
+            prepared,
+            dataset=dataset,
+            n_shards=n_shards,
+            min_tasks=min_tasks,
+            priorities=priorities,
             machine_event_parts=optional_parts(raw_dir, "machine_events"),
         )
         return _convert_in_one_process(
-            out_dir, "google-2011", dataset, n_shards, min_tasks,
+            out_dir,
+            "google-2011",
+            dataset,
+            n_shards,
+            min_tasks,
             spill=lambda folder: spill_google_usage(
                 list_parts(raw_dir, "task_usage"), prepared, folder, dataset=dataset
             ),
-            tasks_path=prepared / TASKS_FILE, latency_definition=latency_definition,
+            tasks_path=prepared / TASKS_FILE,
+            latency_definition=latency_definition,
             prepared_report=prepared_report,
         )
     finally:
@@ -75,7 +84,11 @@ def convert_alibaba(
     """One streaming pass: keep Terminated instances with end > start, spill them to one
     Parquet file per shard (a hash of the job id), then write each shard's jobs."""
     return _convert_in_one_process(
-        Path(out_dir), kind, dataset, n_shards, min_tasks,
+        Path(out_dir),
+        kind,
+        dataset,
+        n_shards,
+        min_tasks,
         spill=lambda folder: spill_alibaba(
             raw_dir, folder, dataset=dataset, n_shards=n_shards, kind=kind, bin_seconds=bin_seconds
         ),
@@ -96,15 +109,29 @@ def convert_google_events(
 ) -> dict[str, Any]:
     """The events-only conversion in one process (see `spill_google_events`)."""
     return _convert_in_one_process(
-        Path(out_dir), "google-2011-events", dataset, n_shards, min_tasks,
+        Path(out_dir),
+        "google-2011-events",
+        dataset,
+        n_shards,
+        min_tasks,
         spill=lambda folder: spill_google_events(
-            list_parts(Path(raw_dir), "task_events"), folder, dataset=dataset, n_shards=n_shards,
-            min_tasks=min_tasks, priorities=priorities, grid_origin=grid_origin,
-            window_seconds=window_seconds, machine_event_parts=optional_parts(Path(raw_dir), "machine_events"),
+            list_parts(Path(raw_dir), "task_events"),
+            folder,
+            dataset=dataset,
+            n_shards=n_shards,
+            min_tasks=min_tasks,
+            priorities=priorities,
+            grid_origin=grid_origin,
+            window_seconds=window_seconds,
+            machine_event_parts=optional_parts(Path(raw_dir), "machine_events"),
         ),
     )
 
 
-CONVERTERS = {"google-2011": convert_google, "alibaba-2018": convert_alibaba, "alibaba-2017": convert_alibaba}
+CONVERTERS = {
+    "google-2011": convert_google,
+    "alibaba-2018": convert_alibaba,
+    "alibaba-2017": convert_alibaba,
+}
 
 CONVERTERS["google-2011-events"] = convert_google_events

@@ -43,9 +43,23 @@ MEAN_METRICS = ("F1", "TPR", "FPR", "early_F1")
 LEAD_METRIC = "median_lead"
 PAIRED_METRICS = ("F1", "early_F1")
 PAIRED_COLUMNS = [
-    "dataset", "metric", "reference_kind", "reference", "method", "family", "privileged",
-    "n_jobs", "method_mean", "reference_mean", "diff", "diff_lo", "diff_hi", "p_value",
-    "p_holm", "tied", "note",
+    "dataset",
+    "metric",
+    "reference_kind",
+    "reference",
+    "method",
+    "family",
+    "privileged",
+    "n_jobs",
+    "method_mean",
+    "reference_mean",
+    "diff",
+    "diff_lo",
+    "diff_hi",
+    "p_value",
+    "p_holm",
+    "tied",
+    "note",
 ]
 # a statistic undefined in at most this share of resamples (a median lead when the resample
 # drew no job with a flagged straggler) gets the interval of the other resamples, noted
@@ -105,12 +119,18 @@ def bootstrap_jobs(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = stats.bootstrap(
-            (np.arange(n_jobs),), vectorised, n_resamples=int(n_resamples), batch=batch,
-            vectorized=True, axis=-1, confidence_level=confidence_level, method=method, rng=rng,
+            (np.arange(n_jobs),),
+            vectorised,
+            n_resamples=int(n_resamples),
+            batch=batch,
+            vectorized=True,
+            axis=-1,
+            confidence_level=confidence_level,
+            method=method,
+            rng=rng,
         )
     scipy_warning = "; ".join(sorted({str(w.message).split(".")[0] for w in caught}))
-    distribution = np.asarray(result.bootstrap_distribution, dtype=float).reshape(
-        n_outputs, -1)
+    distribution = np.asarray(result.bootstrap_distribution, dtype=float).reshape(n_outputs, -1)
     interval_low = np.atleast_1d(np.asarray(result.confidence_interval.low, dtype=float))
     interval_high = np.atleast_1d(np.asarray(result.confidence_interval.high, dtype=float))
     notes = []
@@ -125,8 +145,7 @@ def bootstrap_jobs(
                 # the rare resamples without a value are left out (noted), as a percentile of
                 # the others; BCa's jackknife has no such reading
                 alpha = 1 - confidence_level
-                q_low, q_high = np.percentile(values[~undefined], [50 * alpha,
-                                                                  100 - 50 * alpha])
+                q_low, q_high = np.percentile(values[~undefined], [50 * alpha, 100 - 50 * alpha])
                 if method == "basic":
                     estimate = float(np.asarray(vectorised(np.arange(n_jobs)))[j])
                     q_low, q_high = 2 * estimate - q_high, 2 * estimate - q_low
@@ -138,8 +157,10 @@ def bootstrap_jobs(
             low[j] = high[j] = values[0]  # degenerate: every resample gives the same value
             notes.append("")
         elif np.isnan(interval_low[j]) or np.isnan(interval_high[j]):
-            notes.append(f"scipy gave no {method} interval"
-                         + (f" ({scipy_warning})" if scipy_warning else ""))
+            notes.append(
+                f"scipy gave no {method} interval"
+                + (f" ({scipy_warning})" if scipy_warning else "")
+            )
         else:
             low[j], high[j] = interval_low[j], interval_high[j]
             notes.append("")
@@ -205,17 +226,18 @@ def pooled_median_statistic(
         if n_leads:
             step = max(1, _MAX_CELLS // max(n_jobs, 1))
             for begin in range(0, n_rows, step):
-                rows = flat[begin:begin + step]
+                rows = flat[begin : begin + step]
                 offsets = np.arange(rows.shape[0])[:, None] * n_jobs
-                counts = np.bincount((rows + offsets).ravel(),
-                                     minlength=rows.shape[0] * n_jobs).reshape(-1, n_jobs)
+                counts = np.bincount(
+                    (rows + offsets).ravel(), minlength=rows.shape[0] * n_jobs
+                ).reshape(-1, n_jobs)
                 total = counts @ below[-1].astype(np.int64)
                 has = total > 0
                 median = np.full(rows.shape[0], np.nan)
                 if has.any():
                     c, t = counts[has], total[has]
                     median[has] = (kth(c, (t - 1) // 2) + kth(c, t // 2)) / 2
-                out[begin:begin + step] = median
+                out[begin : begin + step] = median
         return out.reshape((1, *shape))
 
     return statistic
@@ -266,13 +288,21 @@ def table3_intervals(
             mine = leads[(leads["dataset"] == dataset) & (leads["method"] == method_name)]
             position = pd.Series(np.arange(len(job_ids)), index=job_ids)
             mine = mine[mine["job_id"].astype(str).isin(position.index)]
-            statistics.append(pooled_median_statistic(
-                mine["lead"].to_numpy(float),
-                position.loc[mine["job_id"].astype(str)].to_numpy(), len(job_ids)))
+            statistics.append(
+                pooled_median_statistic(
+                    mine["lead"].to_numpy(float),
+                    position.loc[mine["job_id"].astype(str)].to_numpy(),
+                    len(job_ids),
+                )
+            )
         low, high, notes, _ = bootstrap_jobs(
-            len(job_ids), combine(*statistics), len(names),
-            rng=rng_for(seed, "table3", dataset, method_name), n_resamples=n_resamples,
-            confidence_level=confidence_level, method=method,
+            len(job_ids),
+            combine(*statistics),
+            len(names),
+            rng=rng_for(seed, "table3", dataset, method_name),
+            n_resamples=n_resamples,
+            confidence_level=confidence_level,
+            method=method,
         )
         row = {"dataset": dataset, "method": method_name}
         for name, lo, hi in zip(names, low, high, strict=True):
@@ -313,21 +343,33 @@ def grouped_mean_intervals(
     for group_key, part in per_job.groupby(group, sort=False, observed=True):
         group_key = group_key if isinstance(group_key, tuple) else (group_key,)
         part = part.assign(job_id=part["job_id"].astype(str))
-        matrix = part.pivot_table(index="job_id", columns=rows, values=value,
-                                  aggfunc="mean", dropna=False, observed=True).sort_index()
+        matrix = part.pivot_table(
+            index="job_id", columns=rows, values=value, aggfunc="mean", dropna=False, observed=True
+        ).sort_index()
         combos = list(matrix.columns)
         low, high, notes, _ = bootstrap_jobs(
-            len(matrix), mean_statistic(matrix.to_numpy(float)), len(combos),
-            rng=rng_for(seed, *key, *group_key), n_resamples=n_resamples,
-            confidence_level=confidence_level, method=method,
+            len(matrix),
+            mean_statistic(matrix.to_numpy(float)),
+            len(combos),
+            rng=rng_for(seed, *key, *group_key),
+            n_resamples=n_resamples,
+            confidence_level=confidence_level,
+            method=method,
         )
         for combo, lo, hi, note in zip(combos, low, high, notes, strict=True):
             combo = combo if isinstance(combo, tuple) else (combo,)
-            out.append({**dict(zip(group, group_key, strict=True)),
-                        **dict(zip(rows, combo, strict=True)),
-                        f"{value}_lo": lo, f"{value}_hi": hi, f"{value}_interval_note": note})
-    return pd.DataFrame(out, columns=[*group, *rows, f"{value}_lo", f"{value}_hi",
-                                      f"{value}_interval_note"])
+            out.append(
+                {
+                    **dict(zip(group, group_key, strict=True)),
+                    **dict(zip(rows, combo, strict=True)),
+                    f"{value}_lo": lo,
+                    f"{value}_hi": hi,
+                    f"{value}_interval_note": note,
+                }
+            )
+    return pd.DataFrame(
+        out, columns=[*group, *rows, f"{value}_lo", f"{value}_hi", f"{value}_interval_note"]
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -382,8 +424,13 @@ def paired_difference(
     joined = joined.sort_index()
     differences = (joined["m"] - joined["r"]).to_numpy(float)
     low, high, notes, distribution = bootstrap_jobs(
-        len(joined), mean_statistic(differences), 1, rng=rng, n_resamples=n_resamples,
-        confidence_level=confidence_level, method=method,
+        len(joined),
+        mean_statistic(differences),
+        1,
+        rng=rng,
+        n_resamples=n_resamples,
+        confidence_level=confidence_level,
+        method=method,
     )
     note = notes[0].replace("scored job", "job scored by both") if notes[0] else ""
     return {
@@ -406,8 +453,10 @@ def best_method(summary: pd.DataFrame, metric: str) -> str | None:
     fair = summary[~summary["privileged"].astype(bool) & summary[metric].notna()]
     if fair.empty:
         return None
-    keys = [(-value, method_sort_key(m, f)) for m, f, value in
-            zip(fair["method"], fair["family"], fair[metric], strict=True)]
+    keys = [
+        (-value, method_sort_key(m, f))
+        for m, f, value in zip(fair["method"], fair["family"], fair[metric], strict=True)
+    ]
     return str(fair["method"].iloc[min(range(len(keys)), key=keys.__getitem__)])
 
 
@@ -439,8 +488,10 @@ def paired_comparisons(
         for metric in metrics:
             if metric not in jobs or metric not in rows:
                 continue
-            values = {m: part.set_index(part["job_id"].astype(str))[metric]
-                      for m, part in jobs.groupby("method", sort=False, observed=True)}
+            values = {
+                m: part.set_index(part["job_id"].astype(str))[metric]
+                for m, part in jobs.groupby("method", sort=False, observed=True)
+            }
             references = [("best", best_method(rows, metric))]
             if nurd in set(rows["method"]):
                 references.append(("NURD", nurd))
@@ -453,14 +504,25 @@ def paired_comparisons(
                         continue
                     empty = pd.Series(dtype=float)
                     result = paired_difference(
-                        values.get(row.method, empty), values.get(reference, empty),
-                        rng=rng_for(seed, "paired", dataset), n_resamples=n_resamples,
-                        confidence_level=confidence_level, method=method,
+                        values.get(row.method, empty),
+                        values.get(reference, empty),
+                        rng=rng_for(seed, "paired", dataset),
+                        n_resamples=n_resamples,
+                        confidence_level=confidence_level,
+                        method=method,
                     )
-                    out.append({"dataset": dataset, "metric": metric, "reference_kind": kind,
-                                "reference": reference, "method": row.method,
-                                "family": row.family, "privileged": bool(row.privileged),
-                                **result})
+                    out.append(
+                        {
+                            "dataset": dataset,
+                            "metric": metric,
+                            "reference_kind": kind,
+                            "reference": reference,
+                            "method": row.method,
+                            "family": row.family,
+                            "privileged": bool(row.privileged),
+                            **result,
+                        }
+                    )
                 if not out:
                     continue
                 frame = pd.DataFrame(out)
@@ -469,8 +531,8 @@ def paired_comparisons(
                 adjusted[family] = holm(frame.loc[family, "p_value"].to_numpy(float))
                 frame["p_holm"] = adjusted
                 frame["tied"] = pd.array(
-                    [pd.NA if np.isnan(p) else bool(p >= alpha) for p in adjusted],
-                    dtype="boolean")
+                    [pd.NA if np.isnan(p) else bool(p >= alpha) for p in adjusted], dtype="boolean"
+                )
                 outside = frame["privileged"] & (frame["note"] == "")
                 frame.loc[outside, "note"] = "privileged: outside the Holm family"
                 frames.append(frame[PAIRED_COLUMNS])
@@ -481,7 +543,10 @@ def paired_comparisons(
 
 def tie_marks(comparisons: pd.DataFrame) -> dict[tuple[str, str, str], bool]:
     """{(dataset, metric, method): tied with the best} from `paired_comparisons` rows."""
-    best = comparisons[(comparisons["reference_kind"] == "best")
-                       & comparisons["tied"].fillna(False).astype(bool)]
-    return {(d, m, x): True for d, m, x in zip(best["dataset"], best["metric"], best["method"],
-                                              strict=True)}
+    best = comparisons[
+        (comparisons["reference_kind"] == "best") & comparisons["tied"].fillna(False).astype(bool)
+    ]
+    return {
+        (d, m, x): True
+        for d, m, x in zip(best["dataset"], best["metric"], best["method"], strict=True)
+    }

@@ -228,33 +228,42 @@ def validate_predictions(tasks: pd.DataFrame, jobs: pd.DataFrame) -> None:
         )
     duplicated = jobs.duplicated(KEYS, keep=False)
     if duplicated.any():
-        raise ValueError("jobs table: duplicate (dataset, method, job_id) rows: "
-                         + _describe_rows(jobs, duplicated, KEYS))
+        raise ValueError(
+            "jobs table: duplicate (dataset, method, job_id) rows: "
+            + _describe_rows(jobs, duplicated, KEYS)
+        )
     duplicated = tasks.duplicated(KEYS + ["task"], keep=False)
     if duplicated.any():
-        raise ValueError("tasks table: duplicate (dataset, method, job_id, task) rows: "
-                         + _describe_rows(tasks, duplicated, KEYS + ["task"]))
+        raise ValueError(
+            "tasks table: duplicate (dataset, method, job_id, task) rows: "
+            + _describe_rows(tasks, duplicated, KEYS + ["task"])
+        )
     for column in ("is_straggler", "evaluated", "flagged"):
         values = tasks[column]
         nullable_ok = isinstance(values.dtype, pd.BooleanDtype) and not values.isna().any()
         if values.dtype != bool and not nullable_ok:
-            raise ValueError(f"tasks table: column {column} must be bool without missing "
-                             f"values, got {values.dtype}")
+            raise ValueError(
+                f"tasks table: column {column} must be bool without missing "
+                f"values, got {values.dtype}"
+            )
     inconsistent = tasks["flagged"].to_numpy() == tasks["flag_time"].isna().to_numpy()
     if inconsistent.any():
-        raise ValueError("tasks table: flag_time must be NaN exactly when flagged is False: "
-                         + _describe_rows(tasks, inconsistent, KEYS + ["task", "flagged",
-                                                                       "flag_time"]))
+        raise ValueError(
+            "tasks table: flag_time must be NaN exactly when flagged is False: "
+            + _describe_rows(tasks, inconsistent, KEYS + ["task", "flagged", "flag_time"])
+        )
     if "resume_attempts" in tasks:  # optional: r + 1 chosen by the method, NaN = default
         attempts = tasks["resume_attempts"].to_numpy(float)
         chosen = ~np.isnan(attempts)
-        bad = chosen & (~tasks["flagged"].to_numpy(bool) | (attempts < 1)
-                        | (attempts != np.floor(attempts)))
+        bad = chosen & (
+            ~tasks["flagged"].to_numpy(bool) | (attempts < 1) | (attempts != np.floor(attempts))
+        )
         if bad.any():
-            raise ValueError("tasks table: resume_attempts must be NaN or an integer >= 1, and "
-                             "set only on flagged tasks: "
-                             + _describe_rows(tasks, bad, KEYS + ["task", "flagged",
-                                                                  "resume_attempts"]))
+            raise ValueError(
+                "tasks table: resume_attempts must be NaN or an integer >= 1, and "
+                "set only on flagged tasks: "
+                + _describe_rows(tasks, bad, KEYS + ["task", "flagged", "resume_attempts"])
+            )
     families = jobs.groupby(["dataset", "method"], observed=True)[["family", "privileged"]]
     n_variants = families.nunique()
     if (n_variants > 1).any(axis=None):
@@ -266,23 +275,31 @@ def validate_predictions(tasks: pd.DataFrame, jobs: pd.DataFrame) -> None:
     joined = task_jobs.merge(jobs[KEYS + ["status"]], on=KEYS, how="left")
     orphan = joined["status"].isna()
     if orphan.any():
-        raise ValueError("tasks table has rows for jobs missing from the jobs table: "
-                         + _describe_rows(joined, orphan, KEYS))
+        raise ValueError(
+            "tasks table has rows for jobs missing from the jobs table: "
+            + _describe_rows(joined, orphan, KEYS)
+        )
     of_failed = joined["status"] == "failed"
     if of_failed.any():
-        raise ValueError("tasks table has rows for jobs whose status is 'failed': "
-                         + _describe_rows(joined, of_failed, KEYS))
+        raise ValueError(
+            "tasks table has rows for jobs whose status is 'failed': "
+            + _describe_rows(joined, of_failed, KEYS)
+        )
     ok_jobs = jobs.loc[jobs["status"] == "ok", KEYS]
     without_tasks = ok_jobs.merge(task_jobs, on=KEYS, how="left", indicator=True)
     without_tasks = without_tasks["_merge"] == "left_only"
     if without_tasks.any():
-        raise ValueError("jobs with status 'ok' have no rows in the tasks table: "
-                         + _describe_rows(ok_jobs.reset_index(drop=True), without_tasks, KEYS))
+        raise ValueError(
+            "jobs with status 'ok' have no rows in the tasks table: "
+            + _describe_rows(ok_jobs.reset_index(drop=True), without_tasks, KEYS)
+        )
 
     # is_straggler must follow the job's threshold (latency >= straggler_threshold)
-    threshold = tasks[KEYS].merge(
-        jobs[KEYS + ["straggler_threshold"]], on=KEYS, how="left"
-    )["straggler_threshold"].to_numpy(float)
+    threshold = (
+        tasks[KEYS]
+        .merge(jobs[KEYS + ["straggler_threshold"]], on=KEYS, how="left")["straggler_threshold"]
+        .to_numpy(float)
+    )
     expected = tasks["latency"].to_numpy(float) >= threshold
     mismatch = expected != tasks["is_straggler"].to_numpy()
     if mismatch.any():
@@ -424,12 +441,15 @@ def f1_over_time(
     n_points = int(n_points)
     validate_predictions(tasks, jobs)
     scored = tasks[tasks["evaluated"].to_numpy(bool)]
-    spans = jobs.loc[jobs["status"] == "ok", KEYS + ["family", "privileged", "job_start",
-                                                        "job_end"]]
+    spans = jobs.loc[
+        jobs["status"] == "ok", KEYS + ["family", "privileged", "job_start", "job_end"]
+    ]
     bad_span = ~(spans["job_end"] > spans["job_start"])
     if bad_span.any():
-        raise ValueError("jobs table: job_end must be after job_start: "
-                         + _describe_rows(spans, bad_span, KEYS + ["job_start", "job_end"]))
+        raise ValueError(
+            "jobs table: job_end must be after job_start: "
+            + _describe_rows(spans, bad_span, KEYS + ["job_start", "job_end"])
+        )
     rows = scored[KEYS + ["is_straggler", "flag_time"]].merge(spans, on=KEYS, how="left")
 
     fractions = np.arange(1, n_points + 1) / n_points
@@ -449,8 +469,10 @@ def f1_over_time(
     def per_group(values: np.ndarray) -> np.ndarray:
         # per-column bincount: one pass per checkpoint, fast on millions of rows
         return np.stack(
-            [np.bincount(group_ids, weights=values[:, j], minlength=n_groups)
-             for j in range(values.shape[1])],
+            [
+                np.bincount(group_ids, weights=values[:, j], minlength=n_groups)
+                for j in range(values.shape[1])
+            ],
             axis=1,
         ).astype(np.int64)
 
@@ -478,8 +500,23 @@ def f1_over_time(
     )
     per_job = per_job[np.repeat(stragglers[:, 0] > 0, n_points)]  # unscorable jobs out
     per_job = per_job.merge(spans[KEYS + ["family", "privileged"]], on=KEYS, how="left")
-    per_job = per_job[KEYS[:2] + ["family", "privileged", "job_id", "k", "normalised_time",
-                                  "tp", "fp", "fn", "tn", "TPR", "FPR", "F1"]]
+    per_job = per_job[
+        KEYS[:2]
+        + [
+            "family",
+            "privileged",
+            "job_id",
+            "k",
+            "normalised_time",
+            "tp",
+            "fp",
+            "fn",
+            "tn",
+            "TPR",
+            "FPR",
+            "F1",
+        ]
+    ]
     per_job = sort_rows(per_job, extra=["job_id", "k"])
 
     mean = (
@@ -496,8 +533,21 @@ def f1_over_time(
         )
         .reset_index()
     )
-    mean = mean[["dataset", "method", "family", "privileged", "k", "normalised_time",
-                 "F1", "F1_std", "TPR", "FPR", "n_jobs"]]
+    mean = mean[
+        [
+            "dataset",
+            "method",
+            "family",
+            "privileged",
+            "k",
+            "normalised_time",
+            "F1",
+            "F1_std",
+            "TPR",
+            "FPR",
+            "n_jobs",
+        ]
+    ]
     return per_job, sort_rows(mean, extra=["k"])
 
 
@@ -512,8 +562,9 @@ def cost_table(jobs: pd.DataFrame, by_dataset: bool = True) -> pd.DataFrame:
     seconds_per_checkpoint is total seconds / total checkpoints (NaN when no checkpoint).
     """
     _require_columns(
-        jobs, ["dataset", "method", "family", "privileged", "status", "seconds",
-               "n_checkpoints"], "jobs"
+        jobs,
+        ["dataset", "method", "family", "privileged", "status", "seconds", "n_checkpoints"],
+        "jobs",
     )
     group_keys = ["dataset", "method"] if by_dataset else ["method"]
     frame = jobs.assign(_failed=jobs["status"] == "failed")

@@ -31,11 +31,32 @@ import pandas as pd
 from stragglers.evaluate.metrics import rates, sort_rows, validate_predictions
 from stragglers.formats.predictions import KEYS
 
-TIMING_COLUMNS = ["early_tp", "early_fp", "early_fn", "early_tn", "early_TPR",
-                  "early_precision", "early_F1", "early_share", "median_lead"]
-LEAD_COLUMNS = ["dataset", "method", "family", "privileged", "job_id", "task", "task_start",
-                "task_end", "flag_time", "elapsed_at_flag", "straggler_threshold", "lead",
-                "early"]
+TIMING_COLUMNS = [
+    "early_tp",
+    "early_fp",
+    "early_fn",
+    "early_tn",
+    "early_TPR",
+    "early_precision",
+    "early_F1",
+    "early_share",
+    "median_lead",
+]
+LEAD_COLUMNS = [
+    "dataset",
+    "method",
+    "family",
+    "privileged",
+    "job_id",
+    "task",
+    "task_start",
+    "task_end",
+    "flag_time",
+    "elapsed_at_flag",
+    "straggler_threshold",
+    "lead",
+    "early",
+]
 
 
 def flag_lead(task_start, task_end, flag_time) -> np.ndarray:
@@ -57,11 +78,11 @@ def early_flags(task_start, flag_time, straggler_threshold) -> np.ndarray:
 def _scored_rows(tasks: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
     """Evaluated task rows of jobs that ran, with their job's threshold, family and flags."""
     scored = tasks[tasks["evaluated"].to_numpy(bool)]
-    job_part = jobs.loc[jobs["status"] == "ok",
-                        KEYS + ["family", "privileged", "straggler_threshold"]]
+    job_part = jobs.loc[
+        jobs["status"] == "ok", KEYS + ["family", "privileged", "straggler_threshold"]
+    ]
     rows = scored.merge(job_part, on=KEYS, how="inner")
-    rows["early"] = early_flags(rows["task_start"], rows["flag_time"],
-                                rows["straggler_threshold"])
+    rows["early"] = early_flags(rows["task_start"], rows["flag_time"], rows["straggler_threshold"])
     rows["lead"] = flag_lead(rows["task_start"], rows["task_end"], rows["flag_time"])
     return rows
 
@@ -78,8 +99,9 @@ def flag_leads(tasks: pd.DataFrame, jobs: pd.DataFrame, validated: bool = False)
     return sort_rows(hits[LEAD_COLUMNS].reset_index(drop=True), extra=["job_id", "task"])
 
 
-def timing_job_metrics(tasks: pd.DataFrame, jobs: pd.DataFrame,
-                       validated: bool = False) -> pd.DataFrame:
+def timing_job_metrics(
+    tasks: pd.DataFrame, jobs: pd.DataFrame, validated: bool = False
+) -> pd.DataFrame:
     """Per (dataset, method, job_id) of every job in `jobs`: the early confusion matrix,
     early-TPR/precision/F1, early share and the job's median lead (NaN: failed, unscorable
     or, for the lead, no straggler found). `validated` as in `flag_leads`."""
@@ -89,29 +111,34 @@ def timing_job_metrics(tasks: pd.DataFrame, jobs: pd.DataFrame,
     truth = rows["is_straggler"].to_numpy(bool)
     flagged = rows["flagged"].to_numpy(bool)
     early = rows["early"].to_numpy(bool) & flagged
-    counts = pd.DataFrame({
-        **{k: rows[k].to_numpy() for k in KEYS},
-        "early_tp": (truth & early).astype(np.int64),
-        "early_fp": (~truth & early).astype(np.int64),
-        "early_fn": (truth & ~early).astype(np.int64),
-        "early_tn": (~truth & ~early).astype(np.int64),
-        "tp": (truth & flagged).astype(np.int64),
-        "lead": np.where(truth & flagged, rows["lead"].to_numpy(float), np.nan),
-    })
+    counts = pd.DataFrame(
+        {
+            **{k: rows[k].to_numpy() for k in KEYS},
+            "early_tp": (truth & early).astype(np.int64),
+            "early_fp": (~truth & early).astype(np.int64),
+            "early_fn": (truth & ~early).astype(np.int64),
+            "early_tn": (~truth & ~early).astype(np.int64),
+            "tp": (truth & flagged).astype(np.int64),
+            "lead": np.where(truth & flagged, rows["lead"].to_numpy(float), np.nan),
+        }
+    )
     grouped = counts.groupby(KEYS, sort=False, observed=True)
     per_job = grouped[["early_tp", "early_fp", "early_fn", "early_tn", "tp"]].sum()
     per_job["median_lead"] = grouped["lead"].median()
     per_job = per_job.reset_index()
     out = jobs[KEYS].merge(per_job, on=KEYS, how="left")
     has_stragglers = (out["early_tp"] + out["early_fn"]).fillna(0).to_numpy() > 0
-    computed = rates(*(out[c].fillna(0).to_numpy(float)
-                       for c in ("early_tp", "early_fp", "early_fn", "early_tn")))
+    computed = rates(
+        *(
+            out[c].fillna(0).to_numpy(float)
+            for c in ("early_tp", "early_fp", "early_fn", "early_tn")
+        )
+    )
     out["early_TPR"] = np.where(has_stragglers, computed["TPR"], np.nan)
     out["early_precision"] = np.where(has_stragglers, computed["precision"], np.nan)
     out["early_F1"] = np.where(has_stragglers, computed["F1"], np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
-        out["early_share"] = np.where(out["tp"].fillna(0) > 0,
-                                      out["early_tp"] / out["tp"], np.nan)
+        out["early_share"] = np.where(out["tp"].fillna(0) > 0, out["early_tp"] / out["tp"], np.nan)
     out["median_lead"] = np.where(has_stragglers, out["median_lead"], np.nan)
     for column in ("early_tp", "early_fp", "early_fn", "early_tn"):
         out[column] = out[column].astype("Int64")
@@ -129,15 +156,21 @@ def timing_summary(job_metrics: pd.DataFrame, leads: pd.DataFrame) -> pd.DataFra
     group = ["dataset", "method"]
     out = (
         scored.groupby(group, sort=False, observed=True)
-        .agg(early_TPR=("early_TPR", "mean"), early_F1=("early_F1", "mean"),
-             early_F1_std=("early_F1", "std"))
+        .agg(
+            early_TPR=("early_TPR", "mean"),
+            early_F1=("early_F1", "mean"),
+            early_F1_std=("early_F1", "std"),
+        )
         .reset_index()
     )
     pooled = leads.merge(scored[KEYS], on=KEYS, how="inner")
     lead_stats = (
         pooled.groupby(group, sort=False, observed=True)
-        .agg(stragglers_flagged=("lead", "size"), early_share=("early", "mean"),
-             median_lead=("lead", "median"))
+        .agg(
+            stragglers_flagged=("lead", "size"),
+            early_share=("early", "mean"),
+            median_lead=("lead", "median"),
+        )
         .reset_index()
     )
     everything = job_metrics[group].drop_duplicates()
@@ -178,40 +211,56 @@ def lead_over_time(
     n_groups = len(job_keys)
 
     def per_group(values: np.ndarray) -> np.ndarray:
-        return np.stack([np.bincount(group_ids, weights=values[:, j], minlength=n_groups)
-                         for j in range(values.shape[1])], axis=1)
+        return np.stack(
+            [
+                np.bincount(group_ids, weights=values[:, j], minlength=n_groups)
+                for j in range(values.shape[1])
+            ],
+            axis=1,
+        )
 
     early_tp = per_group(truth & early)
     early_fp = per_group(~truth & early)
     stragglers = per_group(np.broadcast_to(truth, early.shape))
-    computed = rates(early_tp, early_fp, stragglers - early_tp,
-                     per_group(np.broadcast_to(~truth, early.shape)) - early_fp)
+    computed = rates(
+        early_tp,
+        early_fp,
+        stragglers - early_tp,
+        per_group(np.broadcast_to(~truth, early.shape)) - early_fp,
+    )
     # leads of the true stragglers flagged by each t_k, in long form: (job group, k, lead)
     hit_row, hit_k = np.nonzero(truth & flagged_by)
-    hits = pd.DataFrame({"g": group_ids[hit_row], "k": hit_k + 1,
-                         "lead": rows["lead"].to_numpy(float)[hit_row]})
+    hits = pd.DataFrame(
+        {"g": group_ids[hit_row], "k": hit_k + 1, "lead": rows["lead"].to_numpy(float)[hit_row]}
+    )
     per_job_lead = np.full((n_groups, n_points), np.nan)
     if len(hits):
         medians = hits.groupby(["g", "k"], sort=False)["lead"].median()
         g_index = medians.index.get_level_values("g").to_numpy()
         k_index = medians.index.get_level_values("k").to_numpy()
         per_job_lead[g_index, k_index - 1] = medians.to_numpy()
-    per_job = pd.DataFrame({
-        **{k: np.repeat(job_keys[k].to_numpy(), n_points) for k in KEYS},
-        "k": np.tile(np.arange(1, n_points + 1), n_groups),
-        "early_F1": computed["F1"].ravel(),
-        "early_TPR": computed["TPR"].ravel(),
-        "median_lead": per_job_lead.ravel(),
-    })
+    per_job = pd.DataFrame(
+        {
+            **{k: np.repeat(job_keys[k].to_numpy(), n_points) for k in KEYS},
+            "k": np.tile(np.arange(1, n_points + 1), n_groups),
+            "early_F1": computed["F1"].ravel(),
+            "early_TPR": computed["TPR"].ravel(),
+            "median_lead": per_job_lead.ravel(),
+        }
+    )
     scorable_job = stragglers[:, 0] > 0
     per_job = per_job[np.repeat(scorable_job, n_points)].reset_index(drop=True)
     # pooled median lead per (dataset, method, k) over the scorable jobs' flagged stragglers
     hits = hits[scorable_job[hits["g"].to_numpy()]]
     pooled = (
-        hits.assign(dataset=job_keys["dataset"].to_numpy()[hits["g"].to_numpy()],
-                    method=job_keys["method"].to_numpy()[hits["g"].to_numpy()])
-        .groupby(["dataset", "method", "k"], sort=False)["lead"].median()
-        .rename("median_lead").reset_index()
+        hits.assign(
+            dataset=job_keys["dataset"].to_numpy()[hits["g"].to_numpy()],
+            method=job_keys["method"].to_numpy()[hits["g"].to_numpy()],
+        )
+        .groupby(["dataset", "method", "k"], sort=False)["lead"]
+        .median()
+        .rename("median_lead")
+        .reset_index()
     )
     mean = (
         per_job.groupby(["dataset", "method", "k"], sort=False, observed=True)

@@ -63,13 +63,53 @@ GOOGLE_EVENTS_FEATURES = (
 # Our columns' places in it (Alibaba's four usage columns go to the matching Google ones;
 # bench/reference_script.py writes the layout, stragglers.replay.aligned.script_column_order uses
 # the order).
-SCRIPT_LAYOUT = ("ST", "ET", "JI", "TI", "MI", "MCU", "CMU", "AMU", "UPC", "TPC", "MAXMU", "MIO",
-                 "MDK", "MAXCPU", "MAXIO", "CPI", "MAI", "SP", "AT", "SCPU", "EV", "FL")
-SCRIPT_ORDER = ("MCU", "CMU", "AMU", "UPC", "TPC", "MAXMU", "MIO", "MDK", "MAXCPU", "MAXIO",
-                "CPI", "MAI", "SCPU", "EV", "FL")
+SCRIPT_LAYOUT = (
+    "ST",
+    "ET",
+    "JI",
+    "TI",
+    "MI",
+    "MCU",
+    "CMU",
+    "AMU",
+    "UPC",
+    "TPC",
+    "MAXMU",
+    "MIO",
+    "MDK",
+    "MAXCPU",
+    "MAXIO",
+    "CPI",
+    "MAI",
+    "SP",
+    "AT",
+    "SCPU",
+    "EV",
+    "FL",
+)
+SCRIPT_ORDER = (
+    "MCU",
+    "CMU",
+    "AMU",
+    "UPC",
+    "TPC",
+    "MAXMU",
+    "MIO",
+    "MDK",
+    "MAXCPU",
+    "MAXIO",
+    "CPI",
+    "MAI",
+    "SCPU",
+    "EV",
+    "FL",
+)
 SCRIPT_COLUMNS = {
     **{f.column: f.paper_name for f in GOOGLE_FEATURES},
-    "cpu_avg": "MCU", "mem_avg": "CMU", "mem_max": "MAXMU", "cpu_max": "MAXCPU",
+    "cpu_avg": "MCU",
+    "mem_avg": "CMU",
+    "mem_max": "MAXMU",
+    "cpu_max": "MAXCPU",
 }
 
 # dataset kind -> features; a dataset in the config names its kind.
@@ -165,7 +205,9 @@ def machine_feature_category(column: str) -> str:
     """The category of a machine-state column or of its launch_ copy."""
     name = column.removeprefix("launch_")
     if name not in MACHINE_FEATURE_CATEGORY:
-        raise ValueError(f"machine column {column!r} has no feature category (stragglers.formats.datasets.MACHINE_FEATURE_CATEGORY)")
+        raise ValueError(
+            f"machine column {column!r} has no feature category (stragglers.formats.datasets.MACHINE_FEATURE_CATEGORY)"
+        )
     return MACHINE_FEATURE_CATEGORY[name]
 
 
@@ -189,6 +231,7 @@ def feature_columns(kind: str) -> list[str]:
         raise ValueError(
             f"unknown dataset kind {kind!r}; known kinds: {sorted(FEATURES_BY_KIND)}"
         ) from None
+
 
 def last_columns(kind: str) -> np.ndarray:
     return np.array([f.aggregation == "last" for f in FEATURES_BY_KIND[kind]])

@@ -24,7 +24,10 @@ class FeatureAccumulator:
     """
 
     def __init__(
-        self, job: Job, last_columns: np.ndarray, divide_by_final_latency: bool = False,
+        self,
+        job: Job,
+        last_columns: np.ndarray,
+        divide_by_final_latency: bool = False,
         window_values: np.ndarray | None = None,
     ):
         """`window_values`: another (n_windows, d) block than the job's features (the

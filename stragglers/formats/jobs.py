@@ -238,8 +238,12 @@ def tuning_job_ids(manifest: pd.DataFrame, n_jobs: int) -> list[str]:
 
 
 def iter_shard_jobs(
-    converted_dir: Path | str, kind: str, shard: int | None, skip_tuning_jobs: int = 0,
-    only_jobs: list[str] | None = None, machine_state: bool = False,
+    converted_dir: Path | str,
+    kind: str,
+    shard: int | None,
+    skip_tuning_jobs: int = 0,
+    only_jobs: list[str] | None = None,
+    machine_state: bool = False,
 ) -> Iterator[Job]:
     """Jobs of one shard (None: all shards), without the tuning jobs, or only `only_jobs`;
     with `machine_state`, the kind's machine state columns too."""

@@ -17,4 +17,6 @@ def launch_datasets(config: dict) -> list[str]:
         if unknown:
             raise ValueError(f"launch.datasets: {unknown} are not datasets of the config")
         return list(launch["datasets"])
-    return [name for name, spec in config["datasets"].items() if machine_state_columns(spec["kind"])]
+    return [
+        name for name, spec in config["datasets"].items() if machine_state_columns(spec["kind"])
+    ]

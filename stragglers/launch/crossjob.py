@@ -51,7 +51,9 @@ class LaunchSettings:
     def __post_init__(self) -> None:
         shares = np.asarray(self.train_shares, dtype=float)
         if len(shares) == 0 or np.any((shares <= 0) | (shares >= 1)):
-            raise ValueError(f"launch.train_shares: each share must be in (0, 1), got {list(self.train_shares)}")
+            raise ValueError(
+                f"launch.train_shares: each share must be in (0, 1), got {list(self.train_shares)}"
+            )
         if self.min_train_tasks < 2 or self.refit_every < 1 or self.history_jobs < 1:
             raise ValueError(
                 "launch.min_train_tasks must be >= 2, launch.refit_every and launch.history_jobs >= 1"
@@ -62,12 +64,18 @@ def add_labels(tasks: pd.DataFrame, settings: LaunchSettings) -> pd.DataFrame:
     codes = pd.factorize(tasks["job_id"])[0]
     return tasks.assign(
         straggler=straggler_labels(
-            tasks["latency"].to_numpy(), codes, settings.label, settings.straggler_quantile, settings.wrangler_beta
+            tasks["latency"].to_numpy(),
+            codes,
+            settings.label,
+            settings.straggler_quantile,
+            settings.wrangler_beta,
         )
     )
 
 
-def training_rows(tasks: pd.DataFrame, prediction_time: float, max_jobs: int | None = None) -> np.ndarray:
+def training_rows(
+    tasks: pd.DataFrame, prediction_time: float, max_jobs: int | None = None
+) -> np.ndarray:
     """Positions of the tasks of jobs finished by `prediction_time` (job_end <= t); with
     `max_jobs`, only those of the latest `max_jobs` of them to finish."""
     job_end = tasks["job_end"].to_numpy(float)
@@ -102,7 +110,9 @@ def oversample_stragglers(straggler: np.ndarray, rng: np.random.Generator) -> np
     positive, negative = np.flatnonzero(straggler), np.flatnonzero(~straggler)
     if len(positive) == 0 or len(negative) == 0:
         return np.arange(len(straggler))
-    minority, majority = (positive, negative) if len(positive) < len(negative) else (negative, positive)
+    minority, majority = (
+        (positive, negative) if len(positive) < len(negative) else (negative, positive)
+    )
     extra = rng.choice(minority, len(majority) - len(minority), replace=True)
     return np.sort(np.concatenate([majority, minority, extra]))
 
@@ -131,8 +141,13 @@ class FittedModel:
 
 
 def fit_model(
-    tasks: pd.DataFrame, features: list[str], rows: np.ndarray, method_class: type[LaunchMethod],
-    params: dict[str, Any], settings: LaunchSettings, seed: int,
+    tasks: pd.DataFrame,
+    features: list[str],
+    rows: np.ndarray,
+    method_class: type[LaunchMethod],
+    params: dict[str, Any],
+    settings: LaunchSettings,
+    seed: int,
 ) -> FittedModel:
     train = tasks.iloc[rows]
     n_jobs = int(train["job_id"].nunique())
@@ -147,21 +162,30 @@ def fit_model(
     model = method_class(params, seed=seed)
     model.feature_names = list(features)
     model.fit(
-        scale(train[features].to_numpy(float))[picked], labels[picked],
-        train["node"].to_numpy()[picked], train["workload"].to_numpy()[picked],
+        scale(train[features].to_numpy(float))[picked],
+        labels[picked],
+        train["node"].to_numpy()[picked],
+        train["workload"].to_numpy()[picked],
     )
     return FittedModel(model, scale, len(train), n_jobs)
 
 
 def online_predictions(
-    tasks: pd.DataFrame, features: list[str], method_class: type[LaunchMethod], params: dict[str, Any],
-    settings: LaunchSettings, seed: int, dataset: str,
+    tasks: pd.DataFrame,
+    features: list[str],
+    method_class: type[LaunchMethod],
+    params: dict[str, Any],
+    settings: LaunchSettings,
+    seed: int,
+    dataset: str,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(tasks, jobs) in the replay's result format; `tasks` labelled (`add_labels`)."""
     from stragglers.formats.predictions import JOB_COLUMNS, TASK_COLUMNS
     from stragglers.replay.core import derive_seed
 
-    jobs = tasks.groupby("job_id", sort=False).agg(job_start=("job_start", "first"), job_end=("job_end", "first"))
+    jobs = tasks.groupby("job_id", sort=False).agg(
+        job_start=("job_start", "first"), job_end=("job_end", "first")
+    )
     jobs = jobs.reset_index().sort_values(["job_start", "job_id"], kind="stable", ignore_index=True)
     fitted: FittedModel | None = None
     fitted_at_jobs = -1
@@ -172,43 +196,79 @@ def online_predictions(
         began = time.perf_counter()
         frame = by_job[job.job_id].sort_values("task")
         row = {
-            "dataset": dataset, "method": method_class.name, "family": method_class.family,
-            "privileged": False, "job_id": job.job_id, "n_tasks": len(frame), "n_checkpoints": 1,
+            "dataset": dataset,
+            "method": method_class.name,
+            "family": method_class.family,
+            "privileged": False,
+            "job_id": job.job_id,
+            "n_tasks": len(frame),
+            "n_checkpoints": 1,
             "straggler_threshold": job_threshold(
-                frame["latency"].to_numpy(float), settings.label, settings.straggler_quantile, settings.wrangler_beta
+                frame["latency"].to_numpy(float),
+                settings.label,
+                settings.straggler_quantile,
+                settings.wrangler_beta,
             ),
             "prediction_start": float(job.job_start),
-            "job_start": float(job.job_start), "job_end": float(job.job_end),
+            "job_start": float(job.job_start),
+            "job_end": float(job.job_end),
         }
         try:
             n_finished_jobs = int(np.searchsorted(job_ends, float(job.job_start), side="right"))
             if fitted is None or n_finished_jobs - fitted_at_jobs >= settings.refit_every:
                 rows = training_rows(tasks, float(job.job_start), settings.history_jobs)
                 fitted = fit_model(
-                    tasks, features, rows, method_class, params, settings,
+                    tasks,
+                    features,
+                    rows,
+                    method_class,
+                    params,
+                    settings,
                     derive_seed(seed, "launch", method_class.name, str(job.job_id)),
                 )
                 fitted_at_jobs = n_finished_jobs
             predicted = fitted.predict(frame, features)
         except Exception as error:  # reported as failed, never silently dropped
-            row.update(status="failed", reason=f"{type(error).__name__}: {error}",
-                       seconds=time.perf_counter() - began)
+            row.update(
+                status="failed",
+                reason=f"{type(error).__name__}: {error}",
+                seconds=time.perf_counter() - began,
+            )
             row["trace"] = traceback.format_exc(limit=3)
             job_rows.append(row)
             continue
-        row.update(status="ok", reason=fitted.reason, seconds=time.perf_counter() - began,
-                   n_train_tasks=fitted.n_train, n_train_jobs=fitted.n_train_jobs)
+        row.update(
+            status="ok",
+            reason=fitted.reason,
+            seconds=time.perf_counter() - began,
+            n_train_tasks=fitted.n_train,
+            n_train_jobs=fitted.n_train_jobs,
+        )
         job_rows.append(row)
         start = frame["task_start"].to_numpy(float)
-        task_frames.append(pd.DataFrame({
-            "dataset": dataset, "method": method_class.name, "job_id": job.job_id,
-            "task": frame["task"].to_numpy(), "latency": frame["latency"].to_numpy(float),
-            "task_start": start, "task_end": frame["task_end"].to_numpy(float),
-            "is_straggler": frame["straggler"].to_numpy(bool), "evaluated": True,
-            "flagged": predicted, "flag_time": np.where(predicted, start, np.nan),
-            "resume_attempts": np.nan,
-        }))
-    task_table = pd.concat(task_frames, ignore_index=True) if task_frames else pd.DataFrame(columns=TASK_COLUMNS)
+        task_frames.append(
+            pd.DataFrame(
+                {
+                    "dataset": dataset,
+                    "method": method_class.name,
+                    "job_id": job.job_id,
+                    "task": frame["task"].to_numpy(),
+                    "latency": frame["latency"].to_numpy(float),
+                    "task_start": start,
+                    "task_end": frame["task_end"].to_numpy(float),
+                    "is_straggler": frame["straggler"].to_numpy(bool),
+                    "evaluated": True,
+                    "flagged": predicted,
+                    "flag_time": np.where(predicted, start, np.nan),
+                    "resume_attempts": np.nan,
+                }
+            )
+        )
+    task_table = (
+        pd.concat(task_frames, ignore_index=True)
+        if task_frames
+        else pd.DataFrame(columns=TASK_COLUMNS)
+    )
     job_table = pd.DataFrame(job_rows)
     for column in JOB_COLUMNS + ["n_train_tasks", "n_train_jobs"]:
         if column not in job_table:
@@ -221,7 +281,10 @@ def _scores(truth: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
     expected accuracy on a class-balanced test set: the MTL paper's Table 5 oversamples
     stragglers in its validation sets too, so it is the number to read beside it."""
     if len(truth) == 0:
-        return {name: np.nan for name in ("accuracy", "balanced_accuracy", "TPR", "FPR", "precision", "F1")}
+        return {
+            name: np.nan
+            for name in ("accuracy", "balanced_accuracy", "TPR", "FPR", "precision", "F1")
+        }
     tp, fp, fn, tn = confusion(truth, predicted)
     computed = rates(np.array([tp]), np.array([fp]), np.array([fn]), np.array([tn]))
     out = {name: float(computed[name][0]) for name in ("TPR", "FPR", "precision", "F1")}
@@ -231,8 +294,13 @@ def _scores(truth: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
 
 
 def learning_curve(
-    tasks: pd.DataFrame, features: list[str], method_class: type[LaunchMethod], params: dict[str, Any],
-    settings: LaunchSettings, seed: int, dataset: str,
+    tasks: pd.DataFrame,
+    features: list[str],
+    method_class: type[LaunchMethod],
+    params: dict[str, Any],
+    settings: LaunchSettings,
+    seed: int,
+    dataset: str,
 ) -> pd.DataFrame:
     """One row per training share (see the module docstring); `tasks` labelled and sorted by
     task_start (`load_launch_tasks`)."""
@@ -245,15 +313,28 @@ def learning_curve(
         train = training_rows(tasks, split_time)
         test = tasks[starts > split_time]
         row: dict[str, Any] = {
-            "dataset": dataset, "method": method_class.name, "family": method_class.family,
-            "label": settings.label, "train_share": float(share), "split_time": split_time,
-            "n_train": len(train), "n_train_jobs": int(tasks["job_id"].iloc[train].nunique()),
+            "dataset": dataset,
+            "method": method_class.name,
+            "family": method_class.family,
+            "label": settings.label,
+            "train_share": float(share),
+            "split_time": split_time,
+            "n_train": len(train),
+            "n_train_jobs": int(tasks["job_id"].iloc[train].nunique()),
             "n_train_stragglers": int(tasks["straggler"].to_numpy()[train].sum()),
-            "n_test": len(test), "n_test_stragglers": int(test["straggler"].sum()),
+            "n_test": len(test),
+            "n_test_stragglers": int(test["straggler"].sum()),
         }
         try:
-            fitted = fit_model(tasks, features, train, method_class, params, settings,
-                               derive_seed(seed, "launch-curve", method_class.name, f"{share:.4f}"))
+            fitted = fit_model(
+                tasks,
+                features,
+                train,
+                method_class,
+                params,
+                settings,
+                derive_seed(seed, "launch-curve", method_class.name, f"{share:.4f}"),
+            )
             predicted = fitted.predict(test, features)
         except Exception as error:
             row.update(status="failed", reason=f"{type(error).__name__}: {error}")
@@ -266,7 +347,10 @@ def learning_curve(
             row.update(fitted.model.describe())
         seen_nodes = set(tasks["node"].to_numpy()[train])
         seen_workloads = set(tasks["workload"].to_numpy()[train])
-        for name, column, seen in (("node", "node", seen_nodes), ("workload", "workload", seen_workloads)):
+        for name, column, seen in (
+            ("node", "node", seen_nodes),
+            ("workload", "workload", seen_workloads),
+        ):
             unseen = ~test[column].isin(seen).to_numpy()
             row[f"n_unseen_{name}"] = int(unseen.sum())
             scores = _scores(truth[unseen], predicted[unseen])

@@ -98,7 +98,9 @@ def _check_inputs(X, node, workload, y=None) -> np.ndarray:
         raise ValueError(f"X must be 2-D, got shape {X.shape}")
     if not np.isfinite(X).all():
         raise ValueError("X has NaN or infinite values (standardise and fill them first)")
-    for name, values in (("node", node), ("workload", workload)) + ((("y", y),) if y is not None else ()):
+    for name, values in (("node", node), ("workload", workload)) + (
+        (("y", y),) if y is not None else ()
+    ):
         if len(values) != len(X):
             raise ValueError(f"{name} has {len(values)} rows, X has {len(X)}")
     if y is not None:
@@ -138,8 +140,9 @@ class Groups:
         return sum(len(k) for k in self.keys.values())
 
     @classmethod
-    def learn(cls, partitions, node, workload, n_features: int,
-              lam_p: float | dict[str, float] = 1.0) -> "Groups":
+    def learn(
+        cls, partitions, node, workload, n_features: int, lam_p: float | dict[str, float] = 1.0
+    ) -> Groups:
         """`lam_p`: lambda_p, one number for every partition or one per partition name."""
         tuples = group_keys("tuple", node, workload)
         unique_tuples, first = np.unique(tuples, return_index=True)
@@ -166,7 +169,9 @@ class Groups:
         return np.where(known[position] == labels, position, -1)
 
 
-def augment(X, node, workload, groups: Groups, lam: float = 1.0, block_scale: np.ndarray | None = None) -> sp.csr_matrix:
+def augment(
+    X, node, workload, groups: Groups, lam: float = 1.0, block_scale: np.ndarray | None = None
+) -> sp.csr_matrix:
     """phi(x) (eqs. 10-11): for each partition, x * sqrt(lam / lambda_{p,g}) in the block of
     the row's group (nothing if the group is unseen). `block_scale` (one per group, in block
     order) multiplies each block further (the mixed-norm solver's sqrt(eta))."""
@@ -201,8 +206,14 @@ def _fit_linear_svm(
 ) -> tuple[np.ndarray, float]:
     """min lam ||w||^2 + sum hinge  ==  liblinear's 1/2 ||w||^2 + C sum hinge, C = 1 / (2 lam)."""
     svm = LinearSVC(
-        C=1.0 / (2.0 * lam), loss="hinge", dual=True, fit_intercept=True,
-        intercept_scaling=INTERCEPT_SCALING, random_state=seed, max_iter=max_iter, tol=tol,
+        C=1.0 / (2.0 * lam),
+        loss="hinge",
+        dual=True,
+        fit_intercept=True,
+        intercept_scaling=INTERCEPT_SCALING,
+        random_state=seed,
+        max_iter=max_iter,
+        tol=tol,
     )
     _fit_quietly(svm, Z, y_signed)
     return svm.coef_.ravel().copy(), float(svm.intercept_[0])
@@ -222,15 +233,24 @@ def rows_by_key(keys: np.ndarray):
     order = np.argsort(inverse, kind="stable")
     bounds = np.searchsorted(inverse[order], np.arange(len(unique) + 1))
     for k, key in enumerate(unique):
-        yield key, order[bounds[k]:bounds[k + 1]]
+        yield key, order[bounds[k] : bounds[k + 1]]
 
 
 class MultiTaskSVM:
     """One MTL formulation (see the module docstring); y True = straggler."""
 
-    def __init__(self, formulation: str, lam: float = 1.0, seed: int = 0, max_iter: int = 2000,
-                 tol: float = 1e-4, mixed_max_iter: int = 30, mixed_tol: float = 1e-4,
-                 feature_categories=None, lam_p: dict[str, float] | None = None):
+    def __init__(
+        self,
+        formulation: str,
+        lam: float = 1.0,
+        seed: int = 0,
+        max_iter: int = 2000,
+        tol: float = 1e-4,
+        mixed_max_iter: int = 30,
+        mixed_tol: float = 1e-4,
+        feature_categories=None,
+        lam_p: dict[str, float] | None = None,
+    ):
         """`max_iter`, `tol`: liblinear's (scikit-learn's defaults: the tests solve to 1e-6);
         `mixed_max_iter`, `mixed_tol`: alternations of the mixed-norm solver and the relative
         decrease of the objective under which it stops (bench/mixed_norm_solver.py measures
@@ -246,25 +266,44 @@ class MultiTaskSVM:
         self.lam_p = {p: 1.0 for p in PARTITIONS} | {p: float(v) for p, v in (lam_p or {}).items()}
         if not all(v > 0 for v in self.lam_p.values()):
             raise ValueError(f"lam_p must be > 0 for every partition, got {self.lam_p}")
-        self.feature_categories = None if feature_categories is None else np.asarray(feature_categories, dtype=str)
-        if self.formulation.regulariser in CATEGORY_REGULARISERS and self.feature_categories is None:
-            raise ValueError(f"formulation {formulation!r} needs feature_categories (one per feature)")
-        self.lam, self.seed, self.max_iter, self.tol = float(lam), int(seed), int(max_iter), float(tol)
+        self.feature_categories = (
+            None if feature_categories is None else np.asarray(feature_categories, dtype=str)
+        )
+        if (
+            self.formulation.regulariser in CATEGORY_REGULARISERS
+            and self.feature_categories is None
+        ):
+            raise ValueError(
+                f"formulation {formulation!r} needs feature_categories (one per feature)"
+            )
+        self.lam, self.seed, self.max_iter, self.tol = (
+            float(lam),
+            int(seed),
+            int(max_iter),
+            float(tol),
+        )
         self.mixed_max_iter, self.mixed_tol = int(mixed_max_iter), float(mixed_tol)
 
     # -- fitting ------------------------------------------------------------------------------
-    def fit(self, X, y, node, workload) -> "MultiTaskSVM":
+    def fit(self, X, y, node, workload) -> MultiTaskSVM:
         X = _check_inputs(X, node, workload, y)
         if self.feature_categories is not None and len(self.feature_categories) != X.shape[1]:
             raise ValueError(
                 f"feature_categories has {len(self.feature_categories)} entries for {X.shape[1]} features"
             )
         y_signed = np.where(np.asarray(y, dtype=bool), 1.0, -1.0)
-        self.groups_ = Groups.learn(self.formulation.partitions, node, workload, X.shape[1],
-                                    {p: self.lam * self.lam_p[p] for p in PARTITIONS})
+        self.groups_ = Groups.learn(
+            self.formulation.partitions,
+            node,
+            workload,
+            X.shape[1],
+            {p: self.lam * self.lam_p[p] for p in PARTITIONS},
+        )
         if self.formulation.regulariser == "l2":
             Z = augment(X, node, workload, self.groups_, self.lam)
-            self.w_tilde_, self.intercept_ = _fit_linear_svm(Z, y_signed, self.lam, self.seed, self.max_iter, self.tol)
+            self.w_tilde_, self.intercept_ = _fit_linear_svm(
+                Z, y_signed, self.lam, self.seed, self.max_iter, self.tol
+            )
             self.n_iter_, self.converged_, self.objective_path_ = 1, True, []
         else:
             self._fit_mixed(X, y_signed, node, workload)
@@ -276,7 +315,9 @@ class MultiTaskSVM:
         (fps) or its own (fgs)."""
         groups = self.groups_
         if self.formulation.regulariser == "partition_sparse":
-            return np.concatenate([np.full(len(groups.keys[p]), k) for k, p in enumerate(groups.partitions)])
+            return np.concatenate(
+                [np.full(len(groups.keys[p]), k) for k, p in enumerate(groups.partitions)]
+            )
         return np.arange(groups.n_groups)
 
     def categories(self) -> np.ndarray:
@@ -291,7 +332,9 @@ class MultiTaskSVM:
             category = np.searchsorted(self.categories(), self.feature_categories)
             if regulariser == "category_global":
                 return np.tile(category, n_groups)
-            return (np.arange(n_groups)[:, None] * len(self.categories()) + category[None, :]).ravel()
+            return (
+                np.arange(n_groups)[:, None] * len(self.categories()) + category[None, :]
+            ).ravel()
         return np.repeat(self.block_of_group(), d)
 
     def block_columns(self) -> list[np.ndarray]:
@@ -301,7 +344,7 @@ class MultiTaskSVM:
 
     def _block_norms(self, w_tilde: np.ndarray) -> np.ndarray:
         block = self.block_of_column()
-        return np.sqrt(np.bincount(block, weights=w_tilde ** 2, minlength=int(block.max()) + 1))
+        return np.sqrt(np.bincount(block, weights=w_tilde**2, minlength=int(block.max()) + 1))
 
     def _fit_mixed(self, X, y_signed, node, workload) -> None:
         block = self.block_of_column()
@@ -343,7 +386,7 @@ class MultiTaskSVM:
             for position, key in enumerate(groups.keys[partition]):
                 block = groups.offsets[partition] + position
                 scale = np.sqrt(self.lam / groups.lam_pg[partition][position])
-                out[(partition, str(key))] = self.w_tilde_[block * d:(block + 1) * d] * scale
+                out[(partition, str(key))] = self.w_tilde_[block * d : (block + 1) * d] * scale
         return out
 
     # -- prediction ---------------------------------------------------------------------------
@@ -373,10 +416,14 @@ class MultiTaskSVM:
             penalty = sum(term for _, _, term in penalty_terms)
         else:
             # w~_{p,g} = sqrt(lambda_{p,g} / lam) w_{p,g} (eq. 8), then the blocks' norms
-            w_tilde = np.concatenate([
-                self.group_weights[(partition, str(key))] * np.sqrt(groups.lam_pg[partition][g] / self.lam)
-                for partition in groups.partitions for g, key in enumerate(groups.keys[partition])
-            ])
+            w_tilde = np.concatenate(
+                [
+                    self.group_weights[(partition, str(key))]
+                    * np.sqrt(groups.lam_pg[partition][g] / self.lam)
+                    for partition in groups.partitions
+                    for g, key in enumerate(groups.keys[partition])
+                ]
+            )
             penalty = self.lam * float(self._block_norms(w_tilde).sum()) ** 2
         return float(penalty + hinge(y_signed, score))
 
@@ -396,14 +443,21 @@ class PerTupleSVM:
     predicted to straggle (Wrangler schedules it as usual); `n_without_model_` counts them at
     the last prediction."""
 
-    def __init__(self, C: float = 1.0, confidence: float = 0.5, min_rows: int = 4, seed: int = 0,
-                 max_iter: int = 20000, platt: str = "training"):
+    def __init__(
+        self,
+        C: float = 1.0,
+        confidence: float = 0.5,
+        min_rows: int = 4,
+        seed: int = 0,
+        max_iter: int = 20000,
+        platt: str = "training",
+    ):
         if platt not in PLATT_FITS:
             raise ValueError(f"platt must be one of {PLATT_FITS}, got {platt!r}")
         self.C, self.confidence, self.min_rows = float(C), float(confidence), int(min_rows)
         self.seed, self.max_iter, self.platt = int(seed), int(max_iter), platt
 
-    def fit(self, X, y, node, workload) -> "PerTupleSVM":
+    def fit(self, X, y, node, workload) -> PerTupleSVM:
         from sklearn.linear_model import LogisticRegression
 
         X = _check_inputs(X, node, workload, y)
@@ -416,9 +470,13 @@ class PerTupleSVM:
             if len(rows) < self.min_rows or labels.all() or not labels.any():
                 self.n_tuples_without_model_ += 1
                 continue
-            svm = LinearSVC(C=self.C, loss="hinge", dual=True, random_state=self.seed, max_iter=self.max_iter)
+            svm = LinearSVC(
+                C=self.C, loss="hinge", dual=True, random_state=self.seed, max_iter=self.max_iter
+            )
             _fit_quietly(svm, X[rows], labels)
-            decision = self._held_out_decisions(X[rows], labels) if self.platt == "held_out" else None
+            decision = (
+                self._held_out_decisions(X[rows], labels) if self.platt == "held_out" else None
+            )
             if decision is None:
                 self.n_platt_in_sample_ += self.platt == "held_out"
                 decision = svm.decision_function(X[rows])
@@ -442,7 +500,9 @@ class PerTupleSVM:
         for train, test in folds.split(X, labels, group):
             if labels[train].all() or not labels[train].any():
                 return None
-            svm = LinearSVC(C=self.C, loss="hinge", dual=True, random_state=self.seed, max_iter=self.max_iter)
+            svm = LinearSVC(
+                C=self.C, loss="hinge", dual=True, random_state=self.seed, max_iter=self.max_iter
+            )
             _fit_quietly(svm, X[train], labels[train])
             out[test] = svm.decision_function(X[test])
         return out

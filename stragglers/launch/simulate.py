@@ -26,19 +26,32 @@ from stragglers.simulate.policies import reference_jct
 
 
 def hold_back_ends(
-    task_start: np.ndarray, task_end: np.ndarray, held_back: np.ndarray, interval: float,
+    task_start: np.ndarray,
+    task_end: np.ndarray,
+    held_back: np.ndarray,
+    interval: float,
     replacement: np.ndarray,
 ) -> np.ndarray:
     """(n_repeats, n_tasks) task ends: held-back tasks start `interval` later with the
     repeat's redrawn duration; `replacement` is (n_repeats, n_tasks)."""
     start = np.asarray(task_start, dtype=float)
     held = np.asarray(held_back, dtype=bool)
-    return np.where(held[None, :], start[None, :] + interval + replacement, np.asarray(task_end, dtype=float)[None, :])
+    return np.where(
+        held[None, :],
+        start[None, :] + interval + replacement,
+        np.asarray(task_end, dtype=float)[None, :],
+    )
 
 
 def simulate_hold_back_job(
-    job_id: str, task_start: np.ndarray, task_end: np.ndarray, held_back: np.ndarray,
-    interval: float, threshold: float, n_repeats: int, seed: int,
+    job_id: str,
+    task_start: np.ndarray,
+    task_end: np.ndarray,
+    held_back: np.ndarray,
+    interval: float,
+    threshold: float,
+    n_repeats: int,
+    seed: int,
     deadline_factors: Sequence[float] = (1.0, 1.1, 1.25),
 ) -> pd.DataFrame:
     """One row per repeat (see the module docstring)."""
@@ -53,13 +66,19 @@ def simulate_hold_back_job(
     held = np.asarray(held_back, dtype=bool)
     machine_time = np.where(held[None, :], replacement, latency[None, :]).sum(axis=1)
     reference = reference_jct(start, end, threshold)
-    frame = pd.DataFrame({
-        "job_id": str(job_id), "repeat": np.arange(n_repeats), "n_held_back": int(held.sum()),
-        "jct_base": jct_base, "jct_mitigated": jct,
-        "reduction": (jct_base - jct) / jct_base if jct_base > 0 else 0.0,
-        "machine_time_base": float(latency.sum()), "machine_time_mitigated": machine_time,
-        "reference_jct": reference,
-    })
+    frame = pd.DataFrame(
+        {
+            "job_id": str(job_id),
+            "repeat": np.arange(n_repeats),
+            "n_held_back": int(held.sum()),
+            "jct_base": jct_base,
+            "jct_mitigated": jct,
+            "reduction": (jct_base - jct) / jct_base if jct_base > 0 else 0.0,
+            "machine_time_base": float(latency.sum()),
+            "machine_time_mitigated": machine_time,
+            "reference_jct": reference,
+        }
+    )
     for factor in deadline_factors:
         frame[f"met_base_{factor:g}"] = jct_base <= factor * reference
         frame[f"met_{factor:g}"] = jct <= factor * reference
@@ -67,7 +86,11 @@ def simulate_hold_back_job(
 
 
 def simulate_hold_back(
-    predictions: pd.DataFrame, interval: float, straggler_quantile: float, n_repeats: int, seed: int,
+    predictions: pd.DataFrame,
+    interval: float,
+    straggler_quantile: float,
+    n_repeats: int,
+    seed: int,
     deadline_factors: Sequence[float] = (1.0, 1.1, 1.25),
 ) -> pd.DataFrame:
     """Every job of one (dataset, method)'s launch predictions (the replay's task format)."""
@@ -76,8 +99,15 @@ def simulate_hold_back(
         start, end = tasks["task_start"].to_numpy(float), tasks["task_end"].to_numpy(float)
         threshold = job_threshold(end - start, "p90", straggler_quantile)
         frame = simulate_hold_back_job(
-            str(job_id), start, end, tasks["flagged"].to_numpy(bool), interval, threshold,
-            n_repeats, seed, deadline_factors,
+            str(job_id),
+            start,
+            end,
+            tasks["flagged"].to_numpy(bool),
+            interval,
+            threshold,
+            n_repeats,
+            seed,
+            deadline_factors,
         )
         frames.append(frame)
     out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
@@ -93,9 +123,12 @@ def hold_back_summary(frame: pd.DataFrame, deadline_factors: Sequence[float]) ->
         return pd.DataFrame()
     grouped = frame.groupby(["dataset", "method"], sort=False)
     out = grouped.agg(
-        jobs=("job_id", "nunique"), held_back_per_job=("n_held_back", "mean"),
-        mean_reduction=("reduction", "mean"), median_reduction=("reduction", "median"),
-        machine_time_base=("machine_time_base", "sum"), machine_time=("machine_time_mitigated", "sum"),
+        jobs=("job_id", "nunique"),
+        held_back_per_job=("n_held_back", "mean"),
+        mean_reduction=("reduction", "mean"),
+        median_reduction=("reduction", "median"),
+        machine_time_base=("machine_time_base", "sum"),
+        machine_time=("machine_time_mitigated", "sum"),
     ).reset_index()
     out["machine_time_ratio"] = out["machine_time"] / out["machine_time_base"]
     for factor in deadline_factors:

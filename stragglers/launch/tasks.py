@@ -31,7 +31,17 @@ WORKLOADS_BY_KIND = {
     "alibaba-2018": ("task_type", "task_family"),
     "alibaba-2017": ("task_family",),
 }
-ROW_COLUMNS = ["job_id", "task", "task_start", "task_end", "latency", "job_start", "job_end", "node", "workload"]
+ROW_COLUMNS = [
+    "job_id",
+    "task",
+    "task_start",
+    "task_end",
+    "latency",
+    "job_start",
+    "job_end",
+    "node",
+    "workload",
+]
 
 
 def launch_feature_columns(kind: str) -> list[str]:
@@ -52,7 +62,9 @@ def check_label(label: str) -> None:
         raise ValueError(f"launch.label: {label!r} is not one of {list(LABELS)}")
 
 
-def job_threshold(latency: np.ndarray, label: str, quantile: float = 0.9, beta: float = 1.3) -> float:
+def job_threshold(
+    latency: np.ndarray, label: str, quantile: float = 0.9, beta: float = 1.3
+) -> float:
     """The latency at or above which a task of this job is a straggler under `label`."""
     check_label(label)
     latency = np.asarray(latency, dtype=float)
@@ -62,8 +74,9 @@ def job_threshold(latency: np.ndarray, label: str, quantile: float = 0.9, beta: 
     return float(np.nextafter(beta * np.median(latency), np.inf))
 
 
-def straggler_labels(latency: np.ndarray, job: np.ndarray, label: str, quantile: float = 0.9,
-                     beta: float = 1.3) -> np.ndarray:
+def straggler_labels(
+    latency: np.ndarray, job: np.ndarray, label: str, quantile: float = 0.9, beta: float = 1.3
+) -> np.ndarray:
     """Per-task labels from each job's own latencies (`job`: a job code per task)."""
     check_label(label)
     frame = pd.DataFrame({"job": job, "latency": np.asarray(latency, dtype=float)})
@@ -75,7 +88,9 @@ def straggler_labels(latency: np.ndarray, job: np.ndarray, label: str, quantile:
     return (frame["latency"] >= threshold).to_numpy()
 
 
-def load_launch_tasks(converted_dir: Path | str, kind: str, workload: str) -> tuple[pd.DataFrame, list[str]]:
+def load_launch_tasks(
+    converted_dir: Path | str, kind: str, workload: str
+) -> tuple[pd.DataFrame, list[str]]:
     """Every task of every converted job, sorted by (task_start, job_id, task), with its
     launch features; returns (rows, feature columns)."""
     check_workload(kind, workload)

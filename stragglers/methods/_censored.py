@@ -97,8 +97,9 @@ def inverse_mills(u: np.ndarray) -> np.ndarray:
     return np.exp(-0.5 * u * u - _LOG_SQRT_2PI - _log_normal_sf(u))
 
 
-def tobit_negloglik(params: np.ndarray, X: np.ndarray, y: np.ndarray, censored: np.ndarray,
-                    l2: float = 0.0) -> tuple[float, np.ndarray]:
+def tobit_negloglik(
+    params: np.ndarray, X: np.ndarray, y: np.ndarray, censored: np.ndarray, l2: float = 0.0
+) -> tuple[float, np.ndarray]:
     """Negative log-likelihood of a right-censored Gaussian linear model, and its gradient.
 
     params = (beta..., log sigma); X includes the intercept column (column 0, not penalised).
@@ -128,8 +129,9 @@ def tobit_negloglik(params: np.ndarray, X: np.ndarray, y: np.ndarray, censored: 
     return float(nll), grad
 
 
-def fit_tobit(X: np.ndarray, y: np.ndarray, censored: np.ndarray, l2: float = 1e-3,
-              max_iter: int = 500) -> tuple[np.ndarray, float]:
+def fit_tobit(
+    X: np.ndarray, y: np.ndarray, censored: np.ndarray, l2: float = 1e-3, max_iter: int = 500
+) -> tuple[np.ndarray, float]:
     """Maximum-likelihood (beta, sigma) of the censored Gaussian linear model.
 
     Starts from the ridge least-squares fit that treats censoring points as observations.
@@ -146,15 +148,21 @@ def fit_tobit(X: np.ndarray, y: np.ndarray, censored: np.ndarray, l2: float = 1e
     # likelihood's exponentials overflow and the line search wanders
     bounds = [(None, None)] * p + [(np.log(1e-4 * spread), np.log(1e2 * spread))]
     result = optimize.minimize(
-        tobit_negloglik, start, args=(X, y, censored, l2), jac=True, method="L-BFGS-B",
-        bounds=bounds, options={"maxiter": max_iter},
+        tobit_negloglik,
+        start,
+        args=(X, y, censored, l2),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=bounds,
+        options={"maxiter": max_iter},
     )
     params = result.x if np.all(np.isfinite(result.x)) else start
     return params[:-1], float(np.exp(params[-1]))
 
 
-def tobit_grad_hess(f: np.ndarray, y: np.ndarray, censored: np.ndarray,
-                    sigma: float) -> tuple[np.ndarray, np.ndarray]:
+def tobit_grad_hess(
+    f: np.ndarray, y: np.ndarray, censored: np.ndarray, sigma: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Gradient and Hessian of the Tobit negative log-likelihood in the prediction f.
 
     Observed rows: (f - y) / sigma^2 and 1 / sigma^2. Rows right-censored at c, with
@@ -174,8 +182,9 @@ def tobit_grad_hess(f: np.ndarray, y: np.ndarray, censored: np.ndarray,
     return grad, hess
 
 
-def gaussian_flags(mu: np.ndarray, sigma: float, elapsed_target: np.ndarray,
-                   threshold: float, decision: str) -> np.ndarray:
+def gaussian_flags(
+    mu: np.ndarray, sigma: float, elapsed_target: np.ndarray, threshold: float, decision: str
+) -> np.ndarray:
     """Straggler calls from a latent Gaussian latency model N(mu, sigma^2).
 
     latent_mean: mu >= threshold (the model's latency prediction, as in the paper's code).
@@ -228,8 +237,9 @@ class CensoredGaussianMethod(OnlineRefitMethod):
         return n_finished >= 1
 
     @abc.abstractmethod
-    def fit_model(self, Z: np.ndarray, y: np.ndarray, censored: np.ndarray,
-                  seed: int) -> tuple[Any, float]:
+    def fit_model(
+        self, Z: np.ndarray, y: np.ndarray, censored: np.ndarray, seed: int
+    ) -> tuple[Any, float]:
         """Fit on z-scored features Z; return (model with predict(Z), sigma)."""
 
     def _fit(self, checkpoint: Checkpoint) -> GaussianFit | None:
@@ -239,12 +249,18 @@ class CensoredGaussianMethod(OnlineRefitMethod):
         columns = scaler.varying.copy()
         if not self.identifiable(len(checkpoint.finished_tasks), int(columns.sum())):
             return None
-        Z = np.vstack([
-            scaler.transform(checkpoint.finished_features),
-            scaler.transform(checkpoint.running_features),
-        ])[:, columns]
-        y, censored = censored_design(checkpoint, self.job.straggler_threshold,
-                                      self.params["target"], self.params["censoring"])
+        Z = np.vstack(
+            [
+                scaler.transform(checkpoint.finished_features),
+                scaler.transform(checkpoint.running_features),
+            ]
+        )[:, columns]
+        y, censored = censored_design(
+            checkpoint,
+            self.job.straggler_threshold,
+            self.params["target"],
+            self.params["censoring"],
+        )
         seed = job_seed(self.seed, self.job.seed, checkpoint.index)
         model, sigma = self.fit_model(Z, y, censored, seed)
         return GaussianFit(scaler=scaler, columns=columns, model=model, sigma=float(sigma))
@@ -255,5 +271,6 @@ class CensoredGaussianMethod(OnlineRefitMethod):
         tau = self.job.straggler_threshold
         target = self.params["target"]
         elapsed = to_target(checkpoint.running_elapsed, tau, target)
-        return gaussian_flags(mu, state.sigma, elapsed, target_threshold(target),
-                              self.params["decision"])
+        return gaussian_flags(
+            mu, state.sigma, elapsed, target_threshold(target), self.params["decision"]
+        )

@@ -41,8 +41,15 @@ def _build(n_inputs: int, n_outputs: int, hidden_layers: int, width: int):
     return torch.nn.Sequential(*layers)
 
 
-def fit_regressor(inputs: np.ndarray, targets: np.ndarray, hidden_layers: int, width: int,
-                  epochs: int, learning_rate: float, seed: int) -> Regressor:
+def fit_regressor(
+    inputs: np.ndarray,
+    targets: np.ndarray,
+    hidden_layers: int,
+    width: int,
+    epochs: int,
+    learning_rate: float,
+    seed: int,
+) -> Regressor:
     """Fit a PReLU network with Adam on the L1 loss; targets (n,) or (n, k)."""
     import torch
 
@@ -51,8 +58,10 @@ def fit_regressor(inputs: np.ndarray, targets: np.ndarray, hidden_layers: int, w
     if targets.ndim == 1:
         targets = targets[:, None]
     if inputs.ndim != 2 or len(inputs) != len(targets) or len(inputs) == 0:
-        raise ValueError(f"fit_regressor: inputs {inputs.shape} and targets {targets.shape} "
-                         "must be non-empty with one row each per example")
+        raise ValueError(
+            f"fit_regressor: inputs {inputs.shape} and targets {targets.shape} "
+            "must be non-empty with one row each per example"
+        )
     if not (np.isfinite(inputs).all() and np.isfinite(targets).all()):
         raise ValueError("fit_regressor: inputs and targets must be finite")
     mean = inputs.mean(axis=0)
@@ -89,10 +98,14 @@ def predict_regressor(model: Regressor, inputs: np.ndarray) -> np.ndarray:
         return model.network(torch.as_tensor(x, dtype=torch.float32)).numpy().astype(np.float64)
 
 
-def task_training_set(finished_features: np.ndarray, finished_latency: np.ndarray,
-                      elapsed_fractions: np.ndarray, snapshot_features: np.ndarray,
-                      snapshot_elapsed: np.ndarray, snapshot_latency: np.ndarray
-                      ) -> tuple[np.ndarray, np.ndarray]:
+def task_training_set(
+    finished_features: np.ndarray,
+    finished_latency: np.ndarray,
+    elapsed_fractions: np.ndarray,
+    snapshot_features: np.ndarray,
+    snapshot_elapsed: np.ndarray,
+    snapshot_latency: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """Examples (features, elapsed) -> execution time for the task-time network.
 
     Two sources, both of finished tasks only (their latency is known):
@@ -111,19 +124,34 @@ def task_training_set(finished_features: np.ndarray, finished_latency: np.ndarra
     grid_features = np.repeat(finished_features, len(fractions), axis=0)
     grid_elapsed = np.outer(finished_latency, fractions).ravel()
     grid_latency = np.repeat(finished_latency, len(fractions))
-    inputs = np.vstack([
-        np.column_stack([grid_features, grid_elapsed]),
-        np.column_stack([np.asarray(snapshot_features, dtype=np.float64).reshape(
-            len(snapshot_elapsed), finished_features.shape[1]), snapshot_elapsed]),
-    ])
+    inputs = np.vstack(
+        [
+            np.column_stack([grid_features, grid_elapsed]),
+            np.column_stack(
+                [
+                    np.asarray(snapshot_features, dtype=np.float64).reshape(
+                        len(snapshot_elapsed), finished_features.shape[1]
+                    ),
+                    snapshot_elapsed,
+                ]
+            ),
+        ]
+    )
     targets = np.concatenate([grid_latency, np.asarray(snapshot_latency, dtype=np.float64)])
     keep = np.isfinite(inputs).all(axis=1) & np.isfinite(targets)
     return inputs[keep], targets[keep]
 
 
-def simulate_resume(r: int, elapsed: np.ndarray, estimate: np.ndarray, deadline: float,
-                    finished_latency: np.ndarray, kill_delay: float, n_draws: int,
-                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def simulate_resume(
+    r: int,
+    elapsed: np.ndarray,
+    estimate: np.ndarray,
+    deadline: float,
+    finished_latency: np.ndarray,
+    kill_delay: float,
+    n_draws: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
     """Job execution time and machine time of the running tasks under speculative resume.
 
     Per draw: a running task whose estimated execution time exceeds `deadline` is killed now
@@ -139,8 +167,9 @@ def simulate_resume(r: int, elapsed: np.ndarray, estimate: np.ndarray, deadline:
     straggler = estimate > deadline
     with np.errstate(divide="ignore", invalid="ignore"):
         remaining = np.where(estimate > 0, 1.0 - elapsed / estimate, 1.0)
-    draws = rng.choice(np.asarray(finished_latency, dtype=np.float64),
-                       size=(n_draws, len(elapsed), r + 1))
+    draws = rng.choice(
+        np.asarray(finished_latency, dtype=np.float64), size=(n_draws, len(elapsed), r + 1)
+    )
     attempts = remaining[None, :, None] * draws
     fastest = attempts.min(axis=2)
     resumed_time = elapsed[None, :] + fastest
@@ -150,8 +179,9 @@ def simulate_resume(r: int, elapsed: np.ndarray, estimate: np.ndarray, deadline:
     return task_time.max(axis=1), machine.sum(axis=1)
 
 
-def choose_attempts(job_time: np.ndarray, machine_time: np.ndarray, deadline: float,
-                    theta_cost: float) -> tuple[int, np.ndarray]:
+def choose_attempts(
+    job_time: np.ndarray, machine_time: np.ndarray, deadline: float, theta_cost: float
+) -> tuple[int, np.ndarray]:
     """Algorithm 2: r maximising U(r) = 1{T_r <= D} - theta C M_r over r = 0..len - 1.
 
     Ties keep the smallest r (strict >, as in the paper's pseudocode). Returns (r, U)."""

@@ -47,8 +47,12 @@ def grew(now: float, at_fit: float | None, refit_growth: float) -> bool:
     return now > at_fit and now - at_fit >= refit_growth * abs(at_fit)
 
 
-def needs_refit(n_fitted: int | None, fitted_tasks: np.ndarray | None,
-                finished_tasks: np.ndarray, refit_growth: float) -> bool:
+def needs_refit(
+    n_fitted: int | None,
+    fitted_tasks: np.ndarray | None,
+    finished_tasks: np.ndarray,
+    refit_growth: float,
+) -> bool:
     """Whether the finished set at a checkpoint calls for a new fit.
 
     `n_fitted`/`fitted_tasks` describe the finished set of the current fit (None: no fit yet).

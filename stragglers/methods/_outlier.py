@@ -44,8 +44,10 @@ class OutlierDetectionMethod(OnlineRefitMethod):
     """Common fit/flag logic; subclasses say how to build (and, if needed, fit) the detector."""
 
     family: ClassVar[str] = "Outlier detection"
-    defaults: ClassVar[dict[str, Any]] = {"contamination": Param(0.1, float, gt=0, le=0.5),
-                                          "refit_growth": Param(0.0, float, ge=0)}
+    defaults: ClassVar[dict[str, Any]] = {
+        "contamination": Param(0.1, float, gt=0, le=0.5),
+        "refit_growth": Param(0.0, float, ge=0),
+    }
 
     min_train: ClassVar[int] = 2  # fewest finished tasks the detector can be fit on
     # Drop columns constant over the finished tasks (covariance/histogram based detectors
@@ -102,7 +104,7 @@ class OutlierDetectionMethod(OnlineRefitMethod):
             batch = np.vstack([state.train, running])
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                scores = state.detector.decision_function(batch)[len(state.train):]
+                scores = state.detector.decision_function(batch)[len(state.train) :]
             return np.asarray(scores) > state.detector.threshold_
         keys = [row.tobytes() for row in running]
         flags = np.zeros(len(running), dtype=bool)

@@ -87,8 +87,12 @@ def progress_scores(
         raise ValueError(
             f"finished_rate {finished_rate.shape} and finished_latency {latency.shape} differ"
         )
-    for name, values in (("running_rate", running_rate), ("running_elapsed", elapsed),
-                         ("finished_rate", finished_rate), ("finished_latency", latency)):
+    for name, values in (
+        ("running_rate", running_rate),
+        ("running_elapsed", elapsed),
+        ("finished_rate", finished_rate),
+        ("finished_latency", latency),
+    ):
         if not np.isfinite(values).all():
             raise ValueError(f"progress proxy: {name} has missing or infinite values")
     if (elapsed < 0).any() or (latency < 0).any():

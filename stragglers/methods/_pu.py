@@ -34,8 +34,13 @@ class PlattSVC(ClassifierMixin, BaseEstimator):
     sigmoid is fit on the in-sample decision values instead.
     """
 
-    def __init__(self, C: float = 1.0, gamma: str | float = "scale", cv: int = 5,
-                 random_state: int | None = None):
+    def __init__(
+        self,
+        C: float = 1.0,
+        gamma: str | float = "scale",
+        cv: int = 5,
+        random_state: int | None = None,
+    ):
         self.C = C
         self.gamma = gamma
         self.cv = cv
@@ -101,10 +106,12 @@ class PUMethod(OnlineRefitMethod):
         if not scaler.varying.any():
             return None
         cols = scaler.varying
-        X = np.vstack([
-            scaler.transform(checkpoint.finished_features)[:, cols],
-            scaler.transform(checkpoint.running_features)[:, cols],
-        ])
+        X = np.vstack(
+            [
+                scaler.transform(checkpoint.finished_features)[:, cols],
+                scaler.transform(checkpoint.running_features)[:, cols],
+            ]
+        )
         s = np.r_[np.ones(n_fin, dtype=int), np.zeros(n_run, dtype=int)]
         seed = job_seed(self.seed, self.job.seed, checkpoint.index)
         classifier = self.fit_classifier(X, s, seed)

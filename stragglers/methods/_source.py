@@ -24,8 +24,16 @@ from stragglers.methods.base import Param
 
 _PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # the `stragglers` folder
 # names every declaration may use; builtins besides these are not available
-_ALLOWED = {"Param": Param, "int": int, "float": float, "bool": bool, "str": str,
-            "list": list, "tuple": tuple, "dict": dict}
+_ALLOWED = {
+    "Param": Param,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "str": str,
+    "list": list,
+    "tuple": tuple,
+    "dict": dict,
+}
 # the interfaces: a class deriving from one of them without `defaults` has no parameters
 _ROOTS = {"Method", "LaunchMethod"}
 
@@ -113,10 +121,12 @@ class _Module:
                 return dict(self.value(base.id, depth + 1).defaults)
         raise SourceError(f"{self.path}: class {class_name} has no readable base class")
 
-    def evaluate(self, expr: ast.expr, class_body: dict[str, ast.expr], depth: int,
-                 what: str) -> Any:
-        stored = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)
-                  and isinstance(n.ctx, ast.Store)}
+    def evaluate(
+        self, expr: ast.expr, class_body: dict[str, ast.expr], depth: int, what: str
+    ) -> Any:
+        stored = {
+            n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
         namespace: dict[str, Any] = {"__builtins__": {}}
         for node in ast.walk(expr):
             if isinstance(node, ast.Name) and node.id not in stored and node.id not in namespace:
@@ -134,8 +144,11 @@ class _Module:
 def _target(statement: ast.stmt) -> str | None:
     if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
         return statement.target.id
-    if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Name)):
+    if (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+    ):
         return statement.targets[0].id
     return None
 
@@ -151,7 +164,10 @@ def declared_defaults(path: Path | str, method_name: str) -> dict[str, Any]:
     for class_name, node in module.classes.items():
         for statement in node.body:
             value = getattr(statement, "value", None)
-            if (_target(statement) == "name" and isinstance(value, ast.Constant)
-                    and value.value == method_name):
+            if (
+                _target(statement) == "name"
+                and isinstance(value, ast.Constant)
+                and value.value == method_name
+            ):
                 return module.class_defaults(class_name)
     raise SourceError(f"{path}: no class with name = {method_name!r}")

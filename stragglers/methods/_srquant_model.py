@@ -43,8 +43,9 @@ def _survival(t: float, scale: float, beta: float) -> float:
     return (scale / t) ** beta  # base < 1: underflows to 0, never overflows
 
 
-def pocd(r: int, n_tasks: int, t_min: float, beta: float, deadline: float,
-         tau_est: float, phi_est: float) -> float:
+def pocd(
+    r: int, n_tasks: int, t_min: float, beta: float, deadline: float, tau_est: float, phi_est: float
+) -> float:
     """R(r): probability that all n_tasks finish by the deadline (Theorem 1)."""
     miss_original = _survival(deadline, t_min, beta)
     miss_attempt = _survival(deadline - tau_est, (1.0 - phi_est) * t_min, beta)
@@ -72,8 +73,16 @@ def _mean_min_with_cap(scale: float, shape: float, cap: float) -> float:
     return scale + scale * ((scale / cap) ** (shape - 1) - 1) / (1 - shape)
 
 
-def expected_machine_time(r: int, n_tasks: int, t_min: float, beta: float, deadline: float,
-                          tau_est: float, phi_est: float, kill_delay: float) -> float:
+def expected_machine_time(
+    r: int,
+    n_tasks: int,
+    t_min: float,
+    beta: float,
+    deadline: float,
+    tau_est: float,
+    phi_est: float,
+    kill_delay: float,
+) -> float:
     """E_r(T) = N * E(T_j) (Theorem 2), with the exact mean of the fastest attempt."""
     p_miss = _survival(deadline, t_min, beta)
     scale = (1.0 - phi_est) * t_min
@@ -86,9 +95,18 @@ def expected_machine_time(r: int, n_tasks: int, t_min: float, beta: float, deadl
     return n_tasks * ((1 - p_miss) * normal + p_miss * straggler)
 
 
-def choose_attempts(n_tasks: int, t_min: float, beta: float, deadline: float, tau_est: float,
-                    phi_est: float, kill_delay: float, r_max: int, pocd_min: float,
-                    theta_cost: float) -> tuple[int, np.ndarray]:
+def choose_attempts(
+    n_tasks: int,
+    t_min: float,
+    beta: float,
+    deadline: float,
+    tau_est: float,
+    phi_est: float,
+    kill_delay: float,
+    r_max: int,
+    pocd_min: float,
+    theta_cost: float,
+) -> tuple[int, np.ndarray]:
     """Algorithm 1: r in 0..r_max maximising U(r) = log(R(r) - R_min) - theta C E_r(T).
 
     Returns (r, U over r); ties keep the smallest r (strict > as in Algorithm 1); when no r
@@ -96,8 +114,9 @@ def choose_attempts(n_tasks: int, t_min: float, beta: float, deadline: float, ta
     utility = np.full(r_max + 1, -np.inf)
     for r in range(r_max + 1):
         gap = pocd(r, n_tasks, t_min, beta, deadline, tau_est, phi_est) - pocd_min
-        cost = expected_machine_time(r, n_tasks, t_min, beta, deadline, tau_est, phi_est,
-                                     kill_delay)
+        cost = expected_machine_time(
+            r, n_tasks, t_min, beta, deadline, tau_est, phi_est, kill_delay
+        )
         if gap > 0 and math.isfinite(cost):
             utility[r] = math.log(gap) - theta_cost * cost
     best = 0
@@ -113,8 +132,12 @@ PAPER_JOB_MACHINE_TIME = 1640.0
 THETA_SCALINGS = ("job", "literal")
 
 
-def scaled_theta(theta_cost: float, scaling: str, machine_time_r0: float,
-                 reference_machine_time: float = PAPER_JOB_MACHINE_TIME) -> float:
+def scaled_theta(
+    theta_cost: float,
+    scaling: str,
+    machine_time_r0: float,
+    reference_machine_time: float = PAPER_JOB_MACHINE_TIME,
+) -> float:
     """theta C per machine-second for one decision.
 
     "literal": `theta_cost` as given (the paper's 1e-4). "job": the trade-off of the paper's

@@ -41,9 +41,7 @@ ALPHA_MIN = 1.0 + 1e-3
 ALPHA_MAX = 1e3
 
 
-def pareto_mle(
-    observed: np.ndarray, censored: np.ndarray | None = None
-) -> tuple[float, float]:
+def pareto_mle(observed: np.ndarray, censored: np.ndarray | None = None) -> tuple[float, float]:
     """(beta, alpha) maximising the Pareto likelihood of `observed` times with `censored`
     times right-censored (the true time is larger). Raises on an empty or non-positive sample."""
     observed = np.asarray(observed, dtype=float)
@@ -93,7 +91,9 @@ def start_rule(n_tasks: int, n_finished: int, k_hat: float, n_running: int) -> n
 _multiple_cache: dict[tuple[str, str, float], float] = {}
 
 
-def history_mean_multiple(history, time: float, quantile: float, max_jobs: int) -> tuple[float, int]:
+def history_mean_multiple(
+    history, time: float, quantile: float, max_jobs: int
+) -> tuple[float, int]:
     """K from the (at most `max_jobs` latest) jobs finished by `time`: the median of their
     p_q / mean. Returns (K, number of jobs used); (nan, 0) without history."""
     finished = history.finished_before(time).tail(max_jobs)

@@ -83,8 +83,13 @@ RENAMED_PARAMS: dict[str, str] = {
     "retrain_every": "refit_every",  # START, the launch stage's setting
 }
 
-_KINDS = {int: "an integer", float: "a number", bool: "true or false", str: "a text",
-          list: "a list"}
+_KINDS = {
+    int: "an integer",
+    float: "a number",
+    bool: "true or false",
+    str: "a text",
+    list: "a list",
+}
 _PLURAL = {int: "integers", float: "numbers", bool: "booleans", str: "texts"}
 
 
@@ -112,7 +117,9 @@ class Param:
 
     def __post_init__(self):
         if self.type not in _KINDS:
-            raise TypeError(f"Param: type must be one of int, float, bool, str, list; got {self.type!r}")
+            raise TypeError(
+                f"Param: type must be one of int, float, bool, str, list; got {self.type!r}"
+            )
         if self.type is list and self.items not in _PLURAL:
             raise TypeError("Param: a list parameter names its items' type (items=int, float, ...)")
         object.__setattr__(self, "choices", tuple(self.choices))
@@ -123,10 +130,20 @@ class Param:
             text = "one of " + ", ".join(repr(c) for c in self.choices)
         else:
             text = f"a list of {_PLURAL[self.items]}" if self.type is list else _KINDS[self.type]
-            low = (f"[{self.ge!r}" if self.ge is not None else
-                   f"({self.gt!r}" if self.gt is not None else None)
-            high = (f"{self.le!r}]" if self.le is not None else
-                    f"{self.lt!r})" if self.lt is not None else None)
+            low = (
+                f"[{self.ge!r}"
+                if self.ge is not None
+                else f"({self.gt!r}"
+                if self.gt is not None
+                else None
+            )
+            high = (
+                f"{self.le!r}]"
+                if self.le is not None
+                else f"{self.lt!r})"
+                if self.lt is not None
+                else None
+            )
             if low and high:
                 text += f" in {low}, {high}"
             elif low:
@@ -147,8 +164,11 @@ class Param:
         if self.type is str:
             return isinstance(value, str) and not self.choices
         if self.type is list:
-            return (isinstance(value, (list, tuple)) and len(value) > 0
-                    and all(self._scalar_ok(item, self.items) for item in value))
+            return (
+                isinstance(value, (list, tuple))
+                and len(value) > 0
+                and all(self._scalar_ok(item, self.items) for item in value)
+            )
         return self._scalar_ok(value, self.type)
 
     def _scalar_ok(self, value: Any, kind: type) -> bool:
@@ -162,8 +182,12 @@ class Param:
             return False
         if math.isnan(value):
             return False
-        return ((self.ge is None or value >= self.ge) and (self.gt is None or value > self.gt)
-                and (self.le is None or value <= self.le) and (self.lt is None or value < self.lt))
+        return (
+            (self.ge is None or value >= self.ge)
+            and (self.gt is None or value > self.gt)
+            and (self.le is None or value <= self.le)
+            and (self.lt is None or value < self.lt)
+        )
 
     def coerce(self, value: Any) -> Any:
         """`value`, or the number / boolean a text spells for a parameter of that type:
@@ -196,7 +220,9 @@ class Param:
         coerced = self.coerce(value)
         if self.accepts(coerced):
             return coerced
-        shown = repr(coerced) + (" (text)" if isinstance(coerced, str) and self.type is not str else "")
+        shown = repr(coerced) + (
+            " (text)" if isinstance(coerced, str) and self.type is not str else ""
+        )
         raise ValueError(f"{what}: parameter {name!r} must be {self.allowed()}, got {shown}")
 
 
@@ -217,7 +243,9 @@ def default_values(defaults: dict[str, Any]) -> dict[str, Any]:
     return {k: v.default if isinstance(v, Param) else v for k, v in defaults.items()}
 
 
-def merged_params(what: str, defaults: dict[str, Any], params: dict[str, Any] | None) -> dict[str, Any]:
+def merged_params(
+    what: str, defaults: dict[str, Any], params: dict[str, Any] | None
+) -> dict[str, Any]:
     """`params` over the defaults' values; a parameter that is unknown, renamed, of the wrong
     type or out of its declared range is an error naming `what`, the parameter and what it
     takes (the workflow runs the same check on the config when it loads)."""

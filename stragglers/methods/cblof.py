@@ -37,8 +37,9 @@ class CBLOF(OutlierDetectionMethod):
         "refit_growth": Param(0.1, float, ge=0),
     }
 
-    def make_detector(self, n_train: int, seed: int, n_clusters: int = 8,
-                      alpha: float = 0.9, beta: float = 5.0) -> PyodCBLOF:
+    def make_detector(
+        self, n_train: int, seed: int, n_clusters: int = 8, alpha: float = 0.9, beta: float = 5.0
+    ) -> PyodCBLOF:
         return PyodCBLOF(
             contamination=self.params["contamination"],
             n_clusters=n_clusters,
@@ -49,8 +50,12 @@ class CBLOF(OutlierDetectionMethod):
         )
 
     def fit_detector(self, train: np.ndarray, checkpoint: Checkpoint, seed: int):
-        attempts = cblof_attempts(self.params["n_clusters"], self.params["alpha"],
-                                  self.params["beta"], distinct_row_count(train))
+        attempts = cblof_attempts(
+            self.params["n_clusters"],
+            self.params["alpha"],
+            self.params["beta"],
+            distinct_row_count(train),
+        )
         for n_clusters, alpha, beta in attempts:
             detector = self.make_detector(len(train), seed, n_clusters, alpha, beta)
             try:

@@ -84,8 +84,9 @@ def weibull_tail_shape(event_times: np.ndarray, cumulative_at_events: np.ndarray
     return float(np.clip(slope, *WEIBULL_SHAPE_RANGE))
 
 
-def baseline_from_lifelines(fitter: CoxPHFitter, event_times: np.ndarray,
-                            tail: str) -> BaselineHazard:
+def baseline_from_lifelines(
+    fitter: CoxPHFitter, event_times: np.ndarray, tail: str
+) -> BaselineHazard:
     frame = fitter.baseline_cumulative_hazard_
     times = frame.index.to_numpy(dtype=np.float64)
     cumulative = frame.iloc[:, 0].to_numpy(dtype=np.float64)
@@ -95,8 +96,9 @@ def baseline_from_lifelines(fitter: CoxPHFitter, event_times: np.ndarray,
         unique_events = np.unique(event_times)
         at_events = cumulative[np.searchsorted(times, unique_events, side="right") - 1]
         shape = weibull_tail_shape(unique_events, at_events)
-    return BaselineHazard(times=times, cumulative=cumulative, last_event=last_event,
-                          tail_shape=shape)
+    return BaselineHazard(
+        times=times, cumulative=cumulative, last_event=last_event, tail_shape=shape
+    )
 
 
 @dataclass(frozen=True)
@@ -112,11 +114,15 @@ class CoxPH(OnlineRefitMethod):
     name: ClassVar[str] = "CoxPH"
     family: ClassVar[str] = CENSORED_FAMILY
     defaults: ClassVar[dict[str, Any]] = {
-        "censoring": Param("elapsed", str, choices=CENSORING_MODES),  # or "max_finished" (the paper's code for Tobit/Grabit)
+        "censoring": Param(
+            "elapsed", str, choices=CENSORING_MODES
+        ),  # or "max_finished" (the paper's code for Tobit/Grabit)
         "penalizer": Param(0.1, float, ge=0),
         "decision": Param("conditional_survival", str, choices=COX_DECISIONS),  # or "median"
         "survival_threshold": Param(0.5, float, gt=0, lt=1),
-        "baseline_tail": Param("weibull", str, choices=BASELINE_TAILS),  # or "flat" (lifelines' Breslow step function as is)
+        "baseline_tail": Param(
+            "weibull", str, choices=BASELINE_TAILS
+        ),  # or "flat" (lifelines' Breslow step function as is)
         "refit_growth": Param(0.25, float, ge=0),
     }
 
@@ -136,17 +142,20 @@ class CoxPH(OnlineRefitMethod):
             return None
         scaler = fit_standardizer(checkpoint.finished_features, checkpoint.running_features)
         columns = scaler.varying.copy()
-        Z = np.vstack([
-            scaler.transform(checkpoint.finished_features),
-            scaler.transform(checkpoint.running_features),
-        ])[:, columns]
+        Z = np.vstack(
+            [
+                scaler.transform(checkpoint.finished_features),
+                scaler.transform(checkpoint.running_features),
+            ]
+        )[:, columns]
         finished = np.asarray(checkpoint.finished_latency, dtype=np.float64)
         durations = np.r_[finished, censoring_points(checkpoint, self.params["censoring"])]
         # lifelines needs positive durations; a task that just started has elapsed ~ 0
         floor = 1e-6 * max(float(self.job.straggler_threshold), 1e-12)
         durations = np.maximum(durations, floor)
-        events = np.r_[np.ones(len(finished), dtype=int),
-                       np.zeros(len(Z) - len(finished), dtype=int)]
+        events = np.r_[
+            np.ones(len(finished), dtype=int), np.zeros(len(Z) - len(finished), dtype=int)
+        ]
         frame = pd.DataFrame(Z, columns=[f"x{i}" for i in range(Z.shape[1])])
         frame["duration"] = durations
         frame["event"] = events
@@ -156,8 +165,9 @@ class CoxPH(OnlineRefitMethod):
         if Z.shape[1]:
             origin = pd.DataFrame(np.zeros((1, Z.shape[1])), columns=frame.columns[:-2])
             offset = float(np.asarray(fitter.predict_log_partial_hazard(origin))[0])
-        baseline = baseline_from_lifelines(fitter, durations[: len(finished)],
-                                           self.params["baseline_tail"])
+        baseline = baseline_from_lifelines(
+            fitter, durations[: len(finished)], self.params["baseline_tail"]
+        )
         return CoxFit(scaler=scaler, columns=columns, coef=coef, offset=offset, baseline=baseline)
 
     def _fit_lifelines(self, frame: pd.DataFrame, checkpoint: Checkpoint) -> CoxPHFitter:

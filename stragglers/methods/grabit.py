@@ -48,9 +48,16 @@ class BoostedTobit:
         return self.booster.predict(xgb.DMatrix(Z), output_margin=True)
 
 
-def fit_boosted_tobit(Z: np.ndarray, y: np.ndarray, censored: np.ndarray, sigma: float,
-                      n_estimators: int, learning_rate: float, max_depth: int,
-                      seed: int) -> BoostedTobit:
+def fit_boosted_tobit(
+    Z: np.ndarray,
+    y: np.ndarray,
+    censored: np.ndarray,
+    sigma: float,
+    n_estimators: int,
+    learning_rate: float,
+    max_depth: int,
+    seed: int,
+) -> BoostedTobit:
     Z = np.asarray(Z, dtype=np.float64)
     if Z.shape[1] == 0:  # no varying feature: the boosted model reduces to a constant
         Z = np.zeros((len(Z), 1))
@@ -80,10 +87,16 @@ def fit_boosted_tobit(Z: np.ndarray, y: np.ndarray, censored: np.ndarray, sigma:
 class Grabit(CensoredGaussianMethod):
     name: ClassVar[str] = "Grabit"
     defaults: ClassVar[dict[str, Any]] = {
-        "censoring": Param("elapsed", str, choices=CENSORING_MODES),  # or "max_finished" (the paper's code)
+        "censoring": Param(
+            "elapsed", str, choices=CENSORING_MODES
+        ),  # or "max_finished" (the paper's code)
         "target": Param("latency", str, choices=TARGETS),  # or "log_latency"
-        "decision": Param("latent_mean", str, choices=GAUSSIAN_DECISIONS),  # or "conditional_median"
-        "sigma": Param(None, float, gt=0, nullable=True),  # None: residual std of a linear fit; else on the latency / tau scale
+        "decision": Param(
+            "latent_mean", str, choices=GAUSSIAN_DECISIONS
+        ),  # or "conditional_median"
+        "sigma": Param(
+            None, float, gt=0, nullable=True
+        ),  # None: residual std of a linear fit; else on the latency / tau scale
         "n_estimators": Param(100, int, ge=1),
         "learning_rate": Param(0.1, float, gt=0),
         "max_depth": Param(5, int, ge=1),
@@ -94,7 +107,10 @@ class Grabit(CensoredGaussianMethod):
         sigma = self.params["sigma"]
         sigma = residual_sigma(Z, y) if sigma is None else max(float(sigma), _MIN_SIGMA)
         model = fit_boosted_tobit(
-            Z, y, censored, sigma,
+            Z,
+            y,
+            censored,
+            sigma,
             n_estimators=self.params["n_estimators"],
             learning_rate=self.params["learning_rate"],
             max_depth=self.params["max_depth"],

@@ -45,33 +45,43 @@ from stragglers.methods._srquant_model import scaled_theta
 from stragglers.methods.base import Checkpoint, JobInfo, Method, Param
 from stragglers.methods.srquant import resolve_kill_delay
 
-
 # examples of earlier jobs, per (converted dir, job, fractions): shared by the LASER instances
 # of one process (one per job), bounded
 _earlier_examples: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
 _EARLIER_CACHE_SIZE = 256
 
 
-def progress_input(feature_names, features: np.ndarray, elapsed: np.ndarray,
-                   finished_features: np.ndarray, finished_latency: np.ndarray) -> np.ndarray:
+def progress_input(
+    feature_names,
+    features: np.ndarray,
+    elapsed: np.ndarray,
+    finished_features: np.ndarray,
+    finished_latency: np.ndarray,
+) -> np.ndarray:
     """The task progress score phi_j of Table II for examples (features, elapsed in seconds):
     the proxy SRQuant and LATE use (``_progress``: work so far over the median finished task's
     total work, capped at 1), against the finished tasks given."""
     column = progress_column(feature_names)
     features = np.asarray(features, dtype=np.float64).reshape(len(elapsed), -1)
     finished_features = np.asarray(finished_features, dtype=np.float64).reshape(
-        len(finished_latency), -1)
+        len(finished_latency), -1
+    )
     if column is None:
         rate, finished_rate = np.ones(len(elapsed)), np.ones(len(finished_latency))
     else:
         index = list(feature_names).index(column)
         rate, finished_rate = features[:, index], finished_features[:, index]
-    return progress_scores(np.nan_to_num(rate), np.asarray(elapsed, dtype=np.float64),
-                           np.nan_to_num(finished_rate), finished_latency)[0]
+    return progress_scores(
+        np.nan_to_num(rate),
+        np.asarray(elapsed, dtype=np.float64),
+        np.nan_to_num(finished_rate),
+        finished_latency,
+    )[0]
 
 
-def earlier_job_examples(job, last_columns: np.ndarray, elapsed_fractions: np.ndarray,
-                         with_progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def earlier_job_examples(
+    job, last_columns: np.ndarray, elapsed_fractions: np.ndarray, with_progress: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """A finished earlier job's tasks as task-network examples: each task's final features at
     elapsed = f x its latency for f in `elapsed_fractions`, elapsed and target in units of the
     job's median latency. Tasks with no usage window are left out."""
@@ -88,11 +98,13 @@ def earlier_job_examples(job, last_columns: np.ndarray, elapsed_fractions: np.nd
     scale = float(np.median(latency))
     scale = scale if scale > 0 else 1.0
     empty = np.zeros(0)
-    inputs, targets = task_training_set(features, latency / scale, elapsed_fractions,
-                                        np.zeros((0, features.shape[1])), empty, empty)
+    inputs, targets = task_training_set(
+        features, latency / scale, elapsed_fractions, np.zeros((0, features.shape[1])), empty, empty
+    )
     if with_progress:
-        progress = progress_input(job.feature_names, inputs[:, :-1], inputs[:, -1] * scale,
-                                  features, latency)
+        progress = progress_input(
+            job.feature_names, inputs[:, :-1], inputs[:, -1] * scale, features, latency
+        )
         inputs = np.column_stack([inputs, progress])
     return inputs, targets
 
@@ -103,40 +115,70 @@ class LASER(Method):
     # reads earlier finished jobs when history_jobs > 0 (its predict jobs get every shard)
     cross_job = True
     defaults = {
-        "hidden_layers": Param(3, int, ge=1),  # task-time network (paper: 3 after Table I; 1, 3, 5 tested)
-        "job_hidden_layers": Param(1, int, ge=1),  # job-time / machine-time network (Table I's best)
+        "hidden_layers": Param(
+            3, int, ge=1
+        ),  # task-time network (paper: 3 after Table I; 1, 3, 5 tested)
+        "job_hidden_layers": Param(
+            1, int, ge=1
+        ),  # job-time / machine-time network (Table I's best)
         "width": Param(16, int, ge=1),  # neurons per hidden layer (the paper does not say)
         "epochs": Param(100, int, ge=1),  # full-batch Adam steps per fit
         "learning_rate": Param(0.01, float, gt=0),
-        "refit_every": Param(5, int, ge=1),  # checkpoints between task-network fits (1: every checkpoint)
+        "refit_every": Param(
+            5, int, ge=1
+        ),  # checkpoints between task-network fits (1: every checkpoint)
         "min_finished": Param(5, int, ge=1),  # finished tasks needed before anything is flagged
-        "max_train": Param(1000, int, ge=1),  # examples per task-network fit (a seeded subsample beyond it)
-        "elapsed_fractions": Param([0.25, 0.5, 0.75], list, items=float, gt=0, le=1),  # shares of a finished task's latency
+        "max_train": Param(
+            1000, int, ge=1
+        ),  # examples per task-network fit (a seeded subsample beyond it)
+        "elapsed_fractions": Param(
+            [0.25, 0.5, 0.75], list, items=float, gt=0, le=1
+        ),  # shares of a finished task's latency
         "r_max": Param(5, int, ge=0),  # most extra attempts per straggler
         "theta_cost": Param(1.0e-4, float, ge=0),  # theta * C per machine-second (as SRQuant)
         # "job": theta_cost x reference_machine_time / M_0, M_0 network 2's machine time at
         # r = 0 (as SRQuant's, _srquant_model.scaled_theta); "literal": theta_cost as is
         "theta_scaling": Param("job", str, choices=("job", "literal")),
-        "reference_machine_time": Param(1640.0, float, gt=0),  # the paper's jobs' mean machine time (Table I), s
+        "reference_machine_time": Param(
+            1640.0, float, gt=0
+        ),  # the paper's jobs' mean machine time (Table I), s
         # tau_kill - tau_est; null: the replay's = the simulator's resume policy's (as SRQuant)
         "kill_delay": Param(None, float, ge=0, nullable=True),
         "progress_input": Param(True, bool),  # the task network reads phi_j (Table II; False: not)
-        "simulation_draws": Param(16, int, ge=1),  # simulated outcomes per r per checkpoint for network 2
-        "job_history": Param(4, int, ge=1),  # checkpoints of simulated outcomes network 2 is trained on
-        "snapshots_per_checkpoint": Param(1000, int, ge=1),  # running tasks remembered per checkpoint (memory bound)
-        "history_jobs": Param(0, int, ge=0),  # latest finished earlier jobs trained on (0: this job only)
+        "simulation_draws": Param(
+            16, int, ge=1
+        ),  # simulated outcomes per r per checkpoint for network 2
+        "job_history": Param(
+            4, int, ge=1
+        ),  # checkpoints of simulated outcomes network 2 is trained on
+        "snapshots_per_checkpoint": Param(
+            1000, int, ge=1
+        ),  # running tasks remembered per checkpoint (memory bound)
+        "history_jobs": Param(
+            0, int, ge=0
+        ),  # latest finished earlier jobs trained on (0: this job only)
     }
 
     def start_job(self, job: JobInfo) -> None:
         super().start_job(job)
-        for key in ("hidden_layers", "job_hidden_layers", "refit_every", "epochs", "width",
-                    "min_finished", "max_train", "simulation_draws", "job_history",
-                    "snapshots_per_checkpoint"):
+        for key in (
+            "hidden_layers",
+            "job_hidden_layers",
+            "refit_every",
+            "epochs",
+            "width",
+            "min_finished",
+            "max_train",
+            "simulation_draws",
+            "job_history",
+            "snapshots_per_checkpoint",
+        ):
             if int(self.params[key]) < 1:
                 raise ValueError(f"method LASER: {key} must be >= 1, got {self.params[key]}")
         if int(self.params["history_jobs"]) < 0:
             raise ValueError(
-                f"method LASER: history_jobs must be >= 0, got {self.params['history_jobs']}")
+                f"method LASER: history_jobs must be >= 0, got {self.params['history_jobs']}"
+            )
         self.decisions: list[tuple[int, float]] = []  # (r, theta C used) per decision
         self.history_jobs_used = 0  # at the latest fit (logged by tests and the note)
         self.chosen_attempts: int | None = None
@@ -170,9 +212,13 @@ class LASER(Method):
         latency_of[cp.finished_tasks] = cp.finished_latency
         done = np.isfinite(latency_of[task])
         inputs, targets = task_training_set(
-            cp.finished_features, cp.finished_latency,
+            cp.finished_features,
+            cp.finished_latency,
             np.asarray(self.params["elapsed_fractions"], dtype=np.float64),
-            features[done], elapsed[done], latency_of[task[done]])
+            features[done],
+            elapsed[done],
+            latency_of[task[done]],
+        )
         limit = int(self.params["max_train"])
         if len(targets) > limit:
             keep = np.sort(self._rng.choice(len(targets), size=limit, replace=False))
@@ -183,8 +229,15 @@ class LASER(Method):
         self._latency_scale = scale if scale > 0 else 1.0
         columns = [inputs[:, :-1], inputs[:, -1] / self._latency_scale]
         if self.params["progress_input"]:
-            columns.append(progress_input(self.job.feature_names, inputs[:, :-1], inputs[:, -1],
-                                          cp.finished_features, cp.finished_latency))
+            columns.append(
+                progress_input(
+                    self.job.feature_names,
+                    inputs[:, :-1],
+                    inputs[:, -1],
+                    cp.finished_features,
+                    cp.finished_latency,
+                )
+            )
         inputs = np.column_stack(columns)
         targets = targets / self._latency_scale
         self._finished = (cp.finished_features, cp.finished_latency)  # progress's reference
@@ -196,9 +249,14 @@ class LASER(Method):
             inputs = np.vstack([inputs, earlier_inputs])
             targets = np.concatenate([targets, earlier_targets])
         self._task_model = fit_regressor(
-            inputs, targets, int(self.params["hidden_layers"]),
-            int(self.params["width"]), int(self.params["epochs"]),
-            float(self.params["learning_rate"]), self._fit_seed())
+            inputs,
+            targets,
+            int(self.params["hidden_layers"]),
+            int(self.params["width"]),
+            int(self.params["epochs"]),
+            float(self.params["learning_rate"]),
+            self._fit_seed(),
+        )
         self._calls_since_fit = 0
 
     def _earlier_examples(self, time: float) -> tuple[np.ndarray, np.ndarray]:
@@ -206,8 +264,10 @@ class LASER(Method):
         history = self.job.history
         d = len(self.job.feature_names)
         if history is None:
-            raise ValueError("method LASER: history_jobs > 0 needs the dataset's job history "
-                             "(JobInfo.history), which this run did not provide")
+            raise ValueError(
+                "method LASER: history_jobs > 0 needs the dataset's job history "
+                "(JobInfo.history), which this run did not provide"
+            )
         from stragglers.formats.datasets import last_columns
 
         fractions = np.asarray(self.params["elapsed_fractions"], dtype=np.float64)
@@ -220,8 +280,8 @@ class LASER(Method):
                 if len(_earlier_examples) >= _EARLIER_CACHE_SIZE:
                     _earlier_examples.pop(next(iter(_earlier_examples)))
                 _earlier_examples[key] = earlier_job_examples(
-                    history.load(job_id, time), last_columns(history.kind), fractions,
-                    with_progress)
+                    history.load(job_id, time), last_columns(history.kind), fractions, with_progress
+                )
             x, y = _earlier_examples[key]
             inputs.append(x)
             targets.append(y)
@@ -232,8 +292,9 @@ class LASER(Method):
         """The task network's estimate in seconds, never below the elapsed time."""
         columns = [features, elapsed / self._latency_scale]
         if self.params["progress_input"]:
-            columns.append(progress_input(self.job.feature_names, features, elapsed,
-                                          *self._finished))
+            columns.append(
+                progress_input(self.job.feature_names, features, elapsed, *self._finished)
+            )
         raw = predict_regressor(self._task_model, np.column_stack(columns))[:, 0]
         return np.maximum(raw * self._latency_scale, elapsed)
 
@@ -249,26 +310,40 @@ class LASER(Method):
         inputs, targets = [], []
         for r in range(r_max + 1):
             job_time, machine_time = simulate_resume(
-                r, elapsed, estimate, deadline, cp.finished_latency,
+                r,
+                elapsed,
+                estimate,
+                deadline,
+                cp.finished_latency,
                 resolve_kill_delay(self.name, self.params["kill_delay"], self.job),
                 int(self.params["simulation_draws"]),
-                self._rng)
+                self._rng,
+            )
             inputs.append(np.tile([r, *state], (len(job_time), 1)))
-            targets.append(np.column_stack([job_time / deadline,
-                                            machine_time / (n_run * deadline)]))
+            targets.append(
+                np.column_stack([job_time / deadline, machine_time / (n_run * deadline)])
+            )
         self._job_examples.append((np.vstack(inputs), np.vstack(targets)))
-        self._job_examples = self._job_examples[-int(self.params["job_history"]):]
+        self._job_examples = self._job_examples[-int(self.params["job_history"]) :]
         model = fit_regressor(
             np.vstack([x for x, _ in self._job_examples]),
             np.vstack([y for _, y in self._job_examples]),
-            int(self.params["job_hidden_layers"]), int(self.params["width"]),
-            int(self.params["epochs"]), float(self.params["learning_rate"]), self._fit_seed())
+            int(self.params["job_hidden_layers"]),
+            int(self.params["width"]),
+            int(self.params["epochs"]),
+            float(self.params["learning_rate"]),
+            self._fit_seed(),
+        )
         query = np.array([[r, *state] for r in range(r_max + 1)], dtype=np.float64)
         predicted = predict_regressor(model, query)
         job_time = predicted[:, 0] * deadline
         machine_time = predicted[:, 1] * n_run * deadline
-        theta = scaled_theta(float(self.params["theta_cost"]), str(self.params["theta_scaling"]),
-                             float(machine_time[0]), float(self.params["reference_machine_time"]))
+        theta = scaled_theta(
+            float(self.params["theta_cost"]),
+            str(self.params["theta_scaling"]),
+            float(machine_time[0]),
+            float(self.params["reference_machine_time"]),
+        )
         r, _ = choose_attempts(job_time, machine_time, deadline, theta)
         self.decisions.append((r, theta))
         self.chosen_attempts = r + 1

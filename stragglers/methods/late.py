@@ -93,7 +93,9 @@ class LATE(Method):
     family: ClassVar[str] = SCHEDULERS_FAMILY
     defaults: ClassVar[dict[str, Any]] = {
         "slow_task_percentile": Param(25.0, float, gt=0, le=100),  # SlowTaskThreshold
-        "speculative_cap": Param(0.10, float, gt=0, le=1),  # SpeculativeCap, share of the job's tasks
+        "speculative_cap": Param(
+            0.10, float, gt=0, le=1
+        ),  # SpeculativeCap, share of the job's tasks
         "min_elapsed": Param(60.0, float, ge=0),  # seconds a task runs before it may be speculated
     }
 

@@ -22,8 +22,9 @@ class LSCP(OutlierDetectionMethod):
     }
 
     def make_detector(self, n_train: int, seed: int) -> PyodLSCP:
-        base = [PyodLOF(n_neighbors=shrink_neighbours(k, n_train))
-                for k in self.params["lof_neighbors"]]
+        base = [
+            PyodLOF(n_neighbors=shrink_neighbours(k, n_train)) for k in self.params["lof_neighbors"]
+        ]
         return PyodLSCP(
             base,
             # the local region is a set of training neighbours: at most n_train of them

@@ -53,11 +53,14 @@ def minmax_scale(reference: np.ndarray, *blocks: np.ndarray) -> list[np.ndarray]
     return [(b - low) / span for b in blocks]
 
 
-def logistic_objective(design: np.ndarray, labels: np.ndarray, beta: np.ndarray,
-                       penalty: np.ndarray) -> float:
+def logistic_objective(
+    design: np.ndarray, labels: np.ndarray, beta: np.ndarray, penalty: np.ndarray
+) -> float:
     """sum of log-losses + 1/2 sum penalty * beta^2, computed without overflow."""
     logits = design @ beta
-    return float(np.sum(np.logaddexp(0.0, logits) - labels * logits) + 0.5 * np.sum(penalty * beta**2))
+    return float(
+        np.sum(np.logaddexp(0.0, logits) - labels * logits) + 0.5 * np.sum(penalty * beta**2)
+    )
 
 
 def fit_logistic(
@@ -132,7 +135,9 @@ class BoostedLatencyModel:
     with `hist` trees fits in ~10-20 ms, which matters when refitting per checkpoint.
     """
 
-    def __init__(self, n_estimators: int, max_depth: int, learning_rate: float, max_bin: int, seed: int):
+    def __init__(
+        self, n_estimators: int, max_depth: int, learning_rate: float, max_bin: int, seed: int
+    ):
         self.rounds = int(n_estimators)
         self.params = {
             "objective": "reg:squarederror",
@@ -150,7 +155,7 @@ class BoostedLatencyModel:
             "verbosity": 0,
         }
 
-    def fit(self, features: np.ndarray, latency: np.ndarray) -> "BoostedLatencyModel":
+    def fit(self, features: np.ndarray, latency: np.ndarray) -> BoostedLatencyModel:
         import xgboost
 
         data = xgboost.DMatrix(features, label=latency, nthread=1)
@@ -173,12 +178,18 @@ class NURD(Method):
         # "protocol": the replay protocol's `regressor` rule (`paper`: sklearn-gbr, else
         # xgboost); "xgboost" | "sklearn-gbr" (the reference script's choice) force one
         "regressor": Param("protocol", str, choices=("protocol", "xgboost", "sklearn-gbr")),
-        "gbr_random_state": Param(42, int, ge=0),  # sklearn-gbr: the reference script's --rs default
+        "gbr_random_state": Param(
+            42, int, ge=0
+        ),  # sklearn-gbr: the reference script's --rs default
         "n_estimators": Param(100, int, ge=1),
         "max_depth": Param(3, int, ge=1),
         "learning_rate": Param(0.1, float, gt=0),
-        "max_bin": Param(64, int, ge=2),  # XGBoost histogram bins: jobs have hundreds of tasks, not millions
-        "propensity_l2": Param(1.0, float, ge=0),  # = 1 / C of scikit-learn's default LogisticRegression
+        "max_bin": Param(
+            64, int, ge=2
+        ),  # XGBoost histogram bins: jobs have hundreds of tasks, not millions
+        "propensity_l2": Param(
+            1.0, float, ge=0
+        ),  # = 1 / C of scikit-learn's default LogisticRegression
         # refit the regressor when the finished set has grown by this fraction since the last
         # fit (0: at every checkpoint where a task finished; fewer refits cost F1 here)
         "refit_growth": Param(0.0, float, ge=0),

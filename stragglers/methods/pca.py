@@ -12,8 +12,10 @@ from stragglers.methods.base import Param
 
 class PCA(OutlierDetectionMethod):
     name: ClassVar[str] = "PCA"
-    defaults: ClassVar[dict[str, Any]] = {"contamination": Param(0.1, float, gt=0, le=0.5),
-                                          "refit_growth": Param(0.1, float, ge=0)}
+    defaults: ClassVar[dict[str, Any]] = {
+        "contamination": Param(0.1, float, gt=0, le=0.5),
+        "refit_growth": Param(0.1, float, ge=0),
+    }
     drop_constant_training_columns: ClassVar[bool] = True  # zero eigenvalues otherwise
 
     def make_detector(self, n_train: int, seed: int) -> PyodPCA:

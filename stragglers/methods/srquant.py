@@ -41,8 +41,10 @@ def resolve_kill_delay(method: str, kill_delay, job: JobInfo) -> float:
     (`JobInfo.kill_delay`, the simulator's resume policy's for this dataset)."""
     value = job.kill_delay if kill_delay is None else float(kill_delay)
     if not (value >= 0 and np.isfinite(value)):
-        raise ValueError(f"method {method}: kill_delay is null and the replay gave no kill "
-                         f"delay (JobInfo.kill_delay = {job.kill_delay}); set kill_delay")
+        raise ValueError(
+            f"method {method}: kill_delay is null and the replay gave no kill "
+            f"delay (JobInfo.kill_delay = {job.kill_delay}); set kill_delay"
+        )
     return float(value)
 
 
@@ -60,12 +62,18 @@ class SRQuant(Method):
     family = "Schedulers"
     defaults = {
         "r_max": Param(5, int, ge=0),  # most extra attempts per straggler
-        "pocd_min": Param(0.1, float, ge=0, le=1),  # R_min of Eq. 9 (the paper's experiments, laser.txt §V)
-        "theta_cost": Param(1e-4, float, ge=0),  # theta * C per machine-second (the paper's experiments)
+        "pocd_min": Param(
+            0.1, float, ge=0, le=1
+        ),  # R_min of Eq. 9 (the paper's experiments, laser.txt §V)
+        "theta_cost": Param(
+            1e-4, float, ge=0
+        ),  # theta * C per machine-second (the paper's experiments)
         # "job": theta_cost x reference_machine_time / E_0(T), the paper's trade-off scaled to
         # this job's machine time (_srquant_model.scaled_theta); "literal": theta_cost as is
         "theta_scaling": Param("job", str, choices=("job", "literal")),
-        "reference_machine_time": Param(1640.0, float, gt=0),  # the paper's jobs' mean machine time (Table I), s
+        "reference_machine_time": Param(
+            1640.0, float, gt=0
+        ),  # the paper's jobs' mean machine time (Table I), s
         # tau_kill - tau_est; null: the replay's (JobInfo.kill_delay), which is the simulator's
         # resume policy's (simulation.policies.kill_delay, default one checkpoint interval)
         "kill_delay": Param(None, float, ge=0, nullable=True),
@@ -91,8 +99,9 @@ class SRQuant(Method):
         if n_run == 0 or len(checkpoint.finished_tasks) == 0:
             return np.zeros(n_run, dtype=bool)
         progress = estimate_progress(checkpoint, self.job.feature_names).progress
-        estimate = hadoop_estimate(checkpoint.running_elapsed, progress,
-                                   float(self.params["startup_offset"]))
+        estimate = hadoop_estimate(
+            checkpoint.running_elapsed, progress, float(self.params["startup_offset"])
+        )
         deadline = float(self.job.straggler_threshold)
         flags = np.isfinite(estimate) & (estimate > deadline)
         if flags.any():
@@ -104,14 +113,24 @@ class SRQuant(Method):
             phi_est = float(np.clip(progress.mean(), 0.0, 1.0 - 1e-9))
             kill_delay = self.kill_delay()
             theta = scaled_theta(
-                float(self.params["theta_cost"]), str(self.params["theta_scaling"]),
-                expected_machine_time(0, self.job.n_tasks, t_min, beta, deadline, tau_est,
-                                      phi_est, kill_delay),
-                float(self.params["reference_machine_time"]))
+                float(self.params["theta_cost"]),
+                str(self.params["theta_scaling"]),
+                expected_machine_time(
+                    0, self.job.n_tasks, t_min, beta, deadline, tau_est, phi_est, kill_delay
+                ),
+                float(self.params["reference_machine_time"]),
+            )
             r, _ = choose_attempts(
-                self.job.n_tasks, t_min, beta, deadline, tau_est=tau_est, phi_est=phi_est,
-                kill_delay=kill_delay, r_max=int(self.params["r_max"]),
-                pocd_min=float(self.params["pocd_min"]), theta_cost=theta,
+                self.job.n_tasks,
+                t_min,
+                beta,
+                deadline,
+                tau_est=tau_est,
+                phi_est=phi_est,
+                kill_delay=kill_delay,
+                r_max=int(self.params["r_max"]),
+                pocd_min=float(self.params["pocd_min"]),
+                theta_cost=theta,
             )
             self.decisions.append((r, theta))
             self.chosen_attempts = r + 1

@@ -81,14 +81,16 @@ def step_input(
         host = _mean_std(np.asarray(running_machine_state, dtype=float), n_machine_features)
     else:
         host = np.zeros(2 * n_machine_features)
-    vector = np.concatenate([
-        [len(finished_latency) / n_tasks, len(running_elapsed) / n_tasks],
-        _log_ratio_stats(finished_latency, x_min),
-        _log_ratio_stats(running_elapsed, x_min),
-        _mean_std(np.asarray(finished_features).reshape(-1, n_features), n_features),
-        _mean_std(np.asarray(running_features).reshape(-1, n_features), n_features),
-        host,
-    ])
+    vector = np.concatenate(
+        [
+            [len(finished_latency) / n_tasks, len(running_elapsed) / n_tasks],
+            _log_ratio_stats(finished_latency, x_min),
+            _log_ratio_stats(running_elapsed, x_min),
+            _mean_std(np.asarray(finished_features).reshape(-1, n_features), n_features),
+            _mean_std(np.asarray(running_features).reshape(-1, n_features), n_features),
+            host,
+        ]
+    )
     return vector, x_min
 
 
@@ -115,8 +117,12 @@ def _latest_machine_state(job, t: float, tasks: np.ndarray) -> np.ndarray | None
     return out
 
 
-def job_sequence(job, checkpoints, max_steps: int, n_machine_features: int,
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def job_sequence(
+    job,
+    checkpoints,
+    max_steps: int,
+    n_machine_features: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """A finished earlier job replayed on the grid START predicts on: `checkpoints` are the
     replay's own (JobHistory.checkpoints: every checkpoint interval from the grid origin, from
     the first one where `start_fraction` of its tasks had finished, nothing flagged); the first
@@ -125,9 +131,14 @@ def job_sequence(job, checkpoints, max_steps: int, n_machine_features: int,
     inputs, minima = [], []
     for checkpoint in checkpoints:
         vector, x_min = step_input(
-            job.n_tasks, checkpoint.finished_latency, checkpoint.finished_features,
-            checkpoint.running_elapsed, checkpoint.running_features,
-            checkpoint.running_machine_state, d, n_machine_features,
+            job.n_tasks,
+            checkpoint.finished_latency,
+            checkpoint.finished_features,
+            checkpoint.running_elapsed,
+            checkpoint.running_features,
+            checkpoint.running_machine_state,
+            d,
+            n_machine_features,
         )
         inputs.append(vector)
         minima.append(x_min)
@@ -152,18 +163,24 @@ def _build_network(n_inputs: int, hidden: int, activation: str = "softplus"):
     from torch import nn
 
     if activation not in ENCODER_ACTIVATIONS:
-        raise ValueError(f"method START: encoder_activation must be one of "
-                         f"{ENCODER_ACTIVATIONS}, got {activation!r}")
+        raise ValueError(
+            f"method START: encoder_activation must be one of "
+            f"{ENCODER_ACTIVATIONS}, got {activation!r}"
+        )
     act = nn.Softplus if activation == "softplus" else nn.ReLU
 
     class EncoderLSTM(nn.Module):
         def __init__(self):
             super().__init__()
             self.encoder = nn.Sequential(
-                nn.Linear(n_inputs, 64), act(),
-                nn.Linear(64, 64), act(),
-                nn.Linear(64, hidden), act(),
-                nn.Linear(hidden, hidden), act(),
+                nn.Linear(n_inputs, 64),
+                act(),
+                nn.Linear(64, 64),
+                act(),
+                nn.Linear(64, hidden),
+                act(),
+                nn.Linear(hidden, hidden),
+                act(),
             )
             self.lstm = nn.LSTM(hidden, hidden, num_layers=2, batch_first=True)
             self.output = nn.Linear(hidden, 2)
@@ -207,8 +224,9 @@ def _train(sequences: list[np.ndarray], targets: list[np.ndarray], params: dict)
         x[i, : len(seq)] = (seq - mean) / std
         y[i, : len(seq)] = target
         mask[i, : len(seq)] = 1.0
-    network = _build_network(stacked.shape[1], int(params["hidden"]),
-                             str(params.get("encoder_activation", "softplus")))
+    network = _build_network(
+        stacked.shape[1], int(params["hidden"]), str(params.get("encoder_activation", "softplus"))
+    )
     optimiser = torch.optim.Adam(network.parameters(), lr=float(params["learning_rate"]))
     xt, yt, mt = torch.from_numpy(x), torch.from_numpy(y), torch.from_numpy(mask)
     for _ in range(int(params["epochs"])):
@@ -227,14 +245,24 @@ class Start(StartMLE):
     uses_machine_state: ClassVar[bool] = True  # the host matrix: its machines' state
     cross_job: ClassVar[bool] = True
     defaults: ClassVar[dict[str, Any]] = {
-        "straggler_quantile": Param(0.90, float, gt=0, lt=1),  # q of the straggler definition K is calibrated to
+        "straggler_quantile": Param(
+            0.90, float, gt=0, lt=1
+        ),  # q of the straggler definition K is calibrated to
         "history_jobs": Param(20, int, ge=1),  # latest earlier jobs trained on (and K taken from)
-        "refit_every": Param(4, int, ge=1),  # retrain once this many more earlier jobs have finished
-        "start_fraction": Param(0.04, float, gt=0, lt=1),  # earlier jobs' sequences start as the replay's prediction does
+        "refit_every": Param(
+            4, int, ge=1
+        ),  # retrain once this many more earlier jobs have finished
+        "start_fraction": Param(
+            0.04, float, gt=0, lt=1
+        ),  # earlier jobs' sequences start as the replay's prediction does
         "max_steps": Param(128, int, ge=1),  # longest training sequence (steps of an earlier job)
-        "ema_weight": Param(0.8, float, gt=0, le=1),  # weight of the latest input in the moving average (paper: lost)
+        "ema_weight": Param(
+            0.8, float, gt=0, le=1
+        ),  # weight of the latest input in the moving average (paper: lost)
         "hidden": Param(32, int, ge=1),  # LSTM units (paper: 2 layers of 32)
-        "encoder_activation": Param("softplus", str, choices=("softplus", "relu")),  # the encoder's 4 layers (paper: softplus)
+        "encoder_activation": Param(
+            "softplus", str, choices=("softplus", "relu")
+        ),  # the encoder's 4 layers (paper: softplus)
         "epochs": Param(150, int, ge=1),
         "learning_rate": Param(0.003, float, gt=0),
     }
@@ -253,20 +281,29 @@ class Start(StartMLE):
         every = int(self.params["refit_every"])
         usable = (len(finished) // every) * every
         ids = list(finished["job_id"].iloc[:usable])
-        return ids[-int(self.params["history_jobs"]):]
+        return ids[-int(self.params["history_jobs"]) :]
 
     def _sequence(self, job_id: str, time: float):
         history = self.job.history
-        key = (str(history.converted_dir), job_id, self.params["start_fraction"],
-               self.params["max_steps"], self.n_machine_features,
-               self.job.checkpoint_interval, self.job.grid_origin)
+        key = (
+            str(history.converted_dir),
+            job_id,
+            self.params["start_fraction"],
+            self.params["max_steps"],
+            self.n_machine_features,
+            self.job.checkpoint_interval,
+            self.job.grid_origin,
+        )
         if key not in _sequence_cache:
             from stragglers.formats.datasets import last_columns
 
             job = history.load(job_id, time)
             checkpoints = history.checkpoints(
-                job, last_columns(history.kind), float(self.params["start_fraction"]),
-                float(self.job.checkpoint_interval), float(self.job.grid_origin),
+                job,
+                last_columns(history.kind),
+                float(self.params["start_fraction"]),
+                float(self.job.checkpoint_interval),
+                float(self.job.grid_origin),
                 machine_state=self.n_machine_features > 0,
             )
             inputs, minima = job_sequence(
@@ -280,13 +317,22 @@ class Start(StartMLE):
         ids = self._training_ids(time)
         if not ids:
             type(self).fallback_jobs += 1
-            log.info("START job %s: fewer than %d earlier finished jobs, START-MLE's fit "
-                     "(fallback)", self.job.job_id, self.params["refit_every"])
+            log.info(
+                "START job %s: fewer than %d earlier finished jobs, START-MLE's fit (fallback)",
+                self.job.job_id,
+                self.params["refit_every"],
+            )
             return
         history = self.job.history
-        key = (str(history.converted_dir), tuple(ids), self.n_machine_features,
-               tuple(sorted(self.params.items())), self.job.checkpoint_interval,
-               self.job.grid_origin, getattr(history, "seed", 0))
+        key = (
+            str(history.converted_dir),
+            tuple(ids),
+            self.n_machine_features,
+            tuple(sorted(self.params.items())),
+            self.job.checkpoint_interval,
+            self.job.grid_origin,
+            getattr(history, "seed", 0),
+        )
         if key not in _model_cache:
             sequences, targets = [], []
             for job_id in ids:
@@ -294,25 +340,37 @@ class Start(StartMLE):
                 if len(minima) == 0:
                     continue
                 sequences.append(moving_average(inputs, float(self.params["ema_weight"])))
-                targets.append(np.column_stack([
-                    np.log(beta / minima), np.full(len(minima), np.log(alpha - 1.0)),
-                ]))
+                targets.append(
+                    np.column_stack(
+                        [
+                            np.log(beta / minima),
+                            np.full(len(minima), np.log(alpha - 1.0)),
+                        ]
+                    )
+                )
             if not sequences:
                 type(self).fallback_jobs += 1
-                log.info("START job %s: no earlier job has a checkpoint to learn from, "
-                         "START-MLE's fit (fallback)", self.job.job_id)
+                log.info(
+                    "START job %s: no earlier job has a checkpoint to learn from, "
+                    "START-MLE's fit (fallback)",
+                    self.job.job_id,
+                )
                 return
             digest = hashlib.sha256("\x1f".join([str(key[-1]), *ids]).encode()).digest()
             seed = int.from_bytes(digest[:4], "little")
             _model_cache[key] = train_network(sequences, targets, self.params, seed)
             type(self).trainings += 1
-            log.info("START: trained on %d earlier jobs (loss %.4f)", len(ids), _model_cache[key][3])
+            log.info(
+                "START: trained on %d earlier jobs (loss %.4f)", len(ids), _model_cache[key][3]
+            )
         self.model = _model_cache[key]
 
     def predict(self, checkpoint: Checkpoint) -> np.ndarray:
         if checkpoint.prescaled:
-            raise ValueError(f"{self.name} fits a Pareto to latencies in seconds; "
-                             "the protocol's `scaling: final` rescales them")
+            raise ValueError(
+                f"{self.name} fits a Pareto to latencies in seconds; "
+                "the protocol's `scaling: final` rescales them"
+            )
         if checkpoint.first_prediction:
             self._calibrate(checkpoint.time)
             self._load_model(checkpoint.time)
@@ -321,21 +379,31 @@ class Start(StartMLE):
         else:
             alpha = self._network_alpha(checkpoint)
         self.k_hat = self.expected_stragglers(alpha)
-        return start_rule(self.job.n_tasks, len(checkpoint.finished_tasks), self.k_hat,
-                          len(checkpoint.running_tasks))
+        return start_rule(
+            self.job.n_tasks,
+            len(checkpoint.finished_tasks),
+            self.k_hat,
+            len(checkpoint.running_tasks),
+        )
 
     def _network_alpha(self, checkpoint: Checkpoint) -> float:
         import torch
 
         network, mean, std, _ = self.model
         vector, _ = step_input(
-            self.job.n_tasks, checkpoint.finished_latency, checkpoint.finished_features,
-            checkpoint.running_elapsed, checkpoint.running_features,
+            self.job.n_tasks,
+            checkpoint.finished_latency,
+            checkpoint.finished_features,
+            checkpoint.running_elapsed,
+            checkpoint.running_features,
             getattr(checkpoint, "running_machine_state", None),
-            len(self.job.feature_names), self.n_machine_features,
+            len(self.job.feature_names),
+            self.n_machine_features,
         )
         weight = float(self.params["ema_weight"])
-        self.average = vector if self.average is None else weight * vector + (1 - weight) * self.average
+        self.average = (
+            vector if self.average is None else weight * vector + (1 - weight) * self.average
+        )
         x = torch.from_numpy(((self.average - mean) / std).astype(np.float32)).view(1, 1, -1)
         threads = torch.get_num_threads()
         torch.set_num_threads(1)

@@ -37,7 +37,9 @@ class StartMLE(Method):
     family: ClassVar[str] = "Systems"
     cross_job: ClassVar[bool] = True
     defaults: ClassVar[dict[str, Any]] = {
-        "straggler_quantile": Param(0.90, float, gt=0, lt=1),  # q of the straggler definition K is calibrated to
+        "straggler_quantile": Param(
+            0.90, float, gt=0, lt=1
+        ),  # q of the straggler definition K is calibrated to
         "history_jobs": Param(20, int, ge=1),  # latest earlier jobs K is taken from
     }
     k_fallback_jobs: ClassVar[int] = 0  # jobs without an earlier finished job (per process)
@@ -51,13 +53,18 @@ class StartMLE(Method):
 
     def _calibrate(self, time: float) -> None:
         self.mean_multiple, used = history_mean_multiple(
-            self.job.history, time, self.params["straggler_quantile"],
+            self.job.history,
+            time,
+            self.params["straggler_quantile"],
             int(self.params["history_jobs"]),
         )
         if used == 0:
             type(self).k_fallback_jobs += 1
-            log.info("%s job %s: no earlier finished job, k_hat = (1 - q) n (fallback)",
-                     self.name, self.job.job_id)
+            log.info(
+                "%s job %s: no earlier finished job, k_hat = (1 - q) n (fallback)",
+                self.name,
+                self.job.job_id,
+            )
 
     def expected_stragglers(self, alpha: float) -> float:
         n = self.job.n_tasks
@@ -67,11 +74,17 @@ class StartMLE(Method):
 
     def predict(self, checkpoint: Checkpoint) -> np.ndarray:
         if checkpoint.prescaled:
-            raise ValueError(f"{self.name} fits a Pareto to latencies in seconds; "
-                             "the protocol's `scaling: final` rescales them")
+            raise ValueError(
+                f"{self.name} fits a Pareto to latencies in seconds; "
+                "the protocol's `scaling: final` rescales them"
+            )
         if checkpoint.first_prediction:
             self._calibrate(checkpoint.time)
         _, alpha = pareto_mle(checkpoint.finished_latency, checkpoint.running_elapsed)
         self.k_hat = self.expected_stragglers(alpha)
-        return start_rule(self.job.n_tasks, len(checkpoint.finished_tasks), self.k_hat,
-                          len(checkpoint.running_tasks))
+        return start_rule(
+            self.job.n_tasks,
+            len(checkpoint.finished_tasks),
+            self.k_hat,
+            len(checkpoint.running_tasks),
+        )

@@ -38,9 +38,15 @@ class LinearModel:
 class Tobit(CensoredGaussianMethod):
     name: ClassVar[str] = "Tobit"
     defaults: ClassVar[dict[str, Any]] = {
-        "censoring": Param("elapsed", str, choices=CENSORING_MODES),  # or "max_finished" (the paper's code)
-        "target": Param("latency", str, choices=TARGETS),  # Gaussian on latency / tau; or "log_latency"
-        "decision": Param("latent_mean", str, choices=GAUSSIAN_DECISIONS),  # or "conditional_median"
+        "censoring": Param(
+            "elapsed", str, choices=CENSORING_MODES
+        ),  # or "max_finished" (the paper's code)
+        "target": Param(
+            "latency", str, choices=TARGETS
+        ),  # Gaussian on latency / tau; or "log_latency"
+        "decision": Param(
+            "latent_mean", str, choices=GAUSSIAN_DECISIONS
+        ),  # or "conditional_median"
         "l2": Param(1e-3, float, ge=0),
         "refit_growth": Param(0.1, float, ge=0),
     }

@@ -110,8 +110,9 @@ class Wrangler(Method):
         finished = np.asarray(checkpoint.finished_tasks, dtype=np.int64)
         fin_train = self._training[finished]
         run_train = self._training[running]
-        X_train = np.vstack([checkpoint.finished_features[fin_train],
-                             checkpoint.running_features[run_train]])
+        X_train = np.vstack(
+            [checkpoint.finished_features[fin_train], checkpoint.running_features[run_train]]
+        )
         y_train = np.r_[self._labels[finished[fin_train]], self._labels[running[run_train]]]
         if y_train.size == 0:
             # Wrangler never flags its training tasks, so they stay visible until they finish;
@@ -127,10 +128,14 @@ class Wrangler(Method):
         scaler = fit_standardizer(checkpoint.finished_features, checkpoint.running_features)
         Z_train = scaler.transform(X_train)
         seed = job_seed(self.seed, self.job.seed, checkpoint.index)
-        rows = (oversample_minority(y_train, seed) if self.params["oversample"]
-                else np.arange(len(y_train)))
-        svm = LinearSVC(C=float(self.params["C"]), loss="hinge", dual=True, max_iter=5000,
-                        random_state=seed)
+        rows = (
+            oversample_minority(y_train, seed)
+            if self.params["oversample"]
+            else np.arange(len(y_train))
+        )
+        svm = LinearSVC(
+            C=float(self.params["C"]), loss="hinge", dual=True, max_iter=5000, random_state=seed
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # ConvergenceWarning on separable or tiny sets
             svm.fit(Z_train[rows], y_train[rows])

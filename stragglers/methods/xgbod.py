@@ -62,7 +62,9 @@ class XGBOD(OutlierDetectionMethod):
         "n_estimators": Param(100, int, ge=1),  # PyOD defaults for the XGBoost classifier
         "max_depth": Param(3, int, ge=1),
         "learning_rate": Param(0.1, float, gt=0),
-        "tos_detectors": Param("compact", str, choices=TOS_CHOICES),  # or "pyod_default" (41 detectors)
+        "tos_detectors": Param(
+            "compact", str, choices=TOS_CHOICES
+        ),  # or "pyod_default" (41 detectors)
         "refit_growth": Param(0.5, float, ge=0),
     }
 

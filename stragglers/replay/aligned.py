@@ -203,8 +203,14 @@ def finished_at(
     return initial | (in_play & (last < k) & (last >= join_from))
 
 
-def script_row_order(order: list[int], finished: np.ndarray, stragglers: np.ndarray,
-                     latency: np.ndarray, threshold: float, start_fraction: float) -> list[int]:
+def script_row_order(
+    order: list[int],
+    finished: np.ndarray,
+    stragglers: np.ndarray,
+    latency: np.ndarray,
+    threshold: float,
+    start_fraction: float,
+) -> list[int]:
     """The finished set in the reference script's row order, extending `order` (the rows so
     far) in place: its initial training rows come out of `list(set(...) - set(...))` (CPython's
     set order, rebuilt here from the same int lists), and the tasks that finish at a

@@ -26,7 +26,8 @@ def replay_aligned_job(job: Job, method: Method, settings, last_columns: np.ndar
         # by column position)
         order = aligned.script_column_order(job.feature_names)
         job = dataclasses.replace(
-            job, window_features=job.window_features[:, order],
+            job,
+            window_features=job.window_features[:, order],
             feature_names=[job.feature_names[i] for i in order],
         )
         last_columns = np.asarray(last_columns, dtype=bool)[order]
@@ -86,8 +87,9 @@ def replay_aligned_job(job: Job, method: Method, settings, last_columns: np.ndar
         )
         if rules.initial_finished == "shortest" and len(finished):
             # the script's row order (its GBR's near-tied splits depend on it)
-            aligned.script_row_order(row_order, finished, stragglers, latency, threshold,
-                                     settings.start_fraction)
+            aligned.script_row_order(
+                row_order, finished, stragglers, latency, threshold, settings.start_fraction
+            )
             finished = np.asarray(row_order, dtype=np.int64)
         if not started and rules.initial_finished == "first_to_finish" and len(finished) < needed:
             continue

@@ -60,7 +60,9 @@ def straggler_threshold(latency: np.ndarray, quantile: float, protocol: str = "c
     return float(np.quantile(latency, quantile))
 
 
-def checkpoint_times(task_start: np.ndarray, task_end: np.ndarray, settings: ReplaySettings) -> np.ndarray:
+def checkpoint_times(
+    task_start: np.ndarray, task_end: np.ndarray, settings: ReplaySettings
+) -> np.ndarray:
     """Grid times after the first task starts, up to the first grid time at or after the last end."""
     step, origin = settings.checkpoint_interval, settings.grid_origin
     first = math.floor((float(np.min(task_start)) - origin) / step) + 1

@@ -92,17 +92,33 @@ class JobHistory:
             self._cache.popitem(last=False)
         return job
 
-    def checkpoints(self, job: Job, last_columns: np.ndarray, start_fraction: float,
-                    checkpoint_interval: float, grid_origin: float, machine_state: bool = False):
+    def checkpoints(
+        self,
+        job: Job,
+        last_columns: np.ndarray,
+        start_fraction: float,
+        checkpoint_interval: float,
+        grid_origin: float,
+        machine_state: bool = False,
+    ):
         """The replay's checkpoints of a finished earlier `job` on the given grid, nothing
         flagged: what a cross-job method trains on is what it predicts on (START). Handed to
         methods with the history, so a method never imports the replay."""
-        if not (checkpoint_interval > 0 and math.isfinite(checkpoint_interval)
-                and math.isfinite(grid_origin)):
-            raise ValueError("training on the replay's checkpoint grid needs the job's "
-                             "checkpoint_interval / grid_origin (JobInfo), which are missing")
-        settings = ReplaySettings(checkpoint_interval=float(checkpoint_interval),
-                                  grid_origin=float(grid_origin), start_fraction=start_fraction)
+        if not (
+            checkpoint_interval > 0
+            and math.isfinite(checkpoint_interval)
+            and math.isfinite(grid_origin)
+        ):
+            raise ValueError(
+                "training on the replay's checkpoint grid needs the job's "
+                "checkpoint_interval / grid_origin (JobInfo), which are missing"
+            )
+        settings = ReplaySettings(
+            checkpoint_interval=float(checkpoint_interval),
+            grid_origin=float(grid_origin),
+            start_fraction=start_fraction,
+        )
         none = np.zeros(job.n_tasks, dtype=bool)
-        return iterate_checkpoints(job, settings, last_columns, none, none,
-                                   machine_state=machine_state)
+        return iterate_checkpoints(
+            job, settings, last_columns, none, none, machine_state=machine_state
+        )

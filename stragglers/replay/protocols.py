@@ -51,11 +51,17 @@ class ProtocolRules:
 
 
 PRESETS: dict[str, ProtocolRules] = {
-    "causal": ProtocolRules("wallclock", False, "visible", "mean_so_far", "first_to_finish", "quantile", "xgboost"),
+    "causal": ProtocolRules(
+        "wallclock", False, "visible", "mean_so_far", "first_to_finish", "quantile", "xgboost"
+    ),
     # the three future-using choices of the reference code, on the trace's clock
-    "reference": ProtocolRules("wallclock", True, "final", "divided_by_final", "first_to_finish", "sorted_index", "xgboost"),
+    "reference": ProtocolRules(
+        "wallclock", True, "final", "divided_by_final", "first_to_finish", "sorted_index", "xgboost"
+    ),
     # the reference script's experiment (docs/protocols.md)
-    "paper": ProtocolRules("aligned", True, "final", "divided_by_final", "shortest", "sorted_index", "sklearn_gbr"),
+    "paper": ProtocolRules(
+        "aligned", True, "final", "divided_by_final", "shortest", "sorted_index", "sklearn_gbr"
+    ),
 }
 PROTOCOLS = tuple(PRESETS)
 

@@ -129,8 +129,11 @@ def run_method_on_jobs(
                     "evaluated": run.evaluated,
                     "flagged": ~np.isnan(run.flag_time),
                     "flag_time": run.flag_time,
-                    "resume_attempts": (run.resume_attempts if run.resume_attempts is not None
-                                        else np.full(job.n_tasks, np.nan)),
+                    "resume_attempts": (
+                        run.resume_attempts
+                        if run.resume_attempts is not None
+                        else np.full(job.n_tasks, np.nan)
+                    ),
                 }
             )
         )

@@ -56,7 +56,8 @@ def iterate_checkpoints(
     (rule `scaling: final`) features and latencies are min-max scaled by all tasks' final
     values."""
     accumulator = FeatureAccumulator(
-        job, last_columns,
+        job,
+        last_columns,
         divide_by_final_latency=settings.rules.features == "divided_by_final",
     )
     machines = None
@@ -68,7 +69,9 @@ def iterate_checkpoints(
     times = checkpoint_times(job.task_start, job.task_end, settings)
     needed = prediction_start_count(int((~excluded).sum()), settings.start_fraction)
     started = False
-    k0 = round((times[0] - settings.grid_origin) / settings.checkpoint_interval) if len(times) else 0
+    k0 = (
+        round((times[0] - settings.grid_origin) / settings.checkpoint_interval) if len(times) else 0
+    )
     for k, t in enumerate(times):
         accumulator.advance(t)
         if machines is not None:
@@ -177,7 +180,13 @@ def replay_wallclock_job(
     n_checkpoints = 0
     prediction_start = np.nan
     for checkpoint in iterate_checkpoints(
-        job, settings, last_columns, flagged, excluded, scale, machine_state=method.uses_machine_state
+        job,
+        settings,
+        last_columns,
+        flagged,
+        excluded,
+        scale,
+        machine_state=method.uses_machine_state,
     ):
         if checkpoint.first_prediction:
             prediction_start = checkpoint.time

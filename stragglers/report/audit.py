@@ -54,8 +54,12 @@ def variants() -> dict[str, dict[str, Any]]:
         cumulative = {**cumulative, **overrides}
         if step == 1:
             continue
-        out[variant_name(step, overrides)] = {"path": "cumulative", "step": step,
-                                              "change": change, "overrides": dict(cumulative)}
+        out[variant_name(step, overrides)] = {
+            "path": "cumulative",
+            "step": step,
+            "change": change,
+            "overrides": dict(cumulative),
+        }
     for step, change, overrides in LADDER:
         if step < 3:  # step 1 is a parameter, step 2 alone is step 2, 0 XGBoost alone is itself
             continue
@@ -63,8 +67,7 @@ def variants() -> dict[str, dict[str, Any]]:
         if alone.get("timeline") == "wallclock":
             # the shortest tasks have no meaning as "finished at the start" on the trace's clock
             alone["initial_finished"] = "first_to_finish"
-        out[f"alone{step}"] = {"path": "alone", "step": step, "change": change,
-                               "overrides": alone}
+        out[f"alone{step}"] = {"path": "alone", "step": step, "change": change, "overrides": alone}
     return out
 
 
@@ -83,8 +86,15 @@ def reading_suffix(reading: str, relaunch: str) -> str:
 
 
 def simulate_reductions(
-    tasks: pd.DataFrame, jobs: pd.DataFrame, *, aligned: bool, grid_origin: float,
-    checkpoint_interval: float, machines: list[int], repeats: int, seed: int,
+    tasks: pd.DataFrame,
+    jobs: pd.DataFrame,
+    *,
+    aligned: bool,
+    grid_origin: float,
+    checkpoint_interval: float,
+    machines: list[int],
+    repeats: int,
+    seed: int,
     relaunch: str = "from_flag",
 ) -> pd.DataFrame:
     """Per job: mean reduction under Algorithm 2 and Algorithm 3 (mean over machine counts),
@@ -94,8 +104,11 @@ def simulate_reductions(
     from stragglers.replay import aligned as aligned_rules
 
     simulate.relaunch_reading(relaunch)
-    columns = ["job_id"] + [f"reduction_alg{a}{reading_suffix(r, relaunch)}"
-                            for r in simulate.RELAUNCH_READINGS for a in (2, 3)]
+    columns = ["job_id"] + [
+        f"reduction_alg{a}{reading_suffix(r, relaunch)}"
+        for r in simulate.RELAUNCH_READINGS
+        for a in (2, 3)
+    ]
 
     ok = set(jobs.loc[jobs["status"] == "ok", "job_id"].astype(str))
     rows = []
@@ -116,14 +129,25 @@ def simulate_reductions(
         row = {"job_id": str(job_id)}
         for reading, (relaunch_from, pool) in simulate.RELAUNCH_READINGS.items():
             frame = simulate.simulate_job(
-                start, end, flags,
-                simulate.replacement_durations(simulate.draw_pool(latency, straggler, pool), uniforms),
-                grid_origin=origin, machines=machines, checkpoint_interval=checkpoint_interval,
-                job_id=str(job_id), relaunch_from=relaunch_from,
+                start,
+                end,
+                flags,
+                simulate.replacement_durations(
+                    simulate.draw_pool(latency, straggler, pool), uniforms
+                ),
+                grid_origin=origin,
+                machines=machines,
+                checkpoint_interval=checkpoint_interval,
+                job_id=str(job_id),
+                relaunch_from=relaunch_from,
             )
             suffix = reading_suffix(reading, relaunch)
-            row[f"reduction_alg2{suffix}"] = frame.loc[frame["algorithm"] == "unlimited", "reduction"].mean()
-            row[f"reduction_alg3{suffix}"] = frame.loc[frame["algorithm"] == "limited", "reduction"].mean()
+            row[f"reduction_alg2{suffix}"] = frame.loc[
+                frame["algorithm"] == "unlimited", "reduction"
+            ].mean()
+            row[f"reduction_alg3{suffix}"] = frame.loc[
+                frame["algorithm"] == "limited", "reduction"
+            ].mean()
         rows.append(row)
     return pd.DataFrame(rows, columns=columns)
 
@@ -164,38 +188,62 @@ def run_variant(
         began = time.perf_counter()
         method_class = get_method(entry["method"])
         tasks, job_rows = run_method_on_jobs(
-            iter(jobs), method_class, dict(entry.get("params") or {}), settings,
-            last_columns(kind), seed, dataset,
+            iter(jobs),
+            method_class,
+            dict(entry.get("params") or {}),
+            settings,
+            last_columns(kind),
+            seed,
+            dataset,
         )
         metrics = evaluate.job_metrics(tasks, job_rows)
         scored = metrics[metrics["status"] == "ok"]
         reductions = simulate_reductions(
-            tasks, job_rows, aligned=rules.timeline == "aligned",
-            grid_origin=settings.grid_origin, checkpoint_interval=settings.checkpoint_interval,
-            machines=machines, repeats=repeats, seed=seed, relaunch=relaunch,
+            tasks,
+            job_rows,
+            aligned=rules.timeline == "aligned",
+            grid_origin=settings.grid_origin,
+            checkpoint_interval=settings.checkpoint_interval,
+            machines=machines,
+            repeats=repeats,
+            seed=seed,
+            relaunch=relaunch,
         )
-        rows.append({
-            "dataset": dataset,
-            "variant": variant,
-            "path": spec["path"],
-            "step": spec["step"],
-            "change": spec["change"],
-            "overrides": repr(spec["overrides"]),
-            "method": label,
-            "jobs": len(jobs),
-            "jobs_scored": int(len(scored)),
-            "jobs_failed": int((job_rows["status"] == "failed").sum()),
-            "TPR": scored["TPR"].mean(),
-            "FPR": scored["FPR"].mean(),
-            "F1": scored["F1"].mean(),
-            "reduction_alg2": reductions["reduction_alg2"].mean(),
-            "reduction_alg3": reductions["reduction_alg3"].mean(),
-            **{c: reductions[c].mean() for c in reductions.columns
-               if c.startswith("reduction_alg") and c not in ("reduction_alg2", "reduction_alg3")},
-            "seconds": time.perf_counter() - began,
-        })
-        log.info("%s %s %s: F1 %.3f, Alg2 %.3f, %.1fs", dataset, variant, label,
-                 rows[-1]["F1"], rows[-1]["reduction_alg2"], rows[-1]["seconds"])
+        rows.append(
+            {
+                "dataset": dataset,
+                "variant": variant,
+                "path": spec["path"],
+                "step": spec["step"],
+                "change": spec["change"],
+                "overrides": repr(spec["overrides"]),
+                "method": label,
+                "jobs": len(jobs),
+                "jobs_scored": int(len(scored)),
+                "jobs_failed": int((job_rows["status"] == "failed").sum()),
+                "TPR": scored["TPR"].mean(),
+                "FPR": scored["FPR"].mean(),
+                "F1": scored["F1"].mean(),
+                "reduction_alg2": reductions["reduction_alg2"].mean(),
+                "reduction_alg3": reductions["reduction_alg3"].mean(),
+                **{
+                    c: reductions[c].mean()
+                    for c in reductions.columns
+                    if c.startswith("reduction_alg")
+                    and c not in ("reduction_alg2", "reduction_alg3")
+                },
+                "seconds": time.perf_counter() - began,
+            }
+        )
+        log.info(
+            "%s %s %s: F1 %.3f, Alg2 %.3f, %.1fs",
+            dataset,
+            variant,
+            label,
+            rows[-1]["F1"],
+            rows[-1]["reduction_alg2"],
+            rows[-1]["seconds"],
+        )
     frame = pd.DataFrame(rows)
     write_csv_atomic(frame, out)
     return frame
@@ -210,8 +258,11 @@ PUBLISHED = {"google-2011": "google", "google-2011-events": "google", "alibaba-2
 
 def row_order(frame: pd.DataFrame) -> np.ndarray:
     """Sort key: published -1, cumulative 0, 0 XGBoost (0.5), 1..6, then alone 13..16."""
-    order = np.where(frame["path"] == "cumulative", frame["step"].astype(float),
-                     10.0 + frame["step"].astype(float))
+    order = np.where(
+        frame["path"] == "cumulative",
+        frame["step"].astype(float),
+        10.0 + frame["step"].astype(float),
+    )
     order = np.where(frame["variant"] == XGBOOST_VARIANT, 0.5, order)
     return np.where(frame["path"] == "published", -1.0, order)
 
@@ -233,7 +284,9 @@ def headline_nurd(frame: pd.DataFrame, alpha0: str, alpha05: str) -> pd.DataFram
     return picked.assign(method="NURD (ladder)")
 
 
-def paper_rows(datasets: dict[str, str], methods: dict[str, dict[str, Any]], paper_table: str) -> pd.DataFrame:
+def paper_rows(
+    datasets: dict[str, str], methods: dict[str, dict[str, Any]], paper_table: str
+) -> pd.DataFrame:
     """The paper's published numbers for the audit methods, keyed by our dataset names."""
     paper = pd.read_csv(paper_table)
     rows = []
@@ -245,13 +298,22 @@ def paper_rows(datasets: dict[str, str], methods: dict[str, dict[str, Any]], pap
             match = paper[(paper["dataset"] == published) & (paper["method"] == entry["method"])]
             if match.empty:
                 continue
-            rows.append({
-                "dataset": dataset, "variant": "paper", "path": "published", "step": -1,
-                "change": "paper's published numbers (Table 3; JCT: Section 7.3, NURD only)",
-                "method": label, "TPR": float(match["TPR"].iloc[0]),
-                "FPR": float(match["FPR"].iloc[0]), "F1": float(match["F1"].iloc[0]),
-                "reduction_alg2": PAPER_JCT_NURD[published] if entry["method"] == "NURD" else np.nan,
-            })
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "variant": "paper",
+                    "path": "published",
+                    "step": -1,
+                    "change": "paper's published numbers (Table 3; JCT: Section 7.3, NURD only)",
+                    "method": label,
+                    "TPR": float(match["TPR"].iloc[0]),
+                    "FPR": float(match["FPR"].iloc[0]),
+                    "F1": float(match["F1"].iloc[0]),
+                    "reduction_alg2": PAPER_JCT_NURD[published]
+                    if entry["method"] == "NURD"
+                    else np.nan,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -303,7 +365,11 @@ def markdown(table: pd.DataFrame, datasets: list[str], methods: list[str], minut
         for (_, step, path, change), rows in part.groupby(
             ["_order", "step", "path", "change"], sort=True
         ):
-            label = "paper" if path == "published" else (f"{step}" if path == "cumulative" else f"{step} alone")
+            label = (
+                "paper"
+                if path == "published"
+                else (f"{step}" if path == "cumulative" else f"{step} alone")
+            )
             if _ == 0.5:
                 label = "0 XGBoost"
             cells = []
@@ -311,7 +377,11 @@ def markdown(table: pd.DataFrame, datasets: list[str], methods: list[str], minut
             for method in methods:
                 row = rows[rows["method"] == method]
                 extra = [row[other].iloc[0]] if other is not None else []
-                cells.append(_cell(row["F1"].iloc[0], row["reduction_alg2"].iloc[0], *extra) if len(row) else "")
+                cells.append(
+                    _cell(row["F1"].iloc[0], row["reduction_alg2"].iloc[0], *extra)
+                    if len(row)
+                    else ""
+                )
             lines.append("| " + " | ".join([label, change, *cells]) + " |")
         lines.append("")
     return "\n".join(lines) + "\n"
@@ -335,8 +405,7 @@ def plot(table: pd.DataFrame, datasets: list[str], methods: list[str], path: str
                 continue
             style = {"linewidth": 2.5} if method == "NURD (ladder)" else {"linewidth": 1.2}
             axes[i, 0].plot(x, rows["F1"], marker="o", label=method, **style)
-            axes[i, 1].plot(x, 100 * rows["reduction_alg2"], marker="o", label=method,
-                            **style)
+            axes[i, 1].plot(x, 100 * rows["reduction_alg2"], marker="o", label=method, **style)
         axes[i, 0].set_title(f"{dataset}: mean F1")
         axes[i, 1].set_title(f"{dataset}: JCT reduction, Algorithm 2 (%)")
         axes[i, 1].axhline(0, color="grey", linewidth=0.8)
@@ -350,9 +419,16 @@ def plot(table: pd.DataFrame, datasets: list[str], methods: list[str], path: str
 
 
 def audit_table(
-    *, variant_files: list[str], datasets: dict[str, str], methods: dict[str, dict[str, Any]],
-    headline: tuple[str, str], paper_table: str, benchmark_files: list[str],
-    out_csv: str, out_md: str, out_png: str,
+    *,
+    variant_files: list[str],
+    datasets: dict[str, str],
+    methods: dict[str, dict[str, Any]],
+    headline: tuple[str, str],
+    paper_table: str,
+    benchmark_files: list[str],
+    out_csv: str,
+    out_md: str,
+    out_png: str,
 ) -> pd.DataFrame:
     from stragglers.io import write_csv_atomic, write_text_atomic
 
@@ -369,8 +445,14 @@ def audit_table(
     seconds = 0.0
     for path in benchmark_files:
         seconds += float(pd.read_csv(path, sep="\t")["s"].iloc[0])
-    minutes = (f"Cost: {seconds / 60:.1f} min of rule time over {len(benchmark_files)} "
-               "variant runs (benchmarks/audit/).") if benchmark_files else ""
+    minutes = (
+        (
+            f"Cost: {seconds / 60:.1f} min of rule time over {len(benchmark_files)} "
+            "variant runs (benchmarks/audit/)."
+        )
+        if benchmark_files
+        else ""
+    )
     write_text_atomic(markdown(table, list(datasets), method_order, minutes), out_md)
     plot(table, list(datasets), method_order, out_png)
     return table
@@ -380,8 +462,9 @@ def audit_table(
 # why NURD does (not) lead at step 0: per-job diagnostics (README, "What the numbers say")
 
 
-def _cross_validated_auc(features: np.ndarray, latency: np.ndarray, stragglers: np.ndarray,
-                         seed: int) -> tuple[float, float]:
+def _cross_validated_auc(
+    features: np.ndarray, latency: np.ndarray, stragglers: np.ndarray, seed: int
+) -> tuple[float, float]:
     """How much final features say about final latency: 5-fold out-of-fold predictions of a
     boosted regressor (NURD's) -> Spearman correlation with latency and straggler AUC."""
     from scipy.stats import spearmanr
@@ -397,7 +480,11 @@ def _cross_validated_auc(features: np.ndarray, latency: np.ndarray, stragglers: 
         model = BoostedLatencyModel(100, 3, 0.1, 64, seed).fit(features[~test], latency[~test])
         predicted[test] = model.predict(features[test])
     rho = float(spearmanr(predicted, latency).statistic)
-    auc = float(roc_auc_score(stragglers, predicted)) if 0 < stragglers.sum() < len(latency) else np.nan
+    auc = (
+        float(roc_auc_score(stragglers, predicted))
+        if 0 < stragglers.sum() < len(latency)
+        else np.nan
+    )
     return rho, auc
 
 
@@ -422,7 +509,11 @@ def step0_diagnostics(job, last_columns: np.ndarray, settings, seed: int) -> dic
     stragglers = latency >= tau
     initial = rules_mod.initial_split(latency, settings.start_fraction)
     scale = rules_mod.final_scale(view.final(), latency)
-    headroom = float(scale.latency(latency[initial].max()) / scale.latency(tau)) if initial.any() else np.nan
+    headroom = (
+        float(scale.latency(latency[initial].max()) / scale.latency(tau))
+        if initial.any()
+        else np.nan
+    )
 
     seen: dict[str, Any] = {}
 
@@ -430,7 +521,9 @@ def step0_diagnostics(job, last_columns: np.ndarray, settings, seed: int) -> dic
         def predict(self, checkpoint):
             flags = super().predict(checkpoint)
             if "z" not in seen:
-                f, r = self._scaled(checkpoint, checkpoint.finished_features, checkpoint.running_features)
+                f, r = self._scaled(
+                    checkpoint, checkpoint.finished_features, checkpoint.running_features
+                )
                 seen["z"] = self._propensity(f, r)
                 seen["delta0"] = 1.0 / (1.0 + self.rho)
                 seen["y_hat"] = self.regressor.predict(checkpoint.running_features)
@@ -440,7 +533,8 @@ def step0_diagnostics(job, last_columns: np.ndarray, settings, seed: int) -> dic
 
     replay_aligned_job(job, Probe({"alpha": 0.0}), settings, last_columns, seed)
     out = {
-        "job_id": job.job_id, "n_tasks": job.n_tasks,
+        "job_id": job.job_id,
+        "n_tasks": job.n_tasks,
         "p90_over_median": float(tau / np.median(latency)),
         "max_over_p90": float(latency.max() / tau),
         "headroom": headroom,
@@ -450,37 +544,59 @@ def step0_diagnostics(job, last_columns: np.ndarray, settings, seed: int) -> dic
         z, y_hat, tau_s = seen["z"], seen["y_hat"], seen["tau"]
         for alpha in (0.0, 0.5):
             w = np.maximum(0.05, np.minimum(z + seen["delta0"] - alpha, 1.0))
-            out[f"flag_share_stragglers_a{alpha}"] = float(np.mean((y_hat / w >= tau_s)[running_straggler])) if running_straggler.any() else np.nan
-            out[f"flag_share_others_a{alpha}"] = float(np.mean((y_hat / w >= tau_s)[~running_straggler])) if (~running_straggler).any() else np.nan
+            out[f"flag_share_stragglers_a{alpha}"] = (
+                float(np.mean((y_hat / w >= tau_s)[running_straggler]))
+                if running_straggler.any()
+                else np.nan
+            )
+            out[f"flag_share_others_a{alpha}"] = (
+                float(np.mean((y_hat / w >= tau_s)[~running_straggler]))
+                if (~running_straggler).any()
+                else np.nan
+            )
         out["delta_alpha0"] = seen["delta0"]
-        out["z_stragglers"] = float(z[running_straggler].mean()) if running_straggler.any() else np.nan
-        out["z_others"] = float(z[~running_straggler].mean()) if (~running_straggler).any() else np.nan
+        out["z_stragglers"] = (
+            float(z[running_straggler].mean()) if running_straggler.any() else np.nan
+        )
+        out["z_others"] = (
+            float(z[~running_straggler].mean()) if (~running_straggler).any() else np.nan
+        )
         out["y_hat_max_over_tau"] = float(y_hat.max() / tau_s)
     final = scale.features(view.final())
     from stragglers.formats.features import fill_missing
 
     out["spearman_final_features"], out["auc_final_features"] = _cross_validated_auc(
-        fill_missing(final)[0], latency, stragglers, seed)
+        fill_missing(final)[0], latency, stragglers, seed
+    )
     return out
 
 
-def diagnose(converted_dir: str, kind: str, replay: dict[str, Any], n_jobs: int, seed: int) -> pd.DataFrame:
+def diagnose(
+    converted_dir: str, kind: str, replay: dict[str, Any], n_jobs: int, seed: int
+) -> pd.DataFrame:
     from stragglers.formats.datasets import last_columns
     from stragglers.formats.jobs import iter_shard_jobs, read_manifest
     from stragglers.replay.core import ReplaySettings
 
     settings = ReplaySettings(**{**replay, "protocol": "paper"})
     job_ids = audit_jobs(read_manifest(converted_dir), n_jobs)
-    rows = [step0_diagnostics(job, last_columns(kind), settings, seed)
-            for job in iter_shard_jobs(converted_dir, kind, None, only_jobs=job_ids)]
+    rows = [
+        step0_diagnostics(job, last_columns(kind), settings, seed)
+        for job in iter_shard_jobs(converted_dir, kind, None, only_jobs=job_ids)
+    ]
     return pd.DataFrame(rows)
 
 
 if __name__ == "__main__":  # python -m stragglers.report.audit CONVERTED_DIR KIND INTERVAL N_JOBS
     import sys
 
-    frame = diagnose(sys.argv[1], sys.argv[2], {"checkpoint_interval": float(sys.argv[3])},
-                     int(sys.argv[4]), seed=20220301)
+    frame = diagnose(
+        sys.argv[1],
+        sys.argv[2],
+        {"checkpoint_interval": float(sys.argv[3])},
+        int(sys.argv[4]),
+        seed=20220301,
+    )
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 30)
     print(frame.drop(columns=["job_id"]).describe().loc[["mean", "50%", "min", "max"]].T.round(3))

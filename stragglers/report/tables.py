@@ -30,8 +30,7 @@ from stragglers.io import save_figure, write_csv_atomic, write_text_atomic
 TABLE3_METRICS = ("TPR", "FPR", "FNR", "F1")
 JOB_COUNTS = ("jobs_evaluated", "jobs_failed", "jobs_unscorable")
 PAPER_TABLE3_COLUMNS = ["method", "dataset", "TPR", "FPR", "FNR", "F1", "source"]
-SIMULATION_COLUMNS = ["dataset", "method", "algorithm", "machines", "job_id", "repeat",
-                      "reduction"]
+SIMULATION_COLUMNS = ["dataset", "method", "algorithm", "machines", "job_id", "repeat", "reduction"]
 ALGORITHMS = ("unlimited", "limited")
 PRIVILEGED_MARK = "†"
 TIE_MARK = "≈"  # statistically tied with the best (stragglers.evaluate.bootstrap)
@@ -56,7 +55,8 @@ def markdown_table(df: pd.DataFrame, digits: int = 3) -> str:
     """A GitHub-flavoured Markdown table; floats rounded to `digits`, numbers right-aligned."""
     header = "| " + " | ".join(str(c).replace("|", "\\|") for c in df.columns) + " |"
     aligns = [
-        "---:" if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
+        "---:"
+        if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
         else "---"
         for c in df.columns
     ]
@@ -66,14 +66,14 @@ def markdown_table(df: pd.DataFrame, digits: int = 3) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write_markdown(display: pd.DataFrame, md_path, title: str, caption: str,
-                    digits: int) -> None:
+def _write_markdown(display: pd.DataFrame, md_path, title: str, caption: str, digits: int) -> None:
     text = f"# {title}\n\n{caption.strip()}\n\n{markdown_table(display, digits)}"
     write_text_atomic(text, md_path)
 
 
-def write_table(df: pd.DataFrame, csv_path, md_path, title: str, caption: str,
-                digits: int = 3) -> None:
+def write_table(
+    df: pd.DataFrame, csv_path, md_path, title: str, caption: str, digits: int = 3
+) -> None:
     """Write `df` as CSV (full precision) and as Markdown with a title and a caption.
 
     The caption should say what a row is and what each column means, so the results
@@ -95,10 +95,12 @@ def read_paper_table3(path) -> pd.DataFrame:
     missing = [c for c in PAPER_TABLE3_COLUMNS if c not in table.columns]
     if missing:
         raise ValueError(f"{path}: lacks columns {missing}; has {list(table.columns)}")
-    keys = pd.DataFrame({
-        "m": table["method"].map(normalise_method_name),
-        "d": table["dataset"].astype(str).str.lower(),
-    })
+    keys = pd.DataFrame(
+        {
+            "m": table["method"].map(normalise_method_name),
+            "d": table["dataset"].astype(str).str.lower(),
+        }
+    )
     duplicated = keys.duplicated(keep=False)
     if duplicated.any():
         rows = (table.index[duplicated] + 2).tolist()  # +2: header line and 1-based lines
@@ -106,8 +108,11 @@ def read_paper_table3(path) -> pd.DataFrame:
     return table
 
 
-TIMING_DISPLAY = (("early_TPR", "early-TPR"), ("early_F1", "early-F1"),
-                  ("median_lead", "median lead"))
+TIMING_DISPLAY = (
+    ("early_TPR", "early-TPR"),
+    ("early_F1", "early-F1"),
+    ("median_lead", "median lead"),
+)
 
 
 def table3_long(
@@ -132,9 +137,9 @@ def table3_long(
             _m=paper["method"].map(normalise_method_name),
             _d=paper["dataset"].astype(str).str.lower(),
         ).set_index(["_d", "_m"])
-        keys = pd.MultiIndex.from_arrays([
-            long["dataset"].astype(str).str.lower(), long["method"].map(normalise_method_name)
-        ])
+        keys = pd.MultiIndex.from_arrays(
+            [long["dataset"].astype(str).str.lower(), long["method"].map(normalise_method_name)]
+        )
         for metric in TABLE3_METRICS:
             long[f"paper_{metric}"] = published[metric].reindex(keys).to_numpy(dtype=float)
     return long
@@ -155,28 +160,36 @@ def _bold_best(values: pd.Series, privileged: pd.Series, digits: int) -> list[st
     return cells
 
 
-def _with_interval(cells, part: pd.DataFrame, column: str, digits: int,
-                   ties: dict | None = None) -> list:
+def _with_interval(
+    cells, part: pd.DataFrame, column: str, digits: int, ties: dict | None = None
+) -> list:
     """`cells` (formatted values, or raw numbers) with their interval `v [lo, hi]` when the
     frame has `<column>_lo` / `_hi`, and the tie mark for the methods in `ties`."""
     values = part[column].reset_index(drop=True)
-    cells = [c if isinstance(c, str) else (MISSING if pd.isna(c) else f"{c:.{digits}f}")
-             for c in cells]
+    cells = [
+        c if isinstance(c, str) else (MISSING if pd.isna(c) else f"{c:.{digits}f}") for c in cells
+    ]
     if f"{column}_lo" in part:
         low = part[f"{column}_lo"].to_numpy(float)
         high = part[f"{column}_hi"].to_numpy(float)
-        cells = [c if pd.isna(v) or np.isnan(lo) or np.isnan(hi)
-                 else f"{c} [{lo:.{digits}f}, {hi:.{digits}f}]"
-                 for c, v, lo, hi in zip(cells, values, low, high, strict=True)]
+        cells = [
+            c
+            if pd.isna(v) or np.isnan(lo) or np.isnan(hi)
+            else f"{c} [{lo:.{digits}f}, {hi:.{digits}f}]"
+            for c, v, lo, hi in zip(cells, values, low, high, strict=True)
+        ]
     if ties:
         dataset = part["dataset"].to_numpy()
-        cells = [f"{c} {TIE_MARK}" if ties.get((d, column, m)) else c
-                 for c, d, m in zip(cells, dataset, part["method"], strict=True)]
+        cells = [
+            f"{c} {TIE_MARK}" if ties.get((d, column, m)) else c
+            for c, d, m in zip(cells, dataset, part["method"], strict=True)
+        ]
     return cells
 
 
-def _table3_display(part: pd.DataFrame, with_paper: bool, digits: int,
-                    ties: dict | None = None) -> pd.DataFrame:
+def _table3_display(
+    part: pd.DataFrame, with_paper: bool, digits: int, ties: dict | None = None
+) -> pd.DataFrame:
     """One dataset's Markdown view: family shown once per group, privileged marker, bold best
     F1 and early-F1, ours beside the paper's numbers, then the timing columns and job counts.
     Intervals (`<metric>_lo` / `_hi` columns) are shown as `v [lo, hi]`; `ties` (keys
@@ -200,8 +213,9 @@ def _table3_display(part: pd.DataFrame, with_paper: bool, digits: int,
     for column, label in TIMING_DISPLAY:
         if column in part:
             values = part[column].reset_index(drop=True)
-            display[label] = (_bold_best(values, privileged, digits) if column == "early_F1"
-                              else values)
+            display[label] = (
+                _bold_best(values, privileged, digits) if column == "early_F1" else values
+            )
             if f"{column}_lo" in part or (column == "early_F1" and ties):
                 display[label] = _with_interval(display[label], part, column, digits, ties)
     counts = zip(*(part[c] for c in JOB_COUNTS), strict=True)
@@ -234,15 +248,21 @@ def write_table3(
     tied with the best F1 / early-F1 in the Markdown.
     """
     paper = read_paper_table3(paper_table3_path) if paper_table3_path is not None else None
-    datasets = list(dataset_order) if dataset_order is not None else list(
-        dict.fromkeys(summary["dataset"])
+    datasets = (
+        list(dataset_order)
+        if dataset_order is not None
+        else list(dict.fromkeys(summary["dataset"]))
     )
     long = table3_long(summary, paper, datasets)
     if intervals is not None:
         # appended: the columns before keep their values and their positions
         added = [c for c in intervals.columns if c not in ("dataset", "method")]
-        long = long.merge(intervals[["dataset", "method", *added]], on=["dataset", "method"],
-                          how="left", validate="one_to_one")
+        long = long.merge(
+            intervals[["dataset", "method", *added]],
+            on=["dataset", "method"],
+            how="left",
+            validate="one_to_one",
+        )
     write_csv_atomic(long, csv_path)
 
     caption = (
@@ -326,8 +346,13 @@ def _line_styles(n: int) -> list[tuple]:
     return [(colours[i % len(colours)], markers[i % len(markers)]) for i in range(n)]
 
 
-def plot_f1_over_time(mean_f1_over_time: pd.DataFrame, path, dataset: str,
-                      title: str | None = None, extra_formats: Sequence[str] = ()) -> None:
+def plot_f1_over_time(
+    mean_f1_over_time: pd.DataFrame,
+    path,
+    dataset: str,
+    title: str | None = None,
+    extra_formats: Sequence[str] = (),
+) -> None:
     """Figures 2-3: mean F1 over jobs at normalised time checkpoints, one line per method.
 
     Input: the `mean` frame of `stragglers.evaluate.f1_over_time`. Privileged methods are
@@ -339,17 +364,27 @@ def plot_f1_over_time(mean_f1_over_time: pd.DataFrame, path, dataset: str,
         raise ValueError(f"F1-over-time frame lacks columns {missing}")
     frame = mean_f1_over_time[mean_f1_over_time["dataset"] == dataset]
     if frame.empty:
-        raise ValueError(f"no F1-over-time rows for dataset {dataset!r}; datasets present: "
-                         f"{sorted(set(mean_f1_over_time['dataset']))}")
+        raise ValueError(
+            f"no F1-over-time rows for dataset {dataset!r}; datasets present: "
+            f"{sorted(set(mean_f1_over_time['dataset']))}"
+        )
     methods = sort_rows(frame.drop_duplicates("method"))
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    for (_, row), (colour, marker) in zip(methods.iterrows(), _line_styles(len(methods)),
-                                          strict=True):
+    for (_, row), (colour, marker) in zip(
+        methods.iterrows(), _line_styles(len(methods)), strict=True
+    ):
         line = frame[frame["method"] == row["method"]].sort_values("normalised_time")
         privileged = bool(row.get("privileged", False))
         label = f"{row['method']} {PRIVILEGED_MARK}" if privileged else str(row["method"])
-        ax.plot(line["normalised_time"], line["F1"], color=colour, marker=marker,
-                markersize=4, linestyle="--" if privileged else "-", label=label)
+        ax.plot(
+            line["normalised_time"],
+            line["F1"],
+            color=colour,
+            marker=marker,
+            markersize=4,
+            linestyle="--" if privileged else "-",
+            label=label,
+        )
     ax.set_xlabel("normalised time")
     ax.set_ylabel("F1 (mean over jobs)")
     ax.set_xlim(0, 1.02)
@@ -369,8 +404,13 @@ _HORIZONTAL_BOX = (
 )
 
 
-def plot_lead_distribution(leads: pd.DataFrame, job_metrics: pd.DataFrame, path,
-                           dataset: str, extra_formats: Sequence[str] = ()) -> None:
+def plot_lead_distribution(
+    leads: pd.DataFrame,
+    job_metrics: pd.DataFrame,
+    path,
+    dataset: str,
+    extra_formats: Sequence[str] = (),
+) -> None:
     """How early each method flags: the distribution of the lead of its flagged true
     stragglers (one box per method, Table 3's order), early flags and late flags apart.
 
@@ -383,7 +423,8 @@ def plot_lead_distribution(leads: pd.DataFrame, job_metrics: pd.DataFrame, path,
         raise ValueError(f"lead frame lacks columns {missing}")
     methods = sort_rows(
         job_metrics.loc[job_metrics["dataset"] == dataset, ["method", "family", "privileged"]]
-        .drop_duplicates("method").reset_index(drop=True)  # sort_rows needs unique labels
+        .drop_duplicates("method")
+        .reset_index(drop=True)  # sort_rows needs unique labels
     )
     if methods.empty:
         raise ValueError(f"no job metrics for dataset {dataset!r}")
@@ -395,16 +436,37 @@ def plot_lead_distribution(leads: pd.DataFrame, job_metrics: pd.DataFrame, path,
         values = mine["lead"].to_numpy(float)
         early = mine["early"].to_numpy(bool)
         name = f"{row['method']} {PRIVILEGED_MARK}" if row["privileged"] else str(row["method"])
-        labels.append(f"{name}  (n={len(values)}, early {early.mean():.0%})" if len(values)
-                      else f"{name}  (none found)")
+        labels.append(
+            f"{name}  (n={len(values)}, early {early.mean():.0%})"
+            if len(values)
+            else f"{name}  (none found)"
+        )
         if len(values):
-            ax.boxplot(values, positions=[position], widths=0.6, **_HORIZONTAL_BOX,
-                       showfliers=False, medianprops={"color": "black"})
+            ax.boxplot(
+                values,
+                positions=[position],
+                widths=0.6,
+                **_HORIZONTAL_BOX,
+                showfliers=False,
+                medianprops={"color": "black"},
+            )
             jitter = np.random.default_rng(position).uniform(-0.2, 0.2, len(values))
-            ax.scatter(values[early], position + jitter[early], s=4, alpha=0.4,
-                       color="tab:blue", label="early flag" if position == 0 else None)
-            ax.scatter(values[~early], position + jitter[~early], s=4, alpha=0.4,
-                       color="tab:red", label="late flag" if position == 0 else None)
+            ax.scatter(
+                values[early],
+                position + jitter[early],
+                s=4,
+                alpha=0.4,
+                color="tab:blue",
+                label="early flag" if position == 0 else None,
+            )
+            ax.scatter(
+                values[~early],
+                position + jitter[~early],
+                s=4,
+                alpha=0.4,
+                color="tab:red",
+                label="late flag" if position == 0 else None,
+            )
     ax.set_yticks(range(len(methods)), labels, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
@@ -417,12 +479,13 @@ def plot_lead_distribution(leads: pd.DataFrame, job_metrics: pd.DataFrame, path,
 def _check_simulation_frame(df: pd.DataFrame) -> pd.DataFrame:
     missing = [c for c in SIMULATION_COLUMNS if c not in df.columns]
     if missing:
-        raise ValueError(f"completion-time frame lacks columns {missing}; "
-                         f"has {list(df.columns)}")
+        raise ValueError(f"completion-time frame lacks columns {missing}; has {list(df.columns)}")
     bad = ~df["algorithm"].isin(ALGORITHMS)
     if bad.any():
-        raise ValueError(f"completion-time frame: algorithm must be one of {ALGORITHMS}, "
-                         f"got {sorted(set(df.loc[bad, 'algorithm'].astype(str)))}")
+        raise ValueError(
+            f"completion-time frame: algorithm must be one of {ALGORITHMS}, "
+            f"got {sorted(set(df.loc[bad, 'algorithm'].astype(str)))}"
+        )
     frame = df.copy()
     unlimited = frame["algorithm"] == "unlimited"
     # unlimited rows may carry -1 or NaN; one value keeps them in one group
@@ -430,21 +493,29 @@ def _check_simulation_frame(df: pd.DataFrame) -> pd.DataFrame:
     limited_machines = frame.loc[~unlimited, "machines"]
     bad = ~(limited_machines >= 1) | (limited_machines != np.round(limited_machines))
     if bad.any():
-        raise ValueError("completion-time frame: 'limited' rows need a positive integer "
-                         f"machines, got {sorted(set(limited_machines[bad]))[:5]}")
+        raise ValueError(
+            "completion-time frame: 'limited' rows need a positive integer "
+            f"machines, got {sorted(set(limited_machines[bad]))[:5]}"
+        )
     return frame
 
 
 def _per_job(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Mean reduction over repeats (and whatever else is not in `keys`) per job."""
-    return (frame.dropna(subset=["reduction"])
-            .groupby(keys + ["job_id"], sort=False, observed=True)["reduction"]
-            .mean().reset_index())
+    return (
+        frame.dropna(subset=["reduction"])
+        .groupby(keys + ["job_id"], sort=False, observed=True)["reduction"]
+        .mean()
+        .reset_index()
+    )
 
 
 def _over_jobs(per_job: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    out = (per_job.groupby(keys, sort=False, observed=True)["reduction"]
-           .agg(reduction_mean="mean", reduction_std="std", n_jobs="size").reset_index())
+    out = (
+        per_job.groupby(keys, sort=False, observed=True)["reduction"]
+        .agg(reduction_mean="mean", reduction_std="std", n_jobs="size")
+        .reset_index()
+    )
     return out
 
 
@@ -465,8 +536,7 @@ def simulation_tables(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     by_machine_keys = ["dataset", "method", "machines"]
     per_method_by_machines = _over_jobs(_per_job(limited, by_machine_keys), by_machine_keys)
     per_method_by_machines["machines"] = per_method_by_machines["machines"].astype(np.int64)
-    return (sort_rows(per_method_unlimited),
-            sort_rows(per_method_by_machines, extra=["machines"]))
+    return (sort_rows(per_method_unlimited), sort_rows(per_method_by_machines, extra=["machines"]))
 
 
 def reduction_by_method(df: pd.DataFrame) -> pd.DataFrame:
@@ -478,8 +548,10 @@ def reduction_by_method(df: pd.DataFrame) -> pd.DataFrame:
     frame = _check_simulation_frame(df)
     algorithms = sorted(set(frame["algorithm"]))
     if len(algorithms) != 1:
-        raise ValueError(f"reduction_by_method needs rows of exactly one algorithm, got "
-                         f"{algorithms}; filter on the 'algorithm' column first")
+        raise ValueError(
+            f"reduction_by_method needs rows of exactly one algorithm, got "
+            f"{algorithms}; filter on the 'algorithm' column first"
+        )
     per_job = _per_job(frame, ["dataset", "method"])
     return sort_rows(_over_jobs(per_job, ["dataset", "method"]))
 
@@ -491,8 +563,9 @@ def _one_dataset(frame: pd.DataFrame, what: str) -> str:
     return datasets[0]
 
 
-def plot_reduction_bars(df: pd.DataFrame, path, title: str,
-                        extra_formats: Sequence[str] = ()) -> None:
+def plot_reduction_bars(
+    df: pd.DataFrame, path, title: str, extra_formats: Sequence[str] = ()
+) -> None:
     """Figures 4, 5, 8, 9: one bar per method, mean reduction over jobs, error bar = std.
 
     `df` is the completion-time frame of one dataset and one algorithm.
@@ -501,8 +574,15 @@ def plot_reduction_bars(df: pd.DataFrame, path, title: str,
     _one_dataset(table, "plot_reduction_bars")
     fig, ax = plt.subplots(figsize=(max(5.0, 0.45 * len(table) + 2), 4))
     positions = np.arange(len(table))
-    ax.bar(positions, table["reduction_mean"], yerr=table["reduction_std"].fillna(0.0),
-           capsize=3, color="tab:blue", edgecolor="black", linewidth=0.5)
+    ax.bar(
+        positions,
+        table["reduction_mean"],
+        yerr=table["reduction_std"].fillna(0.0),
+        capsize=3,
+        color="tab:blue",
+        edgecolor="black",
+        linewidth=0.5,
+    )
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.set_xticks(positions)
     ax.set_xticklabels(table["method"], rotation=60, ha="right")
@@ -512,8 +592,9 @@ def plot_reduction_bars(df: pd.DataFrame, path, title: str,
     _save(fig, path, extra_formats)
 
 
-def plot_reduction_by_machines(df: pd.DataFrame, path, title: str | None = None,
-                               extra_formats: Sequence[str] = ()) -> None:
+def plot_reduction_by_machines(
+    df: pd.DataFrame, path, title: str | None = None, extra_formats: Sequence[str] = ()
+) -> None:
     """Figures 6-7: x = number of machines, y = mean reduction over jobs, one line per method.
 
     Uses the "limited" rows of one dataset's completion-time frame.
@@ -526,8 +607,14 @@ def plot_reduction_by_machines(df: pd.DataFrame, path, title: str | None = None,
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for method, (colour, marker) in zip(methods, _line_styles(len(methods)), strict=True):
         line = by_machines[by_machines["method"] == method].sort_values("machines")
-        ax.plot(line["machines"], line["reduction_mean"], color=colour, marker=marker,
-                markersize=4, label=str(method))
+        ax.plot(
+            line["machines"],
+            line["reduction_mean"],
+            color=colour,
+            marker=marker,
+            markersize=4,
+            label=str(method),
+        )
     ax.set_xticks(np.sort(by_machines["machines"].unique()))
     ax.set_xlabel("machines")
     ax.set_ylabel("reduction in job completion time")

@@ -27,9 +27,13 @@ def generate_trace(*, kind: str, out_dir: Path | str, generator: dict[str, Any],
 
     settings = {"seed": seed, **generator}
     if kind == "google-2011":
-        summary = generate.generate_google(out_dir, generate.GoogleGeneratorConfig.from_dict(settings))
+        summary = generate.generate_google(
+            out_dir, generate.GoogleGeneratorConfig.from_dict(settings)
+        )
     elif kind == "alibaba-2018":
-        summary = generate.generate_alibaba(out_dir, generate.AlibabaGeneratorConfig.from_dict(settings))
+        summary = generate.generate_alibaba(
+            out_dir, generate.AlibabaGeneratorConfig.from_dict(settings)
+        )
     else:
         raise ValueError(f"no generator for dataset kind {kind!r}")
     log.info("generated %s trace in %s: %s", kind, out_dir, summary)
@@ -43,7 +47,7 @@ def download_trace(*, kind: str, download: dict[str, Any], folder: str, out: str
 
     if kind in GOOGLE_TABLES_NEEDED:
         if "parts" not in download:
-            raise ValueError("download.parts: which Google parts to fetch (e.g. \"0-4\" or \"all\")")
+            raise ValueError('download.parts: which Google parts to fetch (e.g. "0-4" or "all")')
         tables = list(GOOGLE_TABLES_NEEDED[kind])
         if machine_tables_wanted(download):
             tables.append("machine_events")

@@ -35,14 +35,18 @@ def evaluate_dataset(
     for path in job_files:
         by_method.setdefault(Path(path).parent.name, ([], []))[1].append(path)
     metric_frames, per_job_frames, mean_frames, lead_frames = [], [], [], []
-    for method, (method_tasks, method_jobs) in by_method.items():
+    for method_tasks, method_jobs in by_method.values():
         tasks, jobs = evaluate.load_predictions(method_tasks, method_jobs)
         # how early the flags came (lead, early-F1) beside the confusion-matrix metrics
-        metric_frames.append(evaluate.job_metrics(tasks, jobs).merge(
-            timing.timing_job_metrics(tasks, jobs, validated=True), on=KEYS, how="left"))
+        metric_frames.append(
+            evaluate.job_metrics(tasks, jobs).merge(
+                timing.timing_job_metrics(tasks, jobs, validated=True), on=KEYS, how="left"
+            )
+        )
         per_job, mean = evaluate.f1_over_time(tasks, jobs, n_points=n_points)
-        lead_per_job, lead_mean = timing.lead_over_time(tasks, jobs, n_points=n_points,
-                                                            validated=True)
+        lead_per_job, lead_mean = timing.lead_over_time(
+            tasks, jobs, n_points=n_points, validated=True
+        )
         per_job_frames.append(per_job.merge(lead_per_job, on=[*KEYS, "k"], how="left"))
         mean_frames.append(mean.merge(lead_mean, on=["dataset", "method", "k"], how="left"))
         lead_frames.append(timing.flag_leads(tasks, jobs, validated=True))
@@ -98,27 +102,39 @@ def table3(
     from stragglers.evaluate import bootstrap as boot
     from stragglers.evaluate import timing
 
-    metrics = pd.concat([pd.read_csv(p, dtype={"job_id": str}) for p in job_metric_files], ignore_index=True)
+    metrics = pd.concat(
+        [pd.read_csv(p, dtype={"job_id": str}) for p in job_metric_files], ignore_index=True
+    )
     summary = evaluate.summary_table(metrics, dataset_order=datasets)
     leads = None
     if lead_files:
-        leads = pd.concat([pd.read_csv(p, dtype={"job_id": str}) for p in lead_files],
-                          ignore_index=True)
-        summary = summary.merge(timing.timing_summary(metrics, leads),
-                                on=["dataset", "method"], how="left")
+        leads = pd.concat(
+            [pd.read_csv(p, dtype={"job_id": str}) for p in lead_files], ignore_index=True
+        )
+        summary = summary.merge(
+            timing.timing_summary(metrics, leads), on=["dataset", "method"], how="left"
+        )
     write_csv_atomic(summary, out_summary)
     paper_path = Path(out_csv).with_name("paper_table3_relabelled.csv")
     write_csv_atomic(paper_rows_for(paper_table, kinds), paper_path)
     intervals = None
     if seed is not None:
-        intervals = boot.table3_intervals(metrics, leads, seed=seed,
-                                          **bootstrap_settings(bootstrap))
+        intervals = boot.table3_intervals(
+            metrics, leads, seed=seed, **bootstrap_settings(bootstrap)
+        )
     ties = None
     if comparisons_file is not None:
         ties = boot.tie_marks(pd.read_csv(comparisons_file, dtype={"tied": "boolean"}))
-    report.write_table3(summary, out_csv, out_md, paper_table3_path=paper_path,
-                        dataset_order=datasets, intervals=intervals, ties=ties,
-                        confidence_level=bootstrap_settings(bootstrap)["confidence_level"])
+    report.write_table3(
+        summary,
+        out_csv,
+        out_md,
+        paper_table3_path=paper_path,
+        dataset_order=datasets,
+        intervals=intervals,
+        ties=ties,
+        confidence_level=bootstrap_settings(bootstrap)["confidence_level"],
+    )
     return summary
 
 
@@ -150,21 +166,28 @@ def paired_comparisons(
     from stragglers import evaluate, report
     from stragglers.evaluate import bootstrap as boot
 
-    metrics = pd.concat([pd.read_csv(p, dtype={"job_id": str}) for p in job_metric_files],
-                        ignore_index=True)
+    metrics = pd.concat(
+        [pd.read_csv(p, dtype={"job_id": str}) for p in job_metric_files], ignore_index=True
+    )
     summary = evaluate.summary_table(metrics, dataset_order=datasets)
     if "early_F1" in metrics:
-        early = (metrics[metrics["status"] == "ok"]
-                 .groupby(["dataset", "method"], sort=False, observed=True)["early_F1"].mean()
-                 .rename("early_F1").reset_index())
+        early = (
+            metrics[metrics["status"] == "ok"]
+            .groupby(["dataset", "method"], sort=False, observed=True)["early_F1"]
+            .mean()
+            .rename("early_F1")
+            .reset_index()
+        )
         summary = summary.merge(early, on=["dataset", "method"], how="left")
     settings = bootstrap_settings(bootstrap)
     table = boot.paired_comparisons(metrics, summary, seed=seed, **settings)
     level = f"{100 * settings['confidence_level']:g} %"
     alpha = f"{1 - settings['confidence_level']:.2g}"
     report.write_table(
-        table, out_csv, out_md, title="Paired comparisons: every method against the best and "
-        "against NURD",
+        table,
+        out_csv,
+        out_md,
+        title="Paired comparisons: every method against the best and against NURD",
         caption=(
             "One row per dataset, metric (F1, early-F1: per-job values), reference and method. "
             "reference_kind 'best': the non-privileged method with the highest mean of that "
@@ -183,7 +206,9 @@ def paired_comparisons(
     return table
 
 
-def cost_table(*, job_files: list[str], benchmark_files: list[str], out_csv: str, out_md: str) -> pd.DataFrame:
+def cost_table(
+    *, job_files: list[str], benchmark_files: list[str], out_csv: str, out_md: str
+) -> pd.DataFrame:
     from stragglers import evaluate, report
 
     jobs = pd.concat([pd.read_parquet(p) for p in job_files], ignore_index=True)
@@ -193,8 +218,12 @@ def cost_table(*, job_files: list[str], benchmark_files: list[str], out_csv: str
         parts = Path(path).parts  # benchmarks/predict/<dataset>/<method>/shard-<k>.tsv
         frame = pd.read_csv(path, sep="\t")
         bench_rows.append(
-            {"dataset": parts[-3], "method": parts[-2], "rule_seconds": float(frame["s"].iloc[0]),
-             "max_rss_mb": float(pd.to_numeric(frame["max_rss"], errors="coerce").iloc[0])}
+            {
+                "dataset": parts[-3],
+                "method": parts[-2],
+                "rule_seconds": float(frame["s"].iloc[0]),
+                "max_rss_mb": float(pd.to_numeric(frame["max_rss"], errors="coerce").iloc[0]),
+            }
         )
     bench = (
         pd.DataFrame(bench_rows)

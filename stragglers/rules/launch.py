@@ -23,14 +23,27 @@ from stragglers.methods.base import reject_renamed
 
 log = logging.getLogger(__name__)
 
-DEFAULT_WORKLOADS = {"google-2011": "user", "google-2011-events": "user", "alibaba-2018": "task_type"}
+DEFAULT_WORKLOADS = {
+    "google-2011": "user",
+    "google-2011-events": "user",
+    "alibaba-2018": "task_type",
+}
 
 
-def launch_settings(launch_config: dict[str, Any], kind: str, straggler_quantile: float) -> LaunchSettings:
+def launch_settings(
+    launch_config: dict[str, Any], kind: str, straggler_quantile: float
+) -> LaunchSettings:
     """The config's `launch` section for one dataset kind."""
     workload = (launch_config.get("workload") or {}).get(kind, DEFAULT_WORKLOADS.get(kind, ""))
     check_workload(kind, workload)
-    keys = ("label", "wrangler_beta", "min_train_tasks", "refit_every", "history_jobs", "oversample")
+    keys = (
+        "label",
+        "wrangler_beta",
+        "min_train_tasks",
+        "refit_every",
+        "history_jobs",
+        "oversample",
+    )
     reject_renamed("config launch", launch_config, keys, noun="setting")
     values = {key: launch_config[key] for key in keys if key in launch_config}
     if "train_shares" in launch_config:
@@ -39,9 +52,21 @@ def launch_settings(launch_config: dict[str, Any], kind: str, straggler_quantile
 
 
 def launch_predict(
-    *, converted_dir: str, dataset: str, kind: str, method: str, params: dict[str, Any],
-    launch_config: dict[str, Any], straggler_quantile: float, interval: float, repeats: int,
-    deadline_factors: list[float], seed: int, out_tasks: str, out_jobs: str, out_curve: str,
+    *,
+    converted_dir: str,
+    dataset: str,
+    kind: str,
+    method: str,
+    params: dict[str, Any],
+    launch_config: dict[str, Any],
+    straggler_quantile: float,
+    interval: float,
+    repeats: int,
+    deadline_factors: list[float],
+    seed: int,
+    out_tasks: str,
+    out_jobs: str,
+    out_curve: str,
     out_simulation: str,
 ) -> None:
     from stragglers.launch.methods import get_launch_method
@@ -50,18 +75,40 @@ def launch_predict(
     settings = launch_settings(launch_config, kind, straggler_quantile)
     tasks, features = load_launch_tasks(converted_dir, kind, settings.workload)
     tasks = add_labels(tasks, settings)
-    log.info("%s: %d tasks of %d jobs, %d nodes, %d workloads (%s), label %s", dataset, len(tasks),
-             tasks["job_id"].nunique(), tasks["node"].nunique(), tasks["workload"].nunique(),
-             settings.workload, settings.label)
-    predictions, jobs = online_predictions(tasks, features, method_class, params, settings, seed, dataset)
+    log.info(
+        "%s: %d tasks of %d jobs, %d nodes, %d workloads (%s), label %s",
+        dataset,
+        len(tasks),
+        tasks["job_id"].nunique(),
+        tasks["node"].nunique(),
+        tasks["workload"].nunique(),
+        settings.workload,
+        settings.label,
+    )
+    predictions, jobs = online_predictions(
+        tasks, features, method_class, params, settings, seed, dataset
+    )
     curve = learning_curve(tasks, features, method_class, params, settings, seed, dataset)
     curve["workload"] = settings.workload
-    simulation = simulate_hold_back(predictions, interval, straggler_quantile, repeats, seed, deadline_factors)
-    for frame, path in ((predictions, out_tasks), (jobs, out_jobs), (curve, out_curve), (simulation, out_simulation)):
+    simulation = simulate_hold_back(
+        predictions, interval, straggler_quantile, repeats, seed, deadline_factors
+    )
+    for frame, path in (
+        (predictions, out_tasks),
+        (jobs, out_jobs),
+        (curve, out_curve),
+        (simulation, out_simulation),
+    ):
         write_parquet_atomic(frame, path)
     failed = int((jobs["status"] == "failed").sum())
-    log.info("%s on %s: %d jobs, %d failed, %d without a model", method, dataset, len(jobs), failed,
-             int(jobs["reason"].astype(str).str.startswith("no model").sum()))
+    log.info(
+        "%s on %s: %d jobs, %d failed, %d without a model",
+        method,
+        dataset,
+        len(jobs),
+        failed,
+        int(jobs["reason"].astype(str).str.startswith("no model").sum()),
+    )
 
 
 def _markdown(frame: pd.DataFrame, digits: int = 3) -> str:
@@ -69,9 +116,19 @@ def _markdown(frame: pd.DataFrame, digits: int = 3) -> str:
 
 
 def launch_tables(
-    *, tasks: list[str], jobs: list[str], curves: list[str], simulations: list[str],
-    deadline_factors: list[float], out_table_csv: str, out_table_md: str, out_curve_csv: str,
-    out_curve_md: str, out_simulation_csv: str, out_simulation_md: str, figure_dir: str,
+    *,
+    tasks: list[str],
+    jobs: list[str],
+    curves: list[str],
+    simulations: list[str],
+    deadline_factors: list[float],
+    out_table_csv: str,
+    out_table_md: str,
+    out_curve_csv: str,
+    out_curve_md: str,
+    out_simulation_csv: str,
+    out_simulation_md: str,
+    figure_dir: str,
 ) -> None:
     """Launch-time Table 3 (the replay's scoring), the MTL paper's Table 5 / Figure 3 and §4.8
     (learning curve, unseen nodes and workloads) and the hold-back simulation."""
@@ -88,15 +145,31 @@ def launch_tables(
     write_text_atomic(
         "# Launch-time methods, scored like Table 3\n\nA task flagged at launch counts as flagged "
         "(flag time = its start); jobs whose model had too little finished data flag nothing "
-        "(`jobs_without_model`). See README, \"Launch-time prediction\".\n\n" + _markdown(table) + "\n",
+        '(`jobs_without_model`). See README, "Launch-time prediction".\n\n'
+        + _markdown(table)
+        + "\n",
         out_table_md,
     )
 
     curve = pd.concat([pd.read_parquet(p) for p in curves], ignore_index=True)
     write_csv_atomic(curve, out_curve_csv)
-    columns = ["dataset", "method", "train_share", "n_train", "n_test", "balanced_accuracy", "accuracy", "TPR",
-               "FPR", "F1", "n_unseen_node", "unseen_node_balanced_accuracy", "n_unseen_workload",
-               "unseen_workload_balanced_accuracy", "status"]
+    columns = [
+        "dataset",
+        "method",
+        "train_share",
+        "n_train",
+        "n_test",
+        "balanced_accuracy",
+        "accuracy",
+        "TPR",
+        "FPR",
+        "F1",
+        "n_unseen_node",
+        "unseen_node_balanced_accuracy",
+        "n_unseen_workload",
+        "unseen_workload_balanced_accuracy",
+        "status",
+    ]
     write_text_atomic(
         "# Launch-time models against the share of data used for training (MTL paper, Table 5 "
         "and Figure 3; unseen nodes and workloads: its Section 4.8)\n\nTemporal split: training "
@@ -104,7 +177,8 @@ def launch_tables(
         "tasks started after. Stragglers oversampled in training only; balanced_accuracy = "
         "(TPR + 1 - FPR) / 2 is the accuracy on a class-balanced test set, the number the "
         "paper reports (it oversamples its validation sets too).\n\n"
-        + _markdown(curve[[c for c in columns if c in curve]]) + "\n",
+        + _markdown(curve[[c for c in columns if c in curve]])
+        + "\n",
         out_curve_md,
     )
 
@@ -115,7 +189,8 @@ def launch_tables(
         "# Holding predicted stragglers back at launch (one scheduling interval, duration "
         "redrawn with the common random numbers)\n\nreduction = (JCT_trace - JCT_held_back) / "
         "JCT_trace; Hadoop-NS (hold nothing) is 0 by definition; PoCD_base_* is Hadoop-NS's.\n\n"
-        + _markdown(summary) + "\n",
+        + _markdown(summary)
+        + "\n",
         out_simulation_md,
     )
     _curve_figures(curve, Path(figure_dir))
@@ -143,6 +218,3 @@ def _curve_figures(curve: pd.DataFrame, figure_dir: Path) -> None:
         out = figure_dir / str(dataset) / "figures" / "launch_learning_curve.png"
         save_figure(fig, out, dpi=110)
         plt.close(fig)
-
-
-

@@ -20,7 +20,9 @@ from stragglers.replay.runner import run_method_on_jobs
 log = logging.getLogger(__name__)
 
 
-def replay_settings(dataset_config: dict[str, Any], replay_config: dict[str, Any]) -> ReplaySettings:
+def replay_settings(
+    dataset_config: dict[str, Any], replay_config: dict[str, Any]
+) -> ReplaySettings:
     """Global replay settings overlaid with the dataset's own grid."""
     merged = {**replay_config, **dataset_config.get("replay", {})}
     return ReplaySettings(**merged)
@@ -58,12 +60,18 @@ def predict_shard(
         from stragglers.replay.history import JobHistory
 
         history = JobHistory(
-            read_manifest(converted_dir), converted_dir, kind, seed=seed,
+            read_manifest(converted_dir),
+            converted_dir,
+            kind,
+            seed=seed,
             machine_state=method_class.uses_machine_state,
         )
     tasks, jobs = run_method_on_jobs(
         iter_shard_jobs(
-            converted_dir, kind, shard, skip_tuning_jobs=tuning_jobs,
+            converted_dir,
+            kind,
+            shard,
+            skip_tuning_jobs=tuning_jobs,
             machine_state=method_class.uses_machine_state,
         ),
         method_class,
@@ -116,21 +124,36 @@ def tune_method(
     load_method_dirs(method_dirs)
     method_class = get_method(method)
     job_ids = tuning_job_ids(read_manifest(converted_dir), n_jobs)
-    jobs = list(iter_shard_jobs(
-        converted_dir, kind, None, only_jobs=job_ids, machine_state=method_class.uses_machine_state
-    ))
+    jobs = list(
+        iter_shard_jobs(
+            converted_dir,
+            kind,
+            None,
+            only_jobs=job_ids,
+            machine_state=method_class.uses_machine_state,
+        )
+    )
     history = None
     if method_class.cross_job:
         from stragglers.replay.history import JobHistory
 
         history = JobHistory(
-            read_manifest(converted_dir), converted_dir, kind, seed=seed,
+            read_manifest(converted_dir),
+            converted_dir,
+            kind,
+            seed=seed,
             machine_state=method_class.uses_machine_state,
         )
     scores = []
     for point in parameter_grid(grid):
         tasks, job_rows = run_method_on_jobs(
-            iter(jobs), method_class, {**params, **point}, settings, last_columns(kind), seed, dataset,
+            iter(jobs),
+            method_class,
+            {**params, **point},
+            settings,
+            last_columns(kind),
+            seed,
+            dataset,
             history=history,
         )
         metrics = evaluate.job_metrics(tasks, job_rows)

@@ -1,5 +1,4 @@
-"""What the report rules call: the index of results/ (workflow/rules/report.smk).
-"""
+"""What the report rules call: the index of results/ (workflow/rules/report.smk)."""
 
 from __future__ import annotations
 
@@ -58,7 +57,9 @@ log per rule run; a method's failure on a job is logged there with its traceback
 """
 
 
-def results_index(*, datasets: list[str], methods: list[str], config: dict[str, Any], out: str) -> None:
+def results_index(
+    *, datasets: list[str], methods: list[str], config: dict[str, Any], out: str
+) -> None:
     replay = config.get("replay", {})
     text = RESULTS_INDEX.format(
         datasets=", ".join(f"`{d}`" for d in datasets),

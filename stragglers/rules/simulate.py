@@ -42,31 +42,49 @@ def simulate_policies_method(
         start = job_tasks["task_start"].to_numpy(float)
         end = job_tasks["task_end"].to_numpy(float)
         # r + 1 chosen by the method for its flags (SRQuant), else the configured default
-        chosen = (job_tasks["resume_attempts"].to_numpy(float)
-                  if "resume_attempts" in job_tasks else np.full(len(start), np.nan))
+        chosen = (
+            job_tasks["resume_attempts"].to_numpy(float)
+            if "resume_attempts" in job_tasks
+            else np.full(len(start), np.nan)
+        )
         attempts = np.where(np.isnan(chosen), resume_attempts, chosen).astype(np.int64)
-        durations = policies.attempt_durations(str(job_id), end - start, repeats,
-                                               int(attempts.max()), seed)
+        durations = policies.attempt_durations(
+            str(job_id), end - start, repeats, int(attempts.max()), seed
+        )
         frame = policies.simulate_job_policies(
-            start, end, job_tasks["flag_time"].to_numpy(float), durations,
-            straggler_threshold=float(ok.loc[job_id]), grid_origin=grid_origin,
-            machines=machines, resume_attempts=attempts,
-            checkpoint_interval=checkpoint_interval, kill_delay=kill_delay, job_id=str(job_id),
+            start,
+            end,
+            job_tasks["flag_time"].to_numpy(float),
+            durations,
+            straggler_threshold=float(ok.loc[job_id]),
+            grid_origin=grid_origin,
+            machines=machines,
+            resume_attempts=attempts,
+            checkpoint_interval=checkpoint_interval,
+            kill_delay=kill_delay,
+            job_id=str(job_id),
         )
         frame.insert(0, "job_id", str(job_id))
         frame.insert(0, "method", method)
         frame.insert(0, "dataset", dataset)
         frames.append(frame)
-    result = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=[*ID_COLUMNS, *policies.POLICY_COLUMNS])
+    result = (
+        pd.concat(frames, ignore_index=True)
+        if frames
+        else pd.DataFrame(columns=[*ID_COLUMNS, *policies.POLICY_COLUMNS])
+    )
     write_parquet_atomic(result, out)
-    log.info("policies: %d jobs simulated (%d failed jobs skipped)", len(frames),
-             int((jobs["status"] != "ok").sum()))
+    log.info(
+        "policies: %d jobs simulated (%d failed jobs skipped)",
+        len(frames),
+        int((jobs["status"] != "ok").sum()),
+    )
     return result
 
 
-def reduction_intervals(frame: pd.DataFrame, *, dataset: str, seed: int,
-                        bootstrap: dict | None = None) -> pd.DataFrame:
+def reduction_intervals(
+    frame: pd.DataFrame, *, dataset: str, seed: int, bootstrap: dict | None = None
+) -> pd.DataFrame:
     """Bootstrap interval over jobs of the mean JCT reduction per (method, policy, machines)
     of `policies.pocd_summary`: each job's reduction averaged over repeats, jobs resampled
     (one resampling per method, shared by its policies and machine counts); Hadoop-NS (no
@@ -77,21 +95,34 @@ def reduction_intervals(frame: pd.DataFrame, *, dataset: str, seed: int,
 
     keys = ["method", "policy", "machines"]
     frame = frame.assign(
-        machines=frame["machines"].astype("Int64").astype(str).replace("<NA>", "unlimited"))
+        machines=frame["machines"].astype("Int64").astype(str).replace("<NA>", "unlimited")
+    )
     base = frame.drop_duplicates(["job_id", "repeat"]).assign(
-        method="Hadoop-NS", policy="none", machines="unlimited", reduction=0.0)
+        method="Hadoop-NS", policy="none", machines="unlimited", reduction=0.0
+    )
     frame = pd.concat([base, frame], ignore_index=True)
-    per_job = (frame.groupby([*keys, "job_id"], sort=False)["reduction"].mean()
-               .reset_index())
+    per_job = frame.groupby([*keys, "job_id"], sort=False)["reduction"].mean().reset_index()
     return boot.grouped_mean_intervals(
-        per_job, group=["method"], rows=["policy", "machines"], value="reduction", seed=seed,
-        key=("policies", dataset), **bootstrap_settings(bootstrap))
+        per_job,
+        group=["method"],
+        rows=["policy", "machines"],
+        value="reduction",
+        seed=seed,
+        key=("policies", dataset),
+        **bootstrap_settings(bootstrap),
+    )
 
 
 def policies_report(
-    *, simulation_files: list[str], dataset: str, deadline_factors: list[float],
-    out_csv: str, out_pocd_png: str, out_reduction_png: str,
-    seed: int | None = None, bootstrap: dict | None = None,
+    *,
+    simulation_files: list[str],
+    dataset: str,
+    deadline_factors: list[float],
+    out_csv: str,
+    out_pocd_png: str,
+    out_reduction_png: str,
+    seed: int | None = None,
+    bootstrap: dict | None = None,
 ) -> pd.DataFrame:
     """Per (method, policy, machines): reduction, machine time, PoCD; and the two figures.
     With `seed`, the reduction's bootstrap interval over jobs (`reduction_intervals`) is
@@ -109,8 +140,9 @@ def policies_report(
     if seed is not None:
         intervals = reduction_intervals(frame, dataset=dataset, seed=seed, bootstrap=bootstrap)
         # appended: the columns before keep their values and their positions
-        table = table.merge(intervals, on=["method", "policy", "machines"], how="left",
-                            validate="one_to_one")
+        table = table.merge(
+            intervals, on=["method", "policy", "machines"], how="left", validate="one_to_one"
+        )
     write_csv_atomic(table, out_csv)
 
     unlimited = table[table["machines"] == "unlimited"]
@@ -119,12 +151,19 @@ def policies_report(
     markers = {"none": "*", "relaunch": "o", "copy": "s", "resume": "^"}
     for ax, column, d in zip(axes[0], factors, deadline_factors):
         for policy, rows in unlimited.groupby("policy", sort=False):
-            ax.scatter(rows["machine_time_rel"], rows[column], marker=markers.get(policy, "o"),
-                       label=policy, alpha=0.7)
-        named = unlimited[unlimited["method"].isin(["Hadoop-NS", "Oracle", "SRQuant", "LATE",
-                                                    "NURD"])]
-        for method, x_value, y_value in zip(named["method"], named["machine_time_rel"],
-                                            named[column]):
+            ax.scatter(
+                rows["machine_time_rel"],
+                rows[column],
+                marker=markers.get(policy, "o"),
+                label=policy,
+                alpha=0.7,
+            )
+        named = unlimited[
+            unlimited["method"].isin(["Hadoop-NS", "Oracle", "SRQuant", "LATE", "NURD"])
+        ]
+        for method, x_value, y_value in zip(
+            named["method"], named["machine_time_rel"], named[column]
+        ):
             ax.annotate(method, (x_value, y_value), fontsize=6)
         ax.set_xlabel("machine time / no mitigation")
         ax.set_ylabel(f"PoCD, D = {d:g} x reference")
@@ -156,8 +195,7 @@ def policies_table(*, files: list[str], out_csv: str, out_md: str) -> pd.DataFra
     """Long CSV over datasets; Markdown: one table per dataset (unlimited and the mean over m)."""
     from stragglers import report
 
-    table = pd.concat([pd.read_csv(p, dtype={"machines": str}) for p in files],
-                      ignore_index=True)
+    table = pd.concat([pd.read_csv(p, dtype={"machines": str}) for p in files], ignore_index=True)
     write_csv_atomic(table, out_csv)
     caption = (
         "Per method and mitigation policy (unlimited machines): mean JCT reduction over jobs, "
@@ -178,18 +216,26 @@ def policies_table(*, files: list[str], out_csv: str, out_md: str) -> pd.DataFra
     for dataset, rows in table.groupby("dataset", sort=False):
         rows = rows[rows["machines"] == "unlimited"].drop(columns=["dataset", "machines"])
         if with_interval:
-            rows = rows.assign(reduction=[
-                f"{v:.3f}" + ("" if pd.isna(lo) or pd.isna(hi) else f" [{lo:.3f}, {hi:.3f}]")
-                for v, lo, hi in zip(rows["reduction"], rows["reduction_lo"],
-                                     rows["reduction_hi"], strict=True)
-            ]).drop(columns=["reduction_lo", "reduction_hi", "reduction_interval_note"])
+            rows = rows.assign(
+                reduction=[
+                    f"{v:.3f}" + ("" if pd.isna(lo) or pd.isna(hi) else f" [{lo:.3f}, {hi:.3f}]")
+                    for v, lo, hi in zip(
+                        rows["reduction"], rows["reduction_lo"], rows["reduction_hi"], strict=True
+                    )
+                ]
+            ).drop(columns=["reduction_lo", "reduction_hi", "reduction_interval_note"])
         parts.append(f"## {dataset}\n\n" + report.markdown_table(rows))
-    text = "# Mitigation policies: JCT, PoCD and machine time\n\n" + caption + "\n\n" + \
-        "\n".join(parts)
+    text = (
+        "# Mitigation policies: JCT, PoCD and machine time\n\n"
+        + caption
+        + "\n\n"
+        + "\n".join(parts)
+    )
     from stragglers.io import write_text_atomic
 
     write_text_atomic(text, out_md)
     return table
+
 
 log = logging.getLogger(__name__)
 
@@ -226,7 +272,9 @@ def simulate_method(
     tasks, jobs = evaluate.load_predictions(task_files, job_files)
     frames = []
     ok_jobs = set(jobs.loc[jobs["status"] == "ok", "job_id"])
-    for (dataset, method, job_id), job_tasks in tasks.groupby(["dataset", "method", "job_id"], sort=False):
+    for (dataset, method, job_id), job_tasks in tasks.groupby(
+        ["dataset", "method", "job_id"], sort=False
+    ):
         if job_id not in ok_jobs:
             continue
         job_tasks = job_tasks.sort_values("task")
@@ -243,7 +291,8 @@ def simulate_method(
                 flag_time,
                 simulate.replacement_durations(
                     simulate.draw_pool(latency, job_tasks["is_straggler"].to_numpy(bool), pool),
-                    uniforms),
+                    uniforms,
+                ),
                 grid_origin=grid_origin,
                 machines=machines,
                 checkpoint_interval=checkpoint_interval,
@@ -256,12 +305,19 @@ def simulate_method(
             frame["reading"] = reading
             frame["primary"] = reading == relaunch
             frames.append(frame)
-    result = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=["dataset", "method", "job_id", *simulate.RESULT_COLUMNS, "reading", "primary"]
+    result = (
+        pd.concat(frames, ignore_index=True)
+        if frames
+        else pd.DataFrame(
+            columns=["dataset", "method", "job_id", *simulate.RESULT_COLUMNS, "reading", "primary"]
+        )
     )
     write_parquet_atomic(result, out)
-    log.info("simulated %d jobs (%d skipped as failed)", len(frames) // len(readings),
-             int((jobs["status"] != "ok").sum()))
+    log.info(
+        "simulated %d jobs (%d skipped as failed)",
+        len(frames) // len(readings),
+        int((jobs["status"] != "ok").sum()),
+    )
     return result
 
 
@@ -281,7 +337,11 @@ def simulation_report(
     every = pd.concat([pd.read_parquet(p) for p in simulation_files], ignore_index=True)
     if out_readings_csv is not None:
         write_csv_atomic(relaunch_readings_table(every), out_readings_csv)
-    frame = every[every["primary"]].drop(columns=["reading", "primary"]) if "primary" in every else every
+    frame = (
+        every[every["primary"]].drop(columns=["reading", "primary"])
+        if "primary" in every
+        else every
+    )
     unlimited_table, by_machines_table = report.simulation_tables(frame)
     write_csv_atomic(unlimited_table, out_unlimited_csv)
     write_csv_atomic(by_machines_table, out_limited_csv)
@@ -290,7 +350,9 @@ def simulation_report(
     report.plot_reduction_bars(
         unlimited, out_unlimited_png, f"{dataset}: more machines than tasks (Algorithm 2)"
     )
-    report.plot_reduction_by_machines(limited, out_by_machines_png, f"{dataset}: m machines (Algorithm 3)")
+    report.plot_reduction_by_machines(
+        limited, out_by_machines_png, f"{dataset}: m machines (Algorithm 3)"
+    )
     report.plot_reduction_bars(
         limited, out_limited_mean_png, f"{dataset}: Algorithm 3, mean over machine counts"
     )
@@ -301,15 +363,23 @@ def relaunch_readings_table(frame: pd.DataFrame) -> pd.DataFrame:
     Algorithm 3 averaged over machine counts (a job's value: its mean over repeats / machine
     counts), and whether the reading is the configured one."""
     keys = ["dataset", "method", "reading"]
-    per_job = frame.groupby([*keys, "primary", "job_id", "algorithm"], sort=False)["reduction"].mean()
+    per_job = frame.groupby([*keys, "primary", "job_id", "algorithm"], sort=False)[
+        "reduction"
+    ].mean()
     table = per_job.groupby([*keys, "primary", "algorithm"], sort=False).mean().unstack("algorithm")
-    table = table.reset_index().rename(columns={"unlimited": "reduction_unlimited",
-                                                "limited": "reduction_limited_mean_over_m"})
+    table = table.reset_index().rename(
+        columns={"unlimited": "reduction_unlimited", "limited": "reduction_limited_mean_over_m"}
+    )
     return table[[*keys, "primary", "reduction_unlimited", "reduction_limited_mean_over_m"]]
 
 
 def completion_time_table(
-    *, unlimited_files: list[str], limited_files: list[str], datasets: list[str], out_csv: str, out_md: str,
+    *,
+    unlimited_files: list[str],
+    limited_files: list[str],
+    datasets: list[str],
+    out_csv: str,
+    out_md: str,
     readings_files: list[str] | None = None,
 ) -> pd.DataFrame:
     from stragglers import report

@@ -176,8 +176,7 @@ def _validate_job(task_start, task_end, flag_time, replacement, job_id):
     if not np.all(np.isfinite(repl) & (repl >= 0)):
         r, i = np.argwhere(~(np.isfinite(repl) & (repl >= 0)))[0]
         raise ValueError(
-            f"{where}replacement[{r}, {i}] = {float(repl[r, i])}; "
-            "durations must be finite and >= 0"
+            f"{where}replacement[{r}, {i}] = {float(repl[r, i])}; durations must be finite and >= 0"
         )
     return start, end, flag, flagged, repl
 
@@ -278,8 +277,11 @@ def mitigated_jct_limited(
     )
     _validate_relaunch_from(relaunch_from, job_id)
     capacity_per_setting = _validate_machines(machines, job_id)
-    if not (isinstance(checkpoint_interval, (int, float, np.number)) and checkpoint_interval > 0
-            and math.isfinite(checkpoint_interval)):
+    if not (
+        isinstance(checkpoint_interval, (int, float, np.number))
+        and checkpoint_interval > 0
+        and math.isfinite(checkpoint_interval)
+    ):
         raise ValueError(
             f"{_where(job_id)}checkpoint_interval must be a finite number > 0, "
             f"got {checkpoint_interval!r}"
@@ -412,8 +414,15 @@ def simulate_limited(
     that way; up to GRID_TOLERANCE off is taken as rounding and snapped to the grid).
     """
     jct_base, jct_mitigated = mitigated_jct_limited(
-        task_start, task_end, flag_time, replacement, machines, grid_origin,
-        checkpoint_interval, job_id=job_id, relaunch_from=relaunch_from,
+        task_start,
+        task_end,
+        flag_time,
+        replacement,
+        machines,
+        grid_origin,
+        checkpoint_interval,
+        job_id=job_id,
+        relaunch_from=relaunch_from,
     )
     return jct_reduction(jct_base, jct_mitigated)
 
@@ -439,8 +448,15 @@ def simulate_job(
         task_start, task_end, flag_time, replacement, job_id=job_id, relaunch_from=relaunch_from
     )
     _, limited = mitigated_jct_limited(
-        task_start, task_end, flag_time, replacement, machines, grid_origin,
-        checkpoint_interval, job_id=job_id, relaunch_from=relaunch_from,
+        task_start,
+        task_end,
+        flag_time,
+        replacement,
+        machines,
+        grid_origin,
+        checkpoint_interval,
+        job_id=job_id,
+        relaunch_from=relaunch_from,
     )
     n_settings, n_repeats = limited.shape
     machine_per_row = np.repeat(np.asarray(machines, dtype=np.int64), n_repeats)

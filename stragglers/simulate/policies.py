@@ -53,8 +53,15 @@ from stragglers.simulate.jct import (
 POLICIES: tuple[str, ...] = ("relaunch", "copy", "resume")
 DEFAULT_DEADLINE_FACTORS: tuple[float, ...] = (1.0, 1.1, 1.25)
 POLICY_COLUMNS = [
-    "policy", "machines", "repeat", "jct_base", "jct_mitigated", "reduction", "jct_reference",
-    "machine_time_base", "machine_time",
+    "policy",
+    "machines",
+    "repeat",
+    "jct_base",
+    "jct_mitigated",
+    "reduction",
+    "jct_reference",
+    "machine_time_base",
+    "machine_time",
 ]
 _UNLIMITED = np.iinfo(np.int64).max // 4
 
@@ -68,8 +75,10 @@ def attempt_durations(
     latency = np.asarray(latency, dtype=np.float64)
     n = latency.size
     rows = [replacement_uniforms(job_id, n, n_repeats, seed)]
-    rows += [replacement_uniforms(f"{job_id}#attempt{a}", n, n_repeats, seed)
-             for a in range(1, n_attempts)]
+    rows += [
+        replacement_uniforms(f"{job_id}#attempt{a}", n, n_repeats, seed)
+        for a in range(1, n_attempts)
+    ]
     return np.stack([replacement_durations(latency, u) for u in rows])
 
 
@@ -105,8 +114,9 @@ def simulate_policy(
     where = f"job {job_id!r}: " if job_id is not None else ""
     durations = np.asarray(durations, dtype=np.float64)
     if durations.ndim != 3:
-        raise ValueError(f"{where}durations must have shape (attempts, repeats, tasks), "
-                         f"got {durations.shape}")
+        raise ValueError(
+            f"{where}durations must have shape (attempts, repeats, tasks), got {durations.shape}"
+        )
     start, end, flag, flagged, _ = _validate_job(
         task_start, task_end, flag_time, durations[0], job_id
     )
@@ -239,23 +249,36 @@ def simulate_job_policies(
     frames = []
     for policy in policies:
         jct, machine = simulate_policy(
-            policy, start, end, flag_time, durations, machines=settings, grid_origin=grid_origin,
-            checkpoint_interval=checkpoint_interval, resume_attempts=resume_attempts,
-            kill_delay=kill_delay, job_id=job_id,
+            policy,
+            start,
+            end,
+            flag_time,
+            durations,
+            machines=settings,
+            grid_origin=grid_origin,
+            checkpoint_interval=checkpoint_interval,
+            resume_attempts=resume_attempts,
+            kill_delay=kill_delay,
+            job_id=job_id,
         )
         machine_values = np.repeat(np.asarray([0, *machines], dtype=np.int64), n_repeats)
-        frames.append(pd.DataFrame({
-            "policy": policy,
-            "machines": pd.arrays.IntegerArray(
-                machine_values, np.arange(machine_values.size) < n_repeats),
-            "repeat": np.tile(np.arange(n_repeats), len(settings)),
-            "jct_base": jct_base,
-            "jct_mitigated": jct.ravel(),
-            "reduction": (jct_base - jct.ravel()) / jct_base if jct_base > 0 else 0.0,
-            "jct_reference": reference,
-            "machine_time_base": base_machine,
-            "machine_time": machine.ravel(),
-        }))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "policy": policy,
+                    "machines": pd.arrays.IntegerArray(
+                        machine_values, np.arange(machine_values.size) < n_repeats
+                    ),
+                    "repeat": np.tile(np.arange(n_repeats), len(settings)),
+                    "jct_base": jct_base,
+                    "jct_mitigated": jct.ravel(),
+                    "reduction": (jct_base - jct.ravel()) / jct_base if jct_base > 0 else 0.0,
+                    "jct_reference": reference,
+                    "machine_time_base": base_machine,
+                    "machine_time": machine.ravel(),
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True)[POLICY_COLUMNS]
 
 
@@ -270,16 +293,24 @@ def pocd_summary(frame: pd.DataFrame, deadline_factors: Sequence[float]) -> pd.D
     frame = frame.copy()
     frame["machines"] = frame["machines"].astype("Int64").astype(str).replace("<NA>", "unlimited")
     base = frame.drop_duplicates(["job_id", "repeat"]).assign(
-        method="Hadoop-NS", policy="none", jct_mitigated=lambda f: f["jct_base"],
-        machine_time=lambda f: f["machine_time_base"], reduction=0.0, machines="unlimited")
+        method="Hadoop-NS",
+        policy="none",
+        jct_mitigated=lambda f: f["jct_base"],
+        machine_time=lambda f: f["machine_time_base"],
+        reduction=0.0,
+        machines="unlimited",
+    )
     frame = pd.concat([base, frame], ignore_index=True)
     frame["machine_time_rel"] = frame["machine_time"] / frame["machine_time_base"]
     for d in deadline_factors:
-        frame[f"pocd_{d:g}"] = (frame["jct_mitigated"] <= d * frame["jct_reference"] * (1 + 1e-12)
-                                ).astype(float)
+        frame[f"pocd_{d:g}"] = (
+            frame["jct_mitigated"] <= d * frame["jct_reference"] * (1 + 1e-12)
+        ).astype(float)
     per_job = frame.groupby([*keys, "job_id"], sort=False).mean(numeric_only=True)
     table = per_job.groupby(level=keys, sort=False).agg(
-        jobs=("reduction", "size"), reduction=("reduction", "mean"),
+        jobs=("reduction", "size"),
+        reduction=("reduction", "mean"),
         machine_time_rel=("machine_time_rel", "mean"),
-        **{f"pocd_{d:g}": (f"pocd_{d:g}", "mean") for d in deadline_factors})
+        **{f"pocd_{d:g}": (f"pocd_{d:g}", "mean") for d in deadline_factors},
+    )
     return table.reset_index()

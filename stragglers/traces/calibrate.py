@@ -103,8 +103,16 @@ def job_latency_shape(latencies: pd.DataFrame, min_tasks: int = 100) -> pd.DataF
             }
         )
     columns = [
-        "job_id", "n_tasks", "median_s", "p90_s", "max_s", "p90_over_median", "max_over_p90",
-        "p90_above_half_max", "interrupted_fraction", "n_interrupted",
+        "job_id",
+        "n_tasks",
+        "median_s",
+        "p90_s",
+        "max_s",
+        "p90_over_median",
+        "max_over_p90",
+        "p90_above_half_max",
+        "interrupted_fraction",
+        "n_interrupted",
     ]
     return pd.DataFrame(rows, columns=columns)
 

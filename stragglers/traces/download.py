@@ -51,7 +51,12 @@ GOOGLE_SHA256SUM_NAME = "SHA256SUM"
 ALIBABA_BASE_URL = "http://aliopentrace.oss-cn-beijing.aliyuncs.com"
 # Archives per trace version; their sha256 sums come from the pipeline's config.
 ALIBABA_ARCHIVES = {
-    "v2018": ("batch_instance.tar.gz", "batch_task.tar.gz", "machine_meta.tar.gz", "machine_usage.tar.gz"),
+    "v2018": (
+        "batch_instance.tar.gz",
+        "batch_task.tar.gz",
+        "machine_meta.tar.gz",
+        "machine_usage.tar.gz",
+    ),
     "v2017": ("alibaba-trace-2017.tar.gz",),
 }
 
@@ -81,9 +86,7 @@ class ChecksumMismatchError(DownloadError):
 
     def __init__(self, path: Path, expected: str, actual: str, bad_path: Path | None = None):
         where = f"; the bad file was moved to {bad_path}" if bad_path is not None else ""
-        super().__init__(
-            f"sha256 mismatch for {path}: expected {expected}, actual {actual}{where}"
-        )
+        super().__init__(f"sha256 mismatch for {path}: expected {expected}, actual {actual}{where}")
         self.path = path
         self.expected = expected
         self.actual = actual
@@ -295,7 +298,10 @@ def google_downloads(
         fixed = table in GOOGLE_TABLE_PART_COUNTS
         chosen = range(google_table_parts(table, total)) if fixed else indices
         pairs += [
-            (google_part_url(table, index, base_url, total), google_part_relpath(table, index, total))
+            (
+                google_part_url(table, index, base_url, total),
+                google_part_relpath(table, index, total),
+            )
             for index in chosen
         ]
     return pairs
@@ -370,7 +376,10 @@ def download(
         os.replace(dest, bad)
         logger.warning(
             "%s exists but its sha256 is %s, not %s; moved it to %s and fetching again",
-            dest, actual, expected, bad,
+            dest,
+            actual,
+            expected,
+            bad,
         )
 
     failures_in_a_row = 0
@@ -380,7 +389,10 @@ def download(
             _transfer_once(url, part, timeout, progress, chunk_size)
             break
         except (
-            _TransientError, urllib.error.URLError, http.client.HTTPException, OSError
+            _TransientError,
+            urllib.error.URLError,
+            http.client.HTTPException,
+            OSError,
         ) as error:
             # Network failures only: permanent statuses and local file errors are raised as
             # DownloadError inside _transfer_once and are not caught here. (URLError and
@@ -396,7 +408,12 @@ def download(
             delay = backoff * 2 ** (failures_in_a_row - 1)
             logger.warning(
                 "%s: %s; %d bytes so far; retry %d/%d in %.3g s",
-                url, _describe(error), _file_size(part), failures_in_a_row, retries, delay,
+                url,
+                _describe(error),
+                _file_size(part),
+                failures_in_a_row,
+                retries,
+                delay,
             )
             time.sleep(delay)
 
@@ -407,8 +424,13 @@ def download(
             os.replace(part, bad)
             raise ChecksumMismatchError(dest, expected, actual, bad)
     os.replace(part, dest)
-    logger.info("%s -> %s (%d bytes%s)", url, dest, dest.stat().st_size,
-                ", sha256 verified" if expected else ", no sha256 given")
+    logger.info(
+        "%s -> %s (%d bytes%s)",
+        url,
+        dest,
+        dest.stat().st_size,
+        ", sha256 verified" if expected else ", no sha256 given",
+    )
     return dest
 
 
@@ -524,9 +546,7 @@ def _transfer_once(
         if expected_body is not None and received < expected_body:
             # http.client returns b"" at a closed connection even when Content-Length
             # promised more, so a cut transfer shows up only here.
-            raise _TransientError(
-                f"connection closed after {received} of {expected_body} bytes"
-            )
+            raise _TransientError(f"connection closed after {received} of {expected_body} bytes")
 
 
 def _handle_range_not_satisfiable(
@@ -602,7 +622,9 @@ def download_google(
     sums_path = download(
         f"{base_url.rstrip('/')}/{GOOGLE_SHA256SUM_NAME}",
         out / GOOGLE_SHA256SUM_NAME,
-        timeout=timeout, retries=retries, backoff=backoff,
+        timeout=timeout,
+        retries=retries,
+        backoff=backoff,
     )
     sums = parse_sha256sum(sums_path.read_text(), source=str(sums_path))
     fetched: list[Path] = []
@@ -620,8 +642,14 @@ def download_google(
             continue
         try:
             fetched.append(
-                download(url, out / relpath, sha256=sums[relpath],
-                         timeout=timeout, retries=retries, backoff=backoff)
+                download(
+                    url,
+                    out / relpath,
+                    sha256=sums[relpath],
+                    timeout=timeout,
+                    retries=retries,
+                    backoff=backoff,
+                )
             )
         except DownloadError as error:
             logger.error("%s", error)
@@ -657,7 +685,8 @@ def _build_parser() -> argparse.ArgumentParser:
     google.add_argument("--out", required=True, type=Path)
     google.add_argument("--tables", nargs="+", required=True, choices=sorted(GOOGLE_TABLES))
     google.add_argument(
-        "--parts", required=True,
+        "--parts",
+        required=True,
         help='"all", or indices and ranges like 0-4,7 (machine_events has one part, always fetched)',
     )
     google.add_argument("--base-url", default=GOOGLE_BASE_URL)
@@ -685,13 +714,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "google":
             paths = download_google(
-                args.out, args.tables, args.parts, base_url=args.base_url,
-                timeout=args.timeout, retries=args.retries, backoff=args.backoff,
+                args.out,
+                args.tables,
+                args.parts,
+                base_url=args.base_url,
+                timeout=args.timeout,
+                retries=args.retries,
+                backoff=args.backoff,
             )
             print(f"{len(paths)} files verified under {args.out}")
         elif args.command == "url":
-            path = download(args.url, args.out, sha256=args.sha256,
-                            timeout=args.timeout, retries=args.retries, backoff=args.backoff)
+            path = download(
+                args.url,
+                args.out,
+                sha256=args.sha256,
+                timeout=args.timeout,
+                retries=args.retries,
+                backoff=args.backoff,
+            )
             print(path)
         else:
             report = verify_local_copy(args.root, args.sums, require_all=args.require_all)

@@ -134,7 +134,9 @@ def _is_corrupt_stream(message: str) -> bool:
     return any(k in lowered for k in ("gzip", "truncated", "decompress", "zlib", "inflate"))
 
 
-def _to_frame(batches: list[pa.RecordBatch], usecols: list[str], types: dict[str, str]) -> pd.DataFrame:
+def _to_frame(
+    batches: list[pa.RecordBatch], usecols: list[str], types: dict[str, str]
+) -> pd.DataFrame:
     frame = pa.Table.from_batches(batches).to_pandas()
     # the reader already yields `usecols` in order: selecting them again would copy every column
     return frame if list(frame.columns) == usecols else frame[usecols]

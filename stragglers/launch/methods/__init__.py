@@ -28,7 +28,11 @@ def get_launch_method(name: str) -> type[LaunchMethod]:
         raise ValueError(f"unknown launch method {name!r}; available: {available_launch_methods()}")
     module = importlib.import_module(f"{__name__}.{_declared()[name]}")
     for value in vars(module).values():
-        if isinstance(value, type) and issubclass(value, LaunchMethod) and vars(value).get("name") == name:
+        if (
+            isinstance(value, type)
+            and issubclass(value, LaunchMethod)
+            and vars(value).get("name") == name
+        ):
             return value
     raise ValueError(f"launch method {name!r}: no class with that name in {module.__name__}")
 

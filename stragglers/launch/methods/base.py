@@ -31,7 +31,9 @@ class LaunchMethod(abc.ABC):
         self.feature_names: list[str] = []  # set by the protocol before fit
 
     @abc.abstractmethod
-    def fit(self, X: np.ndarray, straggler: np.ndarray, node: np.ndarray, workload: np.ndarray) -> None:
+    def fit(
+        self, X: np.ndarray, straggler: np.ndarray, node: np.ndarray, workload: np.ndarray
+    ) -> None:
         """Learn from finished tasks (`straggler`: bool labels)."""
 
     @abc.abstractmethod

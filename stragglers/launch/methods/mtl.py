@@ -5,15 +5,17 @@ see stragglers/launch/mtl.py."""
 
 from stragglers.formats.datasets import machine_feature_category
 from stragglers.launch.methods.base import LaunchMethod
-from stragglers.methods.base import Param
 from stragglers.launch.mtl import MultiTaskSVM
+from stragglers.methods.base import Param
 
 
 class _MultiTask(LaunchMethod):
     family = "Launch-time (MTL)"
     formulation = ""
     defaults = {
-        "lam": Param(1.0, float, gt=0),  # multiplies every lambda_p (the overall regularisation strength)
+        "lam": Param(
+            1.0, float, gt=0
+        ),  # multiplies every lambda_p (the overall regularisation strength)
         "lam_base": Param(1.0, float, gt=0),  # lambda_0: the base (global) partition's lambda_p
         "lam_node": Param(1.0, float, gt=0),  # nu: the node partition's
         "lam_workload": Param(1.0, float, gt=0),  # omega: the workload partition's
@@ -25,8 +27,13 @@ class _MultiTask(LaunchMethod):
         if self.formulation in ("ffs1", "ffs2"):
             categories = [machine_feature_category(name) for name in self.feature_names]
         lam_p = {p: float(self.params[f"lam_{p}"]) for p in ("base", "node", "workload", "tuple")}
-        self.model = MultiTaskSVM(self.formulation, lam=self.params["lam"], seed=self.seed,
-                                  feature_categories=categories, lam_p=lam_p)
+        self.model = MultiTaskSVM(
+            self.formulation,
+            lam=self.params["lam"],
+            seed=self.seed,
+            feature_categories=categories,
+            lam_p=lam_p,
+        )
         self.model.fit(X, straggler, node, workload)
 
     def predict(self, X, node, workload):
@@ -46,13 +53,18 @@ class _MultiTask(LaunchMethod):
             return {f"eta_{c}": float(eta) for c, eta in zip(model.categories(), model.eta_)}
         if model.formulation.regulariser == "category_per_group":
             small = (model.eta_ < 1e-3 * model.eta_.max()).reshape(model.groups_.n_groups, -1)
-            return {f"shrunk_share_{c}": float(small[:, k].mean()) for k, c in enumerate(model.categories())}
+            return {
+                f"shrunk_share_{c}": float(small[:, k].mean())
+                for k, c in enumerate(model.categories())
+            }
         block = model.block_of_group()
         small = model.eta_[block] < 1e-3 * model.eta_.max()
         out = {}
         for p in partitions:
             start = model.groups_.offsets[p]
-            out[f"shrunk_share_{p}"] = float(small[start:start + len(model.groups_.keys[p])].mean())
+            out[f"shrunk_share_{p}"] = float(
+                small[start : start + len(model.groups_.keys[p])].mean()
+            )
         return out
 
 

@@ -3,8 +3,8 @@ SVM per {node, workload} tuple on the node's counters at launch, Platt-scaled co
 a tuple without enough data (or one class) predicts nothing."""
 
 from stragglers.launch.methods.base import LaunchMethod
-from stragglers.methods.base import Param
 from stragglers.launch.mtl import PerTupleSVM
+from stragglers.methods.base import Param
 
 
 class WranglerNode(LaunchMethod):
@@ -12,14 +12,20 @@ class WranglerNode(LaunchMethod):
     family = "Launch-time (Wrangler)"
     # platt: "training" fits Platt scaling on the SVM's training decisions (kept default);
     # "held_out": on out-of-fold decisions over distinct rows, as Platt (1999) recommends
-    defaults = {"C": Param(1.0, float, gt=0), "confidence": Param(0.5, float, ge=0, le=1),
-                "min_rows": Param(4, int, ge=1),
-                "platt": Param("training", str, choices=("training", "held_out"))}
+    defaults = {
+        "C": Param(1.0, float, gt=0),
+        "confidence": Param(0.5, float, ge=0, le=1),
+        "min_rows": Param(4, int, ge=1),
+        "platt": Param("training", str, choices=("training", "held_out")),
+    }
 
     def fit(self, X, straggler, node, workload):
         self.model = PerTupleSVM(
-            C=self.params["C"], confidence=self.params["confidence"], min_rows=self.params["min_rows"],
-            seed=self.seed, platt=self.params["platt"],
+            C=self.params["C"],
+            confidence=self.params["confidence"],
+            min_rows=self.params["min_rows"],
+            seed=self.seed,
+            platt=self.params["platt"],
         ).fit(X, straggler, node, workload)
 
     def predict(self, X, node, workload):

@@ -109,7 +109,9 @@ def _group_units(n_units: int, single_fraction: float, rng: np.random.Generator)
     return np.repeat(np.arange(len(counts)), counts), position, counts
 
 
-def _task_names(position: np.ndarray, chain_length: np.ndarray, rng: np.random.Generator) -> list[str]:
+def _task_names(
+    position: np.ndarray, chain_length: np.ndarray, rng: np.random.Generator
+) -> list[str]:
     """DAG task names: M1, R2_1, J3_2 ...; some one-task jobs get an independent task name."""
     names = []
     letters = rng.choice(["M", "R", "J"], len(position))
@@ -126,7 +128,10 @@ def _task_names(position: np.ndarray, chain_length: np.ndarray, rng: np.random.G
 
 
 def _unit_start_times(
-    workload: Workload, group: np.ndarray, position: np.ndarray, rng: np.random.Generator,
+    workload: Workload,
+    group: np.ndarray,
+    position: np.ndarray,
+    rng: np.random.Generator,
     interarrival_s: float,
 ) -> np.ndarray:
     """Seconds on the trace clock when each unit (Alibaba task) is submitted."""
@@ -311,8 +316,17 @@ def generate_alibaba(
     rng_machines = np.random.default_rng(np.random.SeedSequence(config.seed).spawn(6)[5])
     run_values = {name: values[name] for name in ("cpu_avg", "mem_avg")}
     files += _write_machine_tables(
-        out_dir, config, workload, attempts.machine[att], start_s, end_s, run_values,
-        extra_machine, extra_start, extra_status == RUNNING, rng_machines,
+        out_dir,
+        config,
+        workload,
+        attempts.machine[att],
+        start_s,
+        end_s,
+        run_values,
+        extra_machine,
+        extra_start,
+        extra_status == RUNNING,
+        rng_machines,
     )
 
     if config.write_truth:
@@ -339,7 +353,9 @@ def generate_alibaba(
         "signature_channels": list(CHANNELS),
     }
     manifest = {"config": config.to_dict(), "summary": summary}
-    writing.write_atomic(out_dir / "generator.json", (json.dumps(manifest, indent=2) + "\n").encode())
+    writing.write_atomic(
+        out_dir / "generator.json", (json.dumps(manifest, indent=2) + "\n").encode()
+    )
     summary["files"].append("generator.json")
     summary["out_dir"] = str(out_dir)
     summary["seconds"] = round(time.perf_counter() - began, 3)
@@ -365,8 +381,17 @@ def _running_sums(machine, start, end, weights, query_machine, query_time) -> np
 
 
 def _write_machine_tables(
-    out_dir, config, workload, run_machine, run_start, run_end, run_values, extra_machine,
-    extra_start, extra_running, rng,
+    out_dir,
+    config,
+    workload,
+    run_machine,
+    run_start,
+    run_end,
+    run_values,
+    extra_machine,
+    extra_start,
+    extra_running,
+    rng,
 ) -> list[Path]:
     """machine_meta (every machine, one row at time 0: 96 cores, memory 100, USING) and
     machine_usage (every machine that ran something, a sample every
@@ -379,7 +404,9 @@ def _write_machine_tables(
         "machine_id": writing.column(names),
         "time_stamp": writing.column(np.zeros(n, dtype=np.int64)),
         "failure_domain_1": writing.column(rng.integers(0, 20, n)),
-        "failure_domain_2": writing.column(np.char.add("fd_", rng.integers(0, 500, n).astype(str)).astype(object)),
+        "failure_domain_2": writing.column(
+            np.char.add("fd_", rng.integers(0, 500, n).astype(str)).astype(object)
+        ),
         "cpu_num": writing.column(np.full(n, _MACHINE_CPU_NUM)),
         "mem_size": writing.column(np.full(n, _MACHINE_MEM_SIZE)),
         "status": writing.column(np.full(n, "USING", dtype=object)),
@@ -390,17 +417,22 @@ def _write_machine_tables(
     machine = np.concatenate([run_machine, extra_machine[extra_running]])
     start = np.concatenate([run_start, extra_start[extra_running]])
     end = np.concatenate([run_end, np.full(int(extra_running.sum()), horizon + 1)])
-    weights = np.column_stack([
-        np.concatenate([run_values["cpu_avg"], np.zeros(int(extra_running.sum()))]),
-        np.concatenate([run_values["mem_avg"], np.zeros(int(extra_running.sum()))]),
-    ])
+    weights = np.column_stack(
+        [
+            np.concatenate([run_values["cpu_avg"], np.zeros(int(extra_running.sum()))]),
+            np.concatenate([run_values["mem_avg"], np.zeros(int(extra_running.sum()))]),
+        ]
+    )
     used = np.unique(machine)
     step = float(config.machine_usage_interval_s)
     times = np.arange(0, horizon + step, step).astype(np.int64)
     sample_machine = np.repeat(used, len(times))
     sample_time = np.tile(times, len(used))
     sums = _running_sums(machine, start, end, weights, sample_machine, sample_time)
-    overload = config.machine_usage_overload_points * signature_of(workload.machines.overload)[sample_machine]
+    overload = (
+        config.machine_usage_overload_points
+        * signature_of(workload.machines.overload)[sample_machine]
+    )
     noise = rng.normal(0.0, 2.0, (len(sample_machine), 3))
     cpu = np.clip(sums[:, 0] / _MACHINE_CPU_NUM + overload + 5.0 + noise[:, 0], 0, 100)
     mem = np.clip(sums[:, 1] + 20.0 + noise[:, 1], 0, 100)
@@ -445,7 +477,9 @@ def _truth_table(workload, unit_start, instance_number, task_names, job_names, g
         ),
         "task_name": writing.strings(t.job, task_names),
         "job_name": writing.strings(group[t.job], job_names),
-        "task_kind": writing.strings(workload.jobs.kind[t.job], ["eligible", "small", "nonproduction"]),
+        "task_kind": writing.strings(
+            workload.jobs.kind[t.job], ["eligible", "small", "nonproduction"]
+        ),
         "heavy_tail_task": writing.column(workload.jobs.heavy_tail[t.job].astype(np.int64)),
         "killed": writing.column(t.killed.astype(np.int64)),
         "first_start_s": writing.column(first_start),

@@ -150,7 +150,9 @@ def _hash_name(*parts: object) -> str:
     return base64.b64encode(digest).decode()
 
 
-def _sample_meta(config: GoogleGeneratorConfig, workload: Workload, rng: np.random.Generator) -> _Meta:
+def _sample_meta(
+    config: GoogleGeneratorConfig, workload: Workload, rng: np.random.Generator
+) -> _Meta:
     jobs, tasks = workload.jobs, workload.tasks
     n_jobs, n_tasks = len(jobs.kind), len(tasks.job)
     n_machines = len(workload.machines.overload)
@@ -238,7 +240,8 @@ def _absolute_times(workload: Workload, meta: _Meta, rng: np.random.Generator) -
         task_submit=_to_us(meta.job_submit_us[t.job], t.submit),
         attempt_start=_to_us(meta.job_submit_us[job_of_attempt], a.start),
         attempt_end=_to_us(meta.job_submit_us[job_of_attempt], a.end),
-        resubmit=_to_us(meta.job_submit_us[job_of_attempt], a.end) + rng.integers(6, 16, len(a.task)),
+        resubmit=_to_us(meta.job_submit_us[job_of_attempt], a.end)
+        + rng.integers(6, 16, len(a.task)),
         attempt_onset=_to_us(meta.job_submit_us[job_of_attempt], a.onset),
     )
 
@@ -274,7 +277,9 @@ def build_task_events(workload: Workload, meta: _Meta, times: _Times) -> dict[st
     }
 
 
-def task_events_columns(events: dict[str, np.ndarray], meta: _Meta, rows: slice) -> dict[str, pa.Array]:
+def task_events_columns(
+    events: dict[str, np.ndarray], meta: _Meta, rows: slice
+) -> dict[str, pa.Array]:
     job = events["job"][rows]
     n = len(job)
     machine = events["machine_id"][rows]
@@ -305,7 +310,9 @@ _UPDATED_MACHINE_FRACTION = 0.02  # machines whose memory is changed once (an UP
 _MISSING_CAPACITY_FRACTION = 0.001  # ADD events with empty capacity fields, as in the trace
 
 
-def build_machine_events(meta: _Meta, horizon_us: int, rng: np.random.Generator) -> dict[str, pa.Array]:
+def build_machine_events(
+    meta: _Meta, horizon_us: int, rng: np.random.Generator
+) -> dict[str, pa.Array]:
     """machine_events: every machine ADDed at time 0 with a platform, CPUs and memory; a few
     UPDATEs later. Capacities are independent of the latent straggler mechanisms."""
     n = len(meta.machine_id)
@@ -325,7 +332,9 @@ def build_machine_events(meta: _Meta, horizon_us: int, rng: np.random.Generator)
         "timestamp": writing.column(timestamp),
         "machine_id": writing.column(meta.machine_id[machine]),
         "event_type": writing.column(
-            np.r_[np.full(n, MachineEventType.ADD), np.full(len(updated), MachineEventType.UPDATE)].astype(np.int64)
+            np.r_[
+                np.full(n, MachineEventType.ADD), np.full(len(updated), MachineEventType.UPDATE)
+            ].astype(np.int64)
         ),
         "platform_id": writing.strings(platform[machine], platform_names),
         "cpus": writing.column(cpus[machine], empty),
@@ -346,12 +355,16 @@ def build_job_events(workload: Workload, meta: _Meta, times: _Times, rng: np.ran
     finish = last_end + rng.integers(1_000, 200_000, n_jobs)  # the job ends just after
     job = np.tile(np.arange(n_jobs), 3)
     timestamp = np.concatenate([meta.job_submit_us, first_schedule, finish])
-    event = np.repeat([int(EventType.SUBMIT), int(EventType.SCHEDULE), int(EventType.FINISH)], n_jobs)
+    event = np.repeat(
+        [int(EventType.SUBMIT), int(EventType.SCHEDULE), int(EventType.FINISH)], n_jobs
+    )
     order = np.lexsort((event, meta.job_id[job], timestamp))
     return {"timestamp": timestamp[order], "job": job[order], "event_type": event[order]}
 
 
-def job_events_columns(events: dict[str, np.ndarray], meta: _Meta, rows: slice) -> dict[str, pa.Array]:
+def job_events_columns(
+    events: dict[str, np.ndarray], meta: _Meta, rows: slice
+) -> dict[str, pa.Array]:
     job = events["job"][rows]
     n = len(job)
     columns = {
@@ -495,7 +508,9 @@ def part_boundaries(timestamps: np.ndarray, n_parts: int) -> np.ndarray:
     timestamps, from the trace start (600 s) to just after the last one.
     """
     timestamps = np.asarray(timestamps, dtype=np.int64)
-    inner = timestamps[(np.arange(1, n_parts) * len(timestamps)) // n_parts] if len(timestamps) else []
+    inner = (
+        timestamps[(np.arange(1, n_parts) * len(timestamps)) // n_parts] if len(timestamps) else []
+    )
     end = timestamps[-1] + 1 if len(timestamps) else GOOGLE_TRACE_START_US + 1
     bounds = np.concatenate([[GOOGLE_TRACE_START_US], inner, [end]]).astype(np.int64)
     return np.maximum.accumulate(bounds)
@@ -576,14 +591,18 @@ def _write_task_usage(
                     current = writing.AtomicFile(paths[part], config.gzip_level)
                 rows = slice(int(cuts[p]), int(cuts[p + 1]))
                 cols = task_usage_columns(
-                    workload, meta, attempt[rows], start[rows], end[rows],
+                    workload,
+                    meta,
+                    attempt[rows],
+                    start[rows],
+                    end[rows],
                     {k: v[rows] for k, v in values.items()},
                 )
                 current.write_columns(cols)
                 total += rows.stop - rows.start
         current.commit()
-        for part in range(part + 1, n_parts):  # empty trailing parts
-            current = writing.AtomicFile(paths[part], config.gzip_level)
+        for empty_part in range(part + 1, n_parts):  # empty trailing parts
+            current = writing.AtomicFile(paths[empty_part], config.gzip_level)
             current.commit()
     except BaseException:
         current.abort()
@@ -668,7 +687,9 @@ def generate_google(
         config.gzip_level,
     )
     files += paths
-    paths, rows["task_usage"] = _write_task_usage(out_dir, workload, meta, times, config, boundaries)
+    paths, rows["task_usage"] = _write_task_usage(
+        out_dir, workload, meta, times, config, boundaries
+    )
     files += paths
     # its own stream (the fifth child): adding the table left the other tables unchanged
     rng_machines = np.random.default_rng(np.random.SeedSequence(config.seed).spawn(5)[4])
@@ -699,7 +720,9 @@ def generate_google(
         "signature_channels": list(CHANNELS),
     }
     manifest = {"config": config.to_dict(), "summary": summary}
-    writing.write_atomic(out_dir / "generator.json", (json.dumps(manifest, indent=2) + "\n").encode())
+    writing.write_atomic(
+        out_dir / "generator.json", (json.dumps(manifest, indent=2) + "\n").encode()
+    )
     summary["files"].append("generator.json")
     summary["out_dir"] = str(out_dir)
     summary["seconds"] = round(time.perf_counter() - began, 3)

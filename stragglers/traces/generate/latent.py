@@ -386,7 +386,9 @@ def sample_tasks(
     # normal size variation is bounded (tasks of a job get similar shares of the work):
     # a standard normal squashed into (-2, 2)
     size_z = 2.0 * np.tanh(rng.normal(0.0, 1.0, n) / 2.0)
-    skew_cause = draw_cause(rng, rng.random(n) < config.data_skew_fraction, config.data_skew_strength)
+    skew_cause = draw_cause(
+        rng, rng.random(n) < config.data_skew_fraction, config.data_skew_strength
+    )
     silent_cause = draw_cause(
         rng, rng.random(n) < config.silent_straggler_fraction, config.silent_straggler_strength
     )

@@ -123,6 +123,8 @@ class AtomicFile:
             self.abort()
 
 
-def write_atomic(path: str | Path, data: bytes, gzip_level: int | None = None, rows: int = 0) -> None:
+def write_atomic(
+    path: str | Path, data: bytes, gzip_level: int | None = None, rows: int = 0
+) -> None:
     with AtomicFile(path, gzip_level) as f:
         f.write(data, rows)

@@ -19,7 +19,9 @@ def status(folder: Path) -> str:
         return "failed"  # never started: no pid written
     except ProcessLookupError:
         # gone: it may have finished between the two checks
-        return "success" if exit_code.exists() and exit_code.read_text().strip() == "0" else "failed"
+        return (
+            "success" if exit_code.exists() and exit_code.read_text().strip() == "0" else "failed"
+        )
     return "running"
 
 

@@ -26,10 +26,10 @@ def main(state_dir: str, jobscript: str) -> None:
     script = folder / "jobscript.sh"
     shutil.copyfile(jobscript, script)
     wrapper = (
-        'date +%s.%N > started; '
+        "date +%s.%N > started; "
         f'/bin/bash "{script}" > stdout 2> stderr; code=$?; '
-        'date +%s.%N > ended; '
-        'echo $code > exit_code.tmp && mv exit_code.tmp exit_code'
+        "date +%s.%N > ended; "
+        "echo $code > exit_code.tmp && mv exit_code.tmp exit_code"
     )
     process = subprocess.Popen(
         ["/bin/bash", "-c", wrapper],
