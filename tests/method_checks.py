@@ -41,6 +41,7 @@ FEATURES = ("cpu_rate", "canonical_memory_usage", "disk_io_time", "evictions_so_
 JOB_ID = "contract-job"
 N_TASKS = 40
 ERRORS_OK = (ValueError, RuntimeError)
+CHECKPOINT_INTERVAL = 60.0  # the grid step and kill delay handed to methods (seconds)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -74,6 +75,11 @@ def job_info(cls, latency: np.ndarray, history=None, true_latency=None) -> JobIn
         true_latency=true_latency,
         history=history,
         job_start=0.0,
+        # the replay's grid and kill delay, as ReplaySettings hands them (SRQuant and LASER
+        # need the kill delay, START the grid)
+        checkpoint_interval=CHECKPOINT_INTERVAL,
+        grid_origin=0.0,
+        kill_delay=CHECKPOINT_INTERVAL,
     )
 
 

@@ -109,7 +109,10 @@ def test_launch_checks_catch_broken_methods(class_name, check, message):
         ({"alpha": -1}, r"method NURD: parameter 'alpha' must be a number in \[0, 1\], got -1$"),
         ({"alpha": "x"}, r"parameter 'alpha' must be a number in \[0, 1\], got 'x' \(text\)"),
         ({"epsilon": 0}, r"parameter 'epsilon' must be a number > 0, got 0"),
-        ({"regressor": "forest"}, "must be one of 'xgboost', 'sklearn-gbr', got 'forest'"),
+        (
+            {"regressor": "forest"},
+            "must be one of 'protocol', 'xgboost', 'sklearn-gbr', got 'forest'",
+        ),
         ({"n_estimators": 2.5}, "must be an integer >= 1, got 2.5"),
         ({"refit_every_checkpoint": 1}, "must be true or false, got 1"),
     ],

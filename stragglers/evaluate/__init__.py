@@ -5,32 +5,19 @@ early the flags came (early-F1, lead). The flat names below are `metrics`'.
 """
 
 import importlib
+import importlib.util
 
-# the flat names of `metrics`, loaded on first use (PEP 562) so that importing a sibling module
-# (the workflow imports the audit's variants when it loads) does not import metrics's libraries
-__all__ = [
-    "JOB_STATUSES",
-    "FAMILY_ORDER",
-    "REFERENCE_FAMILY",
-    "PAPER_METHOD_ORDER",
-    "normalise_method_name",
-    "family_rank",
-    "method_sort_key",
-    "sort_rows",
-    "confusion",
-    "rates",
-    "validate_predictions",
-    "load_predictions",
-    "METRIC_COLUMNS",
-    "COUNT_COLUMNS",
-    "job_metrics",
-    "summary_table",
-    "f1_over_time",
-    "cost_table",
-]
+# the flat API: every public name of metrics, loaded on first use (PEP 562), so that importing
+# one submodule (the workflow loads some when it reads the rules) imports no more than it needs
+_FLAT_MODULES = ("metrics",)
 
 
 def __getattr__(name: str):
-    if name in __all__:
-        return getattr(importlib.import_module("stragglers.evaluate.metrics"), name)
+    if importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f"{__name__}.{name}")  # a submodule, not a flat name
+    if not name.startswith("_"):
+        for module in _FLAT_MODULES:
+            found = importlib.import_module(f"stragglers.evaluate.{module}")
+            if name in vars(found):
+                return vars(found)[name]
     raise AttributeError(f"module 'stragglers.evaluate' has no attribute {name!r}")

@@ -5,33 +5,19 @@ and reports the ladder from the paper's protocol to ours. The flat names below a
 """
 
 import importlib
+import importlib.util
 
-# the flat names of `tables`, loaded on first use (PEP 562) so that importing a sibling module
-# (the workflow imports the audit's variants when it loads) does not import tables's libraries
-__all__ = [
-    "TABLE3_METRICS",
-    "JOB_COUNTS",
-    "PAPER_TABLE3_COLUMNS",
-    "SIMULATION_COLUMNS",
-    "ALGORITHMS",
-    "PRIVILEGED_MARK",
-    "MISSING",
-    "markdown_table",
-    "write_table",
-    "read_paper_table3",
-    "TIMING_DISPLAY",
-    "table3_long",
-    "write_table3",
-    "plot_f1_over_time",
-    "plot_lead_distribution",
-    "simulation_tables",
-    "reduction_by_method",
-    "plot_reduction_bars",
-    "plot_reduction_by_machines",
-]
+# the flat API: every public name of tables, loaded on first use (PEP 562), so that importing
+# one submodule (the workflow loads some when it reads the rules) imports no more than it needs
+_FLAT_MODULES = ("tables",)
 
 
 def __getattr__(name: str):
-    if name in __all__:
-        return getattr(importlib.import_module("stragglers.report.tables"), name)
+    if importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f"{__name__}.{name}")  # a submodule, not a flat name
+    if not name.startswith("_"):
+        for module in _FLAT_MODULES:
+            found = importlib.import_module(f"stragglers.report.{module}")
+            if name in vars(found):
+                return vars(found)[name]
     raise AttributeError(f"module 'stragglers.report' has no attribute {name!r}")

@@ -5,29 +5,19 @@ speculative resume and deadlines. The flat names below are `jct`'s.
 """
 
 import importlib
+import importlib.util
 
-# the flat names of `jct`, loaded on first use (PEP 562) so that importing a sibling module
-# (the workflow imports the audit's variants when it loads) does not import jct's libraries
-__all__ = [
-    "DEFAULT_MACHINES",
-    "CHECKPOINT_INTERVAL",
-    "GRID_TOLERANCE",
-    "ALGORITHM_UNLIMITED",
-    "ALGORITHM_LIMITED",
-    "RESULT_COLUMNS",
-    "replacement_uniforms",
-    "replacement_durations",
-    "job_completion_time",
-    "jct_reduction",
-    "mitigated_jct_unlimited",
-    "mitigated_jct_limited",
-    "simulate_unlimited",
-    "simulate_limited",
-    "simulate_job",
-]
+# the flat API: every public name of jct, loaded on first use (PEP 562), so that importing
+# one submodule (the workflow loads some when it reads the rules) imports no more than it needs
+_FLAT_MODULES = ("jct",)
 
 
 def __getattr__(name: str):
-    if name in __all__:
-        return getattr(importlib.import_module("stragglers.simulate.jct"), name)
+    if importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f"{__name__}.{name}")  # a submodule, not a flat name
+    if not name.startswith("_"):
+        for module in _FLAT_MODULES:
+            found = importlib.import_module(f"stragglers.simulate.{module}")
+            if name in vars(found):
+                return vars(found)[name]
     raise AttributeError(f"module 'stragglers.simulate' has no attribute {name!r}")
