@@ -185,17 +185,19 @@ def converted_columns(path: str | Path) -> list[str]:
 
 
 def read_converted(path: str | Path, columns: list[str]) -> pd.DataFrame:
-    """`columns` of a converted job file, or a ConvertedFileError naming the file."""
-    missing = [c for c in columns if c not in converted_columns(path)]
-    if missing:
-        raise ConvertedFileError(
-            f"{path}: not a converted job file of this dataset: columns {missing} missing; "
-            f"{rebuild_hint(path)}"
-        )
+    """`columns` of a converted job file, or a ConvertedFileError naming the file. A good file
+    is read once; only a failed read looks at the file again to say what is wrong with it."""
     try:
         return pd.read_parquet(path, columns=columns)
-    except Exception as error:  # e.g. a file damaged after its footer
-        raise ConvertedFileError(
+    except Exception as error:
+        present = set(converted_columns(path))  # raises for a missing or unreadable file
+        missing = [c for c in columns if c not in present]
+        if missing:
+            raise ConvertedFileError(
+                f"{path}: not a converted job file of this dataset: columns {missing} missing; "
+                f"{rebuild_hint(path)}"
+            ) from None
+        raise ConvertedFileError(  # e.g. a file damaged after its footer
             f"{path}: cannot be read ({type(error).__name__}: {error}); {rebuild_hint(path)}"
         ) from None
 
