@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -71,11 +72,20 @@ def setup_rule_logging(log_path: str | None) -> None:
     logging.captureWarnings(True)
 
 
+# The last line of every rule's log: the process's CPU seconds before the rule's work started
+# (interpreter, Snakemake's script preamble, module imports) and during it. bench/run_split.py
+# sums them over a run to split its time into start-up and real work.
+CPU_LINE = "rule cpu: start_up_s={start_up:.3f} work_s={work:.3f}"
+
+
 def run_rule(log_path: str | None, work) -> Any:
     """Run one rule's work with its logging set up; a failure is logged, then re-raised."""
+    start_up = time.process_time()
     setup_rule_logging(log_path)
     try:
-        return work()
+        result = work()
     except Exception:
         log.exception("rule failed")
         raise
+    log.info(CPU_LINE.format(start_up=start_up, work=time.process_time() - start_up))
+    return result

@@ -175,6 +175,7 @@ def generated(tmp_path_factory):
     return raw
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("convert", [convert_google, convert_google_events])
 def test_converted_machine_columns_match_a_brute_force(generated, tmp_path, convert):
     out = tmp_path / "converted"

@@ -177,6 +177,7 @@ def solve_mixed_directly(X, y, model):
     return result.fun
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["fps", "fgs", "ffs1", "ffs2"])
 def test_mixed_norm_solver_converges_to_the_optimum(name):
     global model_node, model_workload
