@@ -6,8 +6,9 @@ WORKDIR is a finished run of the workflow (e.g. the default config, every method
 
 - prediction: each method's CPU seconds per task = the `cpu_time` of its `benchmarks/predict`
   files / the tasks in those shards (n_tasks of results/*/predictions/*/shard-*.jobs.parquet);
-- simulation, mitigation policies and evaluation: `cpu_time` of benchmarks/simulate and
-  benchmarks/policies (per method) and
+- simulation (the relaunch simulation and the mitigation policies, one job per method) and
+  evaluation: `cpu_time` of benchmarks/simulate (per method; a run made before the two
+  simulations shared a job also has benchmarks/policies) and
   benchmarks/evaluate (per dataset, when present) / the dataset's tasks;
 - conversion: CPU seconds per compressed GB of raw trace, from bench/bench_convert.py
   (--convert-seconds-per-gb; default 12 s per real-size 90 MB task_usage part);
@@ -101,7 +102,8 @@ def measured_rates(workdir: Path, config_path: Path) -> dict:
         for tsv in sorted((workdir / "benchmarks" / "simulate" / dataset).glob("*.tsv")):
             entry["simulate"][tsv.stem] = cpu(tsv) / tasks
         for tsv in sorted((workdir / "benchmarks" / "policies" / dataset).glob("*.tsv")):
-            entry["policies"][tsv.stem] = cpu(tsv) / tasks
+            if tsv.stem != "report":  # rule policies_report's, once per dataset
+                entry["policies"][tsv.stem] = cpu(tsv) / tasks
         evaluate = workdir / "benchmarks" / "evaluate" / f"{dataset}.tsv"
         if evaluate.exists():
             entry["evaluate"] = cpu(evaluate) / tasks
@@ -144,7 +146,8 @@ def project(
             ),
         }
         if rate["policies"]:
-            # one mitigation-policy simulation job per method (rule simulate_policies)
+            # a run with separate mitigation-policy jobs per method (before they shared
+            # simulate_method's job)
             stages["mitigation policies"] = (
                 sum(rate["policies"].values())
                 / len(rate["policies"])

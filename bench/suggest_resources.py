@@ -29,7 +29,7 @@ CONVERT_STAGES = {"prepare": "convert_prepare", "group": "convert_part", "shard"
 BENCHMARK_RULES = {
     "predict": "predict",
     "simulate": "simulate_method",
-    "policies": "simulate_policies",
+    "policies": "simulate_policies",  # a run made before simulate_method ran both
     "generate": "generate_trace",
     "download": "download_trace",
     "tune": "tune_method",
@@ -46,6 +46,8 @@ def read_benchmarks(workdir: Path) -> pd.DataFrame:
         folder = relative.parts[0]
         if folder == "convert":
             folder = CONVERT_STAGES.get(relative.stem.split("-")[0], "convert")
+        if folder == "policies" and relative.stem == "report":
+            folder = "policies_report"  # once per dataset, not a per-method simulation
         record = {
             "folder": folder,
             "path": str(relative),

@@ -1,12 +1,16 @@
 # Stage 4: job completion time when predicted stragglers are relaunched (Algorithms 2-3).
 
 
+# One job per (dataset, method) runs both simulations of its predictions: the completion time
+# under relaunch (Algorithms 2-3) and the mitigation policies with deadlines. One process instead
+# of two halves the start-up paid per method (bench/run_split.py).
 rule simulate_method:
     input:
         tasks=lambda wc: prediction_files(wc.dataset, wc.method, "tasks"),
         jobs=lambda wc: prediction_files(wc.dataset, wc.method, "jobs"),
     output:
-        "results/{dataset}/simulation/{method}.parquet",
+        simulation="results/{dataset}/simulation/{method}.parquet",
+        policies="results/{dataset}/policies/{method}.parquet",
     log:
         "logs/simulate/{dataset}/{method}.log",
     benchmark:
@@ -14,16 +18,18 @@ rule simulate_method:
     conda:
         "../../environment.yml"
     # measured: bench/suggest_resources.py (README, "Running on a cluster")
-    # (1.08 M tasks: 456 MB peak RSS, 16.5 CPU s)
+    # (1.08 M tasks: 456 MB peak RSS, 16.5 CPU s for the relaunch simulation alone)
     resources:
         mem_mb=768,
-        runtime=5,
+        runtime=8,
     params:
         replay=lambda wc: {**config["replay"], **dataset_config(wc.dataset).get("replay", {})},
         repeats=config["simulation"]["repeats"],
         machines=config["simulation"]["machines"],
         seed=config["seed"],
         relaunch=config["simulation"].get("relaunch", "from_flag"),
+        resume_attempts=policy_setting("resume_attempts", 2),
+        kill_delay=resume_kill_delay(),
     script:
         "../../scripts/simulate_method.py"
 
@@ -83,30 +89,8 @@ rule completion_time_table:
         "../../scripts/completion_time_table.py"
 
 
-# Mitigation policies with deadlines: relaunch, speculative copy, speculative resume.
-rule simulate_policies:
-    input:
-        tasks=lambda wc: prediction_files(wc.dataset, wc.method, "tasks"),
-        jobs=lambda wc: prediction_files(wc.dataset, wc.method, "jobs"),
-    output:
-        "results/{dataset}/policies/{method}.parquet",
-    log:
-        "logs/policies/{dataset}/{method}.log",
-    benchmark:
-        "benchmarks/policies/{dataset}/{method}.tsv"
-    conda:
-        "../../environment.yml"
-    params:
-        replay=lambda wc: {**config["replay"], **dataset_config(wc.dataset).get("replay", {})},
-        repeats=config["simulation"]["repeats"],
-        machines=config["simulation"]["machines"],
-        resume_attempts=policy_setting("resume_attempts", 2),
-        kill_delay=resume_kill_delay(),
-        seed=config["seed"],
-    script:
-        "../../scripts/simulate_policies.py"
-
-
+# Mitigation policies with deadlines: relaunch, speculative copy, speculative resume (simulated
+# per method by rule simulate_method).
 rule policies_report:
     input:
         expand("results/{{dataset}}/policies/{method}.parquet", method=METHODS),
