@@ -129,13 +129,22 @@ def read_raw(folder, columns):
     return pd.concat(frames, ignore_index=True)
 
 
-def brute_force_state(task_events, machine_events, machine, time_us):
-    """One (machine, time) at a time, in plain Python, from the raw tables."""
+def task_event_sequences(task_events):
+    """Each task's raw rows in time order (stable), as tuples: split once per table, so that
+    every (machine, time) query below walks plain Python rows instead of regrouping."""
+    return [
+        list(rows.sort_values("timestamp", kind="stable").itertuples())
+        for _, rows in task_events.groupby(["job_id", "task_index"], sort=False)
+    ]
+
+
+def brute_force_state(sequences, machine_events, machine, time_us):
+    """One (machine, time) at a time, in plain Python, from the raw tables (`sequences`: the
+    task_events rows by task, task_event_sequences)."""
     running = cpu = memory = evictions = failures = 0
-    for (_, _), rows in task_events.groupby(["job_id", "task_index"], sort=False):
-        rows = rows.sort_values("timestamp", kind="stable")
+    for rows in sequences:
         start = None
-        for row in rows.itertuples():
+        for row in rows:
             if row.event_type == SCHEDULE:
                 start = row
             elif row.event_type in (EVICT, FAIL, FINISH, 5, 6) and start is not None:
@@ -183,6 +192,7 @@ def test_converted_machine_columns_match_a_brute_force(generated, tmp_path, conv
     assert report["counts"]["machine_event_rows"] > 0
     task_events = read_raw(generated / "task_events", schema.GOOGLE_TASK_EVENTS)
     machine_events = read_raw(generated / "machine_events", schema.GOOGLE_MACHINE_EVENTS)
+    sequences = task_event_sequences(task_events)
     manifest = pd.read_parquet(out / "manifest.parquet")
     frame = pd.read_parquet(out / manifest.path[0])
     rng = np.random.default_rng(0)
@@ -190,7 +200,7 @@ def test_converted_machine_columns_match_a_brute_force(generated, tmp_path, conv
     single = frame[(frame.evictions == 0) & (frame.failures == 0)]
     for row in single.iloc[rng.choice(len(single), 6, replace=False)].itertuples():
         expected = brute_force_state(
-            task_events, machine_events, int(row.machine_id), round(row.window_end * 1e6)
+            sequences, machine_events, int(row.machine_id), round(row.window_end * 1e6)
         )
         np.testing.assert_allclose([getattr(row, c) for c in COLUMNS], expected, atol=1e-9)
     # launch state: the first SCHEDULE's machine, 1 µs before it
@@ -202,7 +212,7 @@ def test_converted_machine_columns_match_a_brute_force(generated, tmp_path, conv
         ]
         first = mine[mine.event_type == SCHEDULE].sort_values("timestamp").iloc[0]
         expected = brute_force_state(
-            task_events, machine_events, first.machine_id, first.timestamp - 1
+            sequences, machine_events, first.machine_id, first.timestamp - 1
         )
         np.testing.assert_allclose(
             [getattr(row, "launch_" + c) for c in COLUMNS], expected, atol=1e-9
