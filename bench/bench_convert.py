@@ -103,23 +103,26 @@ def main() -> None:
     stages = work / "stages"
     shutil.rmtree(stages, ignore_errors=True)
     events = sorted(str(p.relative_to(raw)) for p in (raw / "task_events").glob("part-*.csv.gz"))
+    machine_events = sorted(
+        str(p.relative_to(raw)) for p in (raw / "machine_events").glob("part-*.csv.gz")
+    )
     common = "dataset='bench', min_tasks=100"
     prepare = run_measured(
-        "from stragglers import scatter; "
-        f"scatter.prepare(raw_dir={str(raw)!r}, event_parts={events!r}, out_dir={str(stages / 'prepared')!r}, "
-        f"n_shards=8, priorities=[9, 10, 11], {common})"
+        "from stragglers.convert import layout; "
+        f"layout.prepare(raw_dir={str(raw)!r}, event_parts={events!r}, out_dir={str(stages / 'prepared')!r}, "
+        f"n_shards=8, priorities=[9, 10, 11], machine_event_parts={machine_events!r}, {common})"
     )
     part = run_measured(
-        "from stragglers import scatter; "
-        f"scatter.convert_part(kind='google-2011', raw_dir={str(raw)!r}, "
+        "from stragglers.convert import layout; "
+        f"layout.convert_part(kind='google-2011', raw_dir={str(raw)!r}, "
         f"parts=[{str(usage_part.relative_to(raw))!r}], out_dir={str(stages / 'spill' / 'group-0')!r}, "
         f"out_report={str(stages / 'group-0.json')!r}, n_shards=8, priorities=[9, 10, 11], grid={{}}, "
         f"prepared_dir={str(stages / 'prepared')!r}, {common})"
     )
     gather = run_measured(
-        "from stragglers import scatter\n"
+        "from stragglers.convert import layout\n"
         "for shard in range(8):\n"
-        f"    scatter.gather(kind='google-2011', spill_dirs=[{str(stages / 'spill' / 'group-0')!r}], shard=shard, "
+        f"    layout.gather(kind='google-2011', spill_dirs=[{str(stages / 'spill' / 'group-0')!r}], shard=shard, "
         f"jobs_dir={str(stages / 'jobs')!r} + f'/shard-{{shard}}', out_manifest={str(stages)!r} + f'/shard-{{shard}}.parquet', "
         f"out_report={str(stages)!r} + f'/shard-{{shard}}.json', latency_definition='schedule_to_finish', "
         f"prepared_dir={str(stages / 'prepared')!r}, {common})"

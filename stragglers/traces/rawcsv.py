@@ -1,6 +1,7 @@
 """Reading headerless raw-trace CSV parts (gzip or plain) in bounded-size chunks.
 
-Fast path: pyarrow's streaming CSV reader with explicit column names and types. A row with
+Fast path: pyarrow's streaming CSV reader with explicit column names and types, fed by ISA-L's
+gzip decompressor (`isal.igzip`: about 4x faster than zlib, the same bytes). A row with
 the wrong number of columns is skipped and recorded (file, line, reason). If a value cannot be
 parsed, the file is re-read with a slower, exact line-by-line path that records every bad row
 with its line number and skips it. A truncated or corrupt gzip stream is an error naming the
@@ -20,6 +21,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
+from isal import igzip
 
 
 class RawTraceError(RuntimeError):
@@ -97,9 +99,10 @@ def iter_csv_chunks(
 
     before = skipped.snapshot()
     rows_yielded = 0
+    source = igzip.open(path, "rb") if path.suffix == ".gz" else path
     try:
         reader = pacsv.open_csv(
-            path,
+            source,
             read_options=pacsv.ReadOptions(column_names=columns, block_size=block_size),
             parse_options=pacsv.ParseOptions(invalid_row_handler=on_invalid),
             convert_options=pacsv.ConvertOptions(
@@ -113,7 +116,7 @@ def iter_csv_chunks(
                 frame = _to_frame(batches, usecols, types)
                 rows_yielded += len(frame)
                 yield frame
-                batches = []
+                del frame  # the consumer's reference is the only one while the next is read
         if batches:
             yield _to_frame(batches, usecols, types)
     except (pa.ArrowInvalid, OSError, EOFError) as error:
@@ -127,6 +130,9 @@ def iter_csv_chunks(
         # skipped rows from the start and not repeating the valid rows already yielded
         skipped.restore(before)
         yield from _slow_path(path, columns, types, usecols, skipped, skip_valid=rows_yielded)
+    finally:
+        if source is not path:
+            source.close()
 
 
 def _is_corrupt_stream(message: str) -> bool:
@@ -137,7 +143,12 @@ def _is_corrupt_stream(message: str) -> bool:
 def _to_frame(
     batches: list[pa.RecordBatch], usecols: list[str], types: dict[str, str]
 ) -> pd.DataFrame:
-    frame = pa.Table.from_batches(batches).to_pandas()
+    """The batches as one DataFrame; `batches` is emptied, and each Arrow column is freed as
+    soon as it is converted (one column per block: no consolidating copy)."""
+    table = pa.Table.from_batches(batches)
+    batches.clear()
+    frame = table.to_pandas(split_blocks=True, self_destruct=True)
+    del table
     # the reader already yields `usecols` in order: selecting them again would copy every column
     return frame if list(frame.columns) == usecols else frame[usecols]
 
