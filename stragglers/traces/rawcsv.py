@@ -75,8 +75,10 @@ def iter_csv_chunks(
     usecols: list[str] | None = None,
     skipped: SkippedRows | None = None,
     block_size: int = 16 << 20,
-) -> Iterator[pd.DataFrame]:
-    """Yield DataFrames of `usecols` from a headerless CSV part, chunk by chunk.
+    arrow: bool = False,
+) -> Iterator[pd.DataFrame | pa.Table]:
+    """Yield DataFrames of `usecols` from a headerless CSV part, chunk by chunk (with
+    `arrow`, Arrow tables: no pandas copy, for readers that take one column at a time).
 
     `types` maps column -> "int" | "float" | "str"; missing fields become NaN (ints are read
     as nullable by going through float when a column has gaps).
@@ -113,12 +115,12 @@ def iter_csv_chunks(
         for batch in reader:
             batches.append(batch)
             if sum(b.num_rows for b in batches) >= 1_000_000:
-                frame = _to_frame(batches, usecols, types)
+                frame = _to_table(batches) if arrow else _to_frame(batches, usecols, types)
                 rows_yielded += len(frame)
                 yield frame
                 del frame  # the consumer's reference is the only one while the next is read
         if batches:
-            yield _to_frame(batches, usecols, types)
+            yield _to_table(batches) if arrow else _to_frame(batches, usecols, types)
     except (pa.ArrowInvalid, OSError, EOFError) as error:
         message = str(error)
         if _is_corrupt_stream(message) or isinstance(error, (OSError, EOFError)):
@@ -129,7 +131,8 @@ def iter_csv_chunks(
         # an unparsable value somewhere: redo this file exactly, line by line, recounting its
         # skipped rows from the start and not repeating the valid rows already yielded
         skipped.restore(before)
-        yield from _slow_path(path, columns, types, usecols, skipped, skip_valid=rows_yielded)
+        for frame in _slow_path(path, columns, types, usecols, skipped, skip_valid=rows_yielded):
+            yield pa.Table.from_pandas(frame, preserve_index=False) if arrow else frame
     finally:
         if source is not path:
             source.close()
@@ -140,13 +143,18 @@ def _is_corrupt_stream(message: str) -> bool:
     return any(k in lowered for k in ("gzip", "truncated", "decompress", "zlib", "inflate"))
 
 
+def _to_table(batches: list[pa.RecordBatch]) -> pa.Table:
+    table = pa.Table.from_batches(batches)
+    batches.clear()
+    return table
+
+
 def _to_frame(
     batches: list[pa.RecordBatch], usecols: list[str], types: dict[str, str]
 ) -> pd.DataFrame:
     """The batches as one DataFrame; `batches` is emptied, and each Arrow column is freed as
     soon as it is converted (one column per block: no consolidating copy)."""
-    table = pa.Table.from_batches(batches)
-    batches.clear()
+    table = _to_table(batches)
     frame = table.to_pandas(split_blocks=True, self_destruct=True)
     del table
     # the reader already yields `usecols` in order: selecting them again would copy every column
