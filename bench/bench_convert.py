@@ -13,7 +13,12 @@ measurement runs in a fresh process so its peak memory (max RSS) and CPU time ar
   what all gather_shard jobs do together for this part's windows);
 - `single_process_*`: the whole conversion in one process, as `convert_google` runs it.
 
-Prints JSON and writes bench/out/convert.json.
+Prints JSON and writes bench/out/convert.json. Then checks the per-part job against what rule
+convert_part requests in workflow/rules/data.smk (the measured part is real-size; prepare and
+gather here see one part's jobs only, not the full trace's): it exits non-zero, naming the
+rule, if the measured peak RSS exceeds the rule's `mem_mb` or its CPU time its `runtime`, or
+the request leaves less than the headroom rule of bench/suggest_resources.py (1.5x memory,
+3x CPU time), and prints what that rule would request.
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import math
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -54,6 +61,50 @@ def run_measured(code: str) -> dict:
         "peak_rss_mb": round(usage.ru_maxrss / 1024.0),
         "stdout": stdout,
     }
+
+
+def declared_resources(rule: str, rules_file: Path = ROOT / "workflow" / "rules" / "data.smk"):
+    """The `resources:` of `rule` (name -> int) as written in its rule file."""
+    text = rules_file.read_text()
+    block = re.search(rf"^rule {rule}:\n(.*?)(?=^\S|\Z)", text, flags=re.M | re.S)
+    if block is None:
+        raise SystemExit(f"bench_convert: no rule {rule} in {rules_file}")
+    resources = re.search(r"^    resources:\n((?:        \w+=\d+,\n)+)", block.group(1), flags=re.M)
+    if resources is None:
+        raise SystemExit(f"bench_convert: rule {rule} declares no resources in {rules_file}")
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", resources.group(1))}
+
+
+def check_request(rule: str, peak_rss_mb: float, cpu_seconds: float) -> list[str]:
+    """What is wrong with `rule`'s request for a measured job (empty: it is covered)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from suggest_resources import round_up
+
+    declared = declared_resources(rule)
+    suggested = {
+        "mem_mb": max(512, round_up(1.5 * peak_rss_mb, 256)),
+        "runtime": max(5, math.ceil(3 * cpu_seconds / 60)),
+    }
+    print(
+        f"rule {rule}: requests {declared}; measured {peak_rss_mb} MB, {cpu_seconds} CPU s; "
+        f"the headroom rule gives {suggested}"
+    )
+    problems = []
+    mem_mb, runtime = declared.get("mem_mb", 0), declared.get("runtime", 0)
+    if peak_rss_mb > mem_mb:
+        problems.append(
+            f"rule {rule}: measured peak RSS {peak_rss_mb} MB exceeds its mem_mb={mem_mb}"
+        )
+    elif 1.5 * peak_rss_mb > mem_mb:
+        problems.append(
+            f"rule {rule}: mem_mb={mem_mb} leaves less than the 1.5x headroom over the measured "
+            f"peak RSS {peak_rss_mb} MB"
+        )
+    if 3 * cpu_seconds / 60 > runtime:
+        problems.append(
+            f"rule {rule}: runtime={runtime} min is less than 3x the measured {cpu_seconds} CPU s"
+        )
+    return problems
 
 
 def main() -> None:
@@ -103,23 +154,26 @@ def main() -> None:
     stages = work / "stages"
     shutil.rmtree(stages, ignore_errors=True)
     events = sorted(str(p.relative_to(raw)) for p in (raw / "task_events").glob("part-*.csv.gz"))
+    machine_events = sorted(
+        str(p.relative_to(raw)) for p in (raw / "machine_events").glob("part-*.csv.gz")
+    )
     common = "dataset='bench', min_tasks=100"
     prepare = run_measured(
-        "from stragglers import scatter; "
-        f"scatter.prepare(raw_dir={str(raw)!r}, event_parts={events!r}, out_dir={str(stages / 'prepared')!r}, "
-        f"n_shards=8, priorities=[9, 10, 11], {common})"
+        "from stragglers.convert import layout; "
+        f"layout.prepare(raw_dir={str(raw)!r}, event_parts={events!r}, out_dir={str(stages / 'prepared')!r}, "
+        f"n_shards=8, priorities=[9, 10, 11], machine_event_parts={machine_events!r}, {common})"
     )
     part = run_measured(
-        "from stragglers import scatter; "
-        f"scatter.convert_part(kind='google-2011', raw_dir={str(raw)!r}, "
+        "from stragglers.convert import layout; "
+        f"layout.convert_part(kind='google-2011', raw_dir={str(raw)!r}, "
         f"parts=[{str(usage_part.relative_to(raw))!r}], out_dir={str(stages / 'spill' / 'group-0')!r}, "
         f"out_report={str(stages / 'group-0.json')!r}, n_shards=8, priorities=[9, 10, 11], grid={{}}, "
         f"prepared_dir={str(stages / 'prepared')!r}, {common})"
     )
     gather = run_measured(
-        "from stragglers import scatter\n"
+        "from stragglers.convert import layout\n"
         "for shard in range(8):\n"
-        f"    scatter.gather(kind='google-2011', spill_dirs=[{str(stages / 'spill' / 'group-0')!r}], shard=shard, "
+        f"    layout.gather(kind='google-2011', spill_dirs=[{str(stages / 'spill' / 'group-0')!r}], shard=shard, "
         f"jobs_dir={str(stages / 'jobs')!r} + f'/shard-{{shard}}', out_manifest={str(stages)!r} + f'/shard-{{shard}}.parquet', "
         f"out_report={str(stages)!r} + f'/shard-{{shard}}.json', latency_definition='schedule_to_finish', "
         f"prepared_dir={str(stages / 'prepared')!r}, {common})"
@@ -155,6 +209,9 @@ def main() -> None:
     print(json.dumps(result))
     if args.keep is None:
         shutil.rmtree(work)
+    problems = check_request("convert_part", part["peak_rss_mb"], part["cpu_seconds"])
+    if problems:
+        sys.exit("bench_convert: FAILED\n" + "\n".join(problems))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ WORKDIR is a finished run of the workflow (e.g. the default config, every method
   simulations shared a job also has benchmarks/policies) and
   benchmarks/evaluate (per dataset, when present) / the dataset's tasks;
 - conversion: CPU seconds per compressed GB of raw trace, from bench/bench_convert.py
-  (--convert-seconds-per-gb; default 12 s per real-size 90 MB task_usage part);
+  (--convert-seconds-per-gb; default the per-part job's 13.3 CPU s on its 129.5 MB part);
 - per submitted job start-up: --startup-seconds (bench/job_overhead.py, measured through
   cluster-generic), paid once per submitted job (prediction jobs grouped --group at a time).
 
@@ -221,7 +221,7 @@ def main() -> None:
         help="the config WORKDIR was run with",
     )
     parser.add_argument("--cores", type=int, nargs="+", default=[1, 16, 64, 256])
-    parser.add_argument("--convert-seconds-per-gb", type=float, default=12.0 / 0.09)
+    parser.add_argument("--convert-seconds-per-gb", type=float, default=13.3 / 0.1295)
     parser.add_argument("--startup-seconds", type=float, default=5.0)
     parser.add_argument("--group", type=int, default=24, help="prediction jobs per submitted job")
     args = parser.parse_args()

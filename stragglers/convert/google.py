@@ -398,6 +398,70 @@ def _spill_usage_windows(
     if len(sorted_trace_keys) == 0:
         sorted_trace_keys = np.array([-2], dtype=np.int64)  # matches nothing (keys are >= -1)
         key_order = np.zeros(1, dtype=np.int64)
+
+    def spill_chunk(table: pa.Table) -> None:
+        # a function, so that the chunk's arrays are freed before the next chunk is read
+        chunk = _Columns(table)
+        report.count("usage_rows_read", len(table))
+        # every row's window and machine code, once: the machine usage takes all rows,
+        # the spilled windows the kept ones
+        start_f, end_f = chunk["start_time"], chunk["end_time"]
+        has_time = ~(np.isnan(start_f) | np.isnan(end_f))
+        start_all = np.where(has_time, start_f, 0).astype(np.int64)
+        end_all = np.where(has_time, end_f, 0).astype(np.int64)
+        machine_all = chunk["machine_id"]
+        code_all, known_machine_all = timeline.codes(machine_all)
+        if machine_usage is not None:
+            _add_machine_usage(
+                chunk,
+                start_all,
+                end_all,
+                has_time,
+                code_all,
+                known_machine_all,
+                machine_usage,
+                report,
+            )
+        job, task_index = chunk["job_id"], chunk["task_index"]
+        wanted = _trace_key(job, task_index)
+        position = np.minimum(np.searchsorted(sorted_trace_keys, wanted), n_keys - 1)
+        known = sorted_trace_keys[position] == wanted
+        report.count(
+            "usage_rows_of_dropped_tasks", int((~known & _isin_sorted(job, job_ids)).sum())
+        )
+        task_key = key_order[position]  # meaningful where known
+        timed = known & has_time
+        report.count("usage_windows_missing_time", int((known & ~timed).sum()))
+        start, end = start_all, end_all
+        empty = timed & (end <= start)
+        outside = timed & ~empty & ((start < first_schedule[task_key]) | (end > finish[task_key]))
+        report.count("usage_windows_zero_length", int(empty.sum()))
+        report.count("usage_windows_outside_task_life", int(outside.sum()))
+        rows = np.flatnonzero(timed & ~empty & ~outside)
+        if len(rows) == 0:
+            return
+        # one gather per column, grouped by shard, straight into Arrow (no DataFrame copies)
+        rows = rows[np.argsort(task_shard[task_key[rows]], kind="stable")]
+        task_key, start, end = task_key[rows], start[rows], end[rows]
+        state = timeline.state(machine_all[rows], end)
+        report.count("usage_windows_machine_unknown", int(np.isnan(state[:, 0]).sum()))
+        columns = {
+            "task_key": task_key,
+            "window_start": start / US,
+            "window_end": end / US,
+            "available_from": end / US,
+            **{f: chunk[f][rows] for f in USAGE_FEATURES},
+            "evictions_so_far": counts_before(event_keys["evictions"], task_key, end).astype(float),
+            "failures_so_far": counts_before(event_keys["failures"], task_key, end).astype(float),
+            **dict(zip(machines.MACHINE_STATE_COLUMNS, state.T)),
+            MACHINE_CODE_COLUMN: np.where(known_machine_all[rows], code_all[rows], -1),
+        }
+        table = pa.table(columns)
+        shard_of_row = task_shard[task_key]
+        bounds = np.flatnonzero(np.r_[True, shard_of_row[1:] != shard_of_row[:-1], True])
+        for first, stop in zip(bounds[:-1], bounds[1:]):
+            spill.write(int(shard_of_row[first]), table.slice(first, stop - first))
+
     for part in usage_parts:
         report.files_read.append(str(part))
         for chunk in iter_csv_chunks(
@@ -413,75 +477,25 @@ def _spill_usage_windows(
                 *USAGE_FEATURES,
             ],
             skipped=report.skipped_rows,
+            arrow=True,
         ):
-            report.count("usage_rows_read", len(chunk))
-            # every row's window and machine code, once: the machine usage takes all rows,
-            # the spilled windows the kept ones
-            start_f, end_f = chunk["start_time"].to_numpy(), chunk["end_time"].to_numpy()
-            has_time = ~(np.isnan(start_f) | np.isnan(end_f))
-            start_all = np.where(has_time, start_f, 0).astype(np.int64)
-            end_all = np.where(has_time, end_f, 0).astype(np.int64)
-            code_all, known_machine_all = timeline.codes(chunk["machine_id"].to_numpy(np.float64))
-            if machine_usage is not None:
-                _add_machine_usage(
-                    chunk,
-                    start_all,
-                    end_all,
-                    has_time,
-                    code_all,
-                    known_machine_all,
-                    machine_usage,
-                    report,
-                )
-            job, task_index = chunk["job_id"].to_numpy(), chunk["task_index"].to_numpy()
-            wanted = _trace_key(job, task_index)
-            position = np.minimum(np.searchsorted(sorted_trace_keys, wanted), n_keys - 1)
-            known = sorted_trace_keys[position] == wanted
-            report.count(
-                "usage_rows_of_dropped_tasks", int((~known & _isin_sorted(job, job_ids)).sum())
-            )
-            task_key = key_order[position]  # meaningful where known
-            timed = known & has_time
-            report.count("usage_windows_missing_time", int((known & ~timed).sum()))
-            start, end = start_all, end_all
-            empty = timed & (end <= start)
-            outside = (
-                timed & ~empty & ((start < first_schedule[task_key]) | (end > finish[task_key]))
-            )
-            report.count("usage_windows_zero_length", int(empty.sum()))
-            report.count("usage_windows_outside_task_life", int(outside.sum()))
-            rows = np.flatnonzero(timed & ~empty & ~outside)
-            if len(rows) == 0:
-                continue
-            # one gather per column, grouped by shard, straight into Arrow (no DataFrame copies)
-            rows = rows[np.argsort(task_shard[task_key[rows]], kind="stable")]
-            task_key, start, end = task_key[rows], start[rows], end[rows]
-            state = timeline.state(chunk["machine_id"].to_numpy(np.float64)[rows], end)
-            report.count("usage_windows_machine_unknown", int(np.isnan(state[:, 0]).sum()))
-            columns = {
-                "task_key": task_key,
-                "window_start": start / US,
-                "window_end": end / US,
-                "available_from": end / US,
-                **{f: chunk[f].to_numpy(np.float64)[rows] for f in USAGE_FEATURES},
-                "evictions_so_far": counts_before(event_keys["evictions"], task_key, end).astype(
-                    float
-                ),
-                "failures_so_far": counts_before(event_keys["failures"], task_key, end).astype(
-                    float
-                ),
-                **dict(zip(machines.MACHINE_STATE_COLUMNS, state.T)),
-                MACHINE_CODE_COLUMN: np.where(known_machine_all[rows], code_all[rows], -1),
-            }
-            table = pa.table(columns)
-            shard_of_row = task_shard[task_key]
-            bounds = np.flatnonzero(np.r_[True, shard_of_row[1:] != shard_of_row[:-1], True])
-            for first, stop in zip(bounds[:-1], bounds[1:]):
-                spill.write(int(shard_of_row[first]), table.slice(first, stop - first))
+            spill_chunk(chunk)
+            del chunk  # only the reader's next chunk in memory while it is read
+
+
+class _Columns:
+    """A chunk's columns as float64 numpy arrays (missing = NaN), converted from its Arrow
+    table one at a time when asked for, not all at once into a DataFrame."""
+
+    def __init__(self, table: pa.Table):
+        self.table = table
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.table.column(name).to_numpy().astype(np.float64, copy=False)
 
 
 def _add_machine_usage(
-    chunk: pd.DataFrame,
+    chunk: _Columns,
     start: np.ndarray,
     end: np.ndarray,
     timed: np.ndarray,
@@ -497,7 +511,7 @@ def _add_machine_usage(
     report.count("machine_usage_rows_skipped", int((~usable).sum()))
     machine_usage.cover(start[timed], end[timed])
     if usable.any():
-        values = chunk[list(machines.MACHINE_USAGE_SOURCES)].to_numpy(np.float64)[usable]
+        values = np.column_stack([chunk[s][usable] for s in machines.MACHINE_USAGE_SOURCES])
         machine_usage.add(code[usable], start[usable], end[usable], values)
 
 

@@ -571,29 +571,58 @@ def usage_partials(
     sorted unique (machine, period) keys and their sums, (cells, 1 + 2k):
     [task time, k usage sums, k present task times], every row weighted by the share of the
     period it covers (so a sum is the period's time-averaged total on the machine). A row
-    crossing a period boundary is split by overlap."""
+    crossing a period boundary is split by overlap.
+
+    Each cell's sum is `np.add.reduceat` over its rows in row order (as `reduce_partials`
+    adds them), one column at a time: no (rows, 1 + 2k) matrix of contributions is built."""
     machine_code = np.asarray(machine_code, dtype=np.int64)
     start_us, end_us = np.asarray(start_us, dtype=np.int64), np.asarray(end_us, dtype=np.int64)
     values = np.asarray(values, dtype=np.float64).reshape(len(machine_code), -1)
+    n_sources = values.shape[1]
+    if len(machine_code) == 0:
+        return np.array([], dtype=np.int64), np.zeros((0, 1 + 2 * n_sources))
     first = start_us // USAGE_PERIOD_US
     n_periods = np.maximum((end_us - 1) // USAGE_PERIOD_US - first + 1, 1)
-    row = np.repeat(np.arange(len(machine_code)), n_periods)
-    period = first[row] + (
-        np.arange(len(row)) - np.repeat(np.cumsum(n_periods) - n_periods, n_periods)
-    )
-    overlap = np.minimum(end_us[row], (period + 1) * USAGE_PERIOD_US) - np.maximum(
-        start_us[row], period * USAGE_PERIOD_US
-    )
+    if (n_periods == 1).all():  # the usual case: every window inside one period
+        row, period, overlap = None, first, end_us - start_us
+    else:
+        row = np.repeat(np.arange(len(machine_code)), n_periods)
+        period = first[row] + (
+            np.arange(len(row)) - np.repeat(np.cumsum(n_periods) - n_periods, n_periods)
+        )
+        overlap = np.minimum(end_us[row], (period + 1) * USAGE_PERIOD_US) - np.maximum(
+            start_us[row], period * USAGE_PERIOD_US
+        )
+        machine_code = machine_code[row]
     weight = np.maximum(overlap, 0) / USAGE_PERIOD_US
-    present = ~np.isnan(values[row])
-    contributions = np.column_stack(
-        [
-            weight,
-            np.where(present, values[row], 0.0) * weight[:, None],
-            present * weight[:, None],
-        ]
-    )
-    return reduce_partials(composite_key(machine_code[row], period), contributions)
+    order = _cell_order(machine_code, period)
+    keys = composite_key(machine_code[order], period[order])
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    sums = np.empty((len(starts), 1 + 2 * n_sources))
+    weight = weight[order]
+    sums[:, 0] = np.add.reduceat(weight, starts)
+    for j in range(n_sources):
+        column = values[:, j] if row is None else values[row, j]
+        column = column[order]
+        present = ~np.isnan(column)
+        sums[:, 1 + j] = np.add.reduceat(np.where(present, column, 0.0) * weight, starts)
+        sums[:, 1 + n_sources + j] = np.add.reduceat(present * weight, starts)
+    return keys[starts], sums
+
+
+def _cell_order(machine_code: np.ndarray, period: np.ndarray) -> np.ndarray:
+    """The stable order of rows by (machine, period). Rows sorted by time touch few periods,
+    so the cells are numbered densely and, when they fit 16 bits, sorted by numpy's radix
+    sort (linear) instead of a comparison sort of the int64 keys."""
+    low_code, low_period = machine_code.min(), period.min()
+    span = int(period.max() - low_period) + 1
+    n_cells = (int(machine_code.max() - low_code) + 1) * span
+    cell = (machine_code - low_code) * span + (period - low_period)
+    if n_cells <= np.iinfo(np.uint16).max + 1:
+        cell = cell.astype(np.uint16)
+    elif n_cells <= np.iinfo(np.uint32).max + 1:
+        cell = cell.astype(np.uint32)
+    return np.argsort(cell, kind="stable")
 
 
 def reduce_partials(keys: np.ndarray, sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,6 +1,7 @@
 """Reading headerless raw-trace CSV parts (gzip or plain) in bounded-size chunks.
 
-Fast path: pyarrow's streaming CSV reader with explicit column names and types. A row with
+Fast path: pyarrow's streaming CSV reader with explicit column names and types, fed by ISA-L's
+gzip decompressor (`isal.igzip`: about 4x faster than zlib, the same bytes). A row with
 the wrong number of columns is skipped and recorded (file, line, reason). If a value cannot be
 parsed, the file is re-read with a slower, exact line-by-line path that records every bad row
 with its line number and skips it. A truncated or corrupt gzip stream is an error naming the
@@ -20,6 +21,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
+from isal import igzip
 
 
 class RawTraceError(RuntimeError):
@@ -73,8 +75,10 @@ def iter_csv_chunks(
     usecols: list[str] | None = None,
     skipped: SkippedRows | None = None,
     block_size: int = 16 << 20,
-) -> Iterator[pd.DataFrame]:
-    """Yield DataFrames of `usecols` from a headerless CSV part, chunk by chunk.
+    arrow: bool = False,
+) -> Iterator[pd.DataFrame | pa.Table]:
+    """Yield DataFrames of `usecols` from a headerless CSV part, chunk by chunk (with
+    `arrow`, Arrow tables: no pandas copy, for readers that take one column at a time).
 
     `types` maps column -> "int" | "float" | "str"; missing fields become NaN (ints are read
     as nullable by going through float when a column has gaps).
@@ -97,9 +101,10 @@ def iter_csv_chunks(
 
     before = skipped.snapshot()
     rows_yielded = 0
+    source = igzip.open(path, "rb") if path.suffix == ".gz" else path
     try:
         reader = pacsv.open_csv(
-            path,
+            source,
             read_options=pacsv.ReadOptions(column_names=columns, block_size=block_size),
             parse_options=pacsv.ParseOptions(invalid_row_handler=on_invalid),
             convert_options=pacsv.ConvertOptions(
@@ -110,12 +115,12 @@ def iter_csv_chunks(
         for batch in reader:
             batches.append(batch)
             if sum(b.num_rows for b in batches) >= 1_000_000:
-                frame = _to_frame(batches, usecols, types)
+                frame = _to_table(batches) if arrow else _to_frame(batches, usecols, types)
                 rows_yielded += len(frame)
                 yield frame
-                batches = []
+                del frame  # the consumer's reference is the only one while the next is read
         if batches:
-            yield _to_frame(batches, usecols, types)
+            yield _to_table(batches) if arrow else _to_frame(batches, usecols, types)
     except (pa.ArrowInvalid, OSError, EOFError) as error:
         message = str(error)
         if _is_corrupt_stream(message) or isinstance(error, (OSError, EOFError)):
@@ -126,7 +131,11 @@ def iter_csv_chunks(
         # an unparsable value somewhere: redo this file exactly, line by line, recounting its
         # skipped rows from the start and not repeating the valid rows already yielded
         skipped.restore(before)
-        yield from _slow_path(path, columns, types, usecols, skipped, skip_valid=rows_yielded)
+        for frame in _slow_path(path, columns, types, usecols, skipped, skip_valid=rows_yielded):
+            yield pa.Table.from_pandas(frame, preserve_index=False) if arrow else frame
+    finally:
+        if source is not path:
+            source.close()
 
 
 def _is_corrupt_stream(message: str) -> bool:
@@ -134,10 +143,20 @@ def _is_corrupt_stream(message: str) -> bool:
     return any(k in lowered for k in ("gzip", "truncated", "decompress", "zlib", "inflate"))
 
 
+def _to_table(batches: list[pa.RecordBatch]) -> pa.Table:
+    table = pa.Table.from_batches(batches)
+    batches.clear()
+    return table
+
+
 def _to_frame(
     batches: list[pa.RecordBatch], usecols: list[str], types: dict[str, str]
 ) -> pd.DataFrame:
-    frame = pa.Table.from_batches(batches).to_pandas()
+    """The batches as one DataFrame; `batches` is emptied, and each Arrow column is freed as
+    soon as it is converted (one column per block: no consolidating copy)."""
+    table = _to_table(batches)
+    frame = table.to_pandas(split_blocks=True, self_destruct=True)
+    del table
     # the reader already yields `usecols` in order: selecting them again would copy every column
     return frame if list(frame.columns) == usecols else frame[usecols]
 

@@ -136,11 +136,12 @@ rule convert_part:
         "benchmarks/convert/{dataset}/group-{group}.tsv"
     conda:
         "../../environment.yml"
-    # measured: bench/bench_convert.py, one real-size task_usage part in a fresh process:
-    # 1.1 GB peak RSS, 5.6 s CPU; headroom rule of bench/suggest_resources.py (1.5x memory,
-    # 3x CPU time, at least 5 min)
+    # measured: bench/bench_convert.py, one real-size task_usage part (2.49 M rows) in a fresh
+    # process: 1.20 GB peak RSS, 13.3 s CPU (load average 13.6); headroom rule of
+    # bench/suggest_resources.py (1.5x memory rounded up to 256 MB, 3x CPU time, at least
+    # 5 min), which bench_convert.py checks this request against
     resources:
-        mem_mb=1792,
+        mem_mb=2048,
         runtime=5,
     params:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],

@@ -13,10 +13,11 @@ rule predict:
         "logs/predict/{dataset}/{method}/shard-{shard}.log",
     benchmark:
         "benchmarks/predict/{dataset}/{method}/shard-{shard}.tsv"
-    # Many short jobs: on a cluster, --group-components predict=N submits N of them per job
-    # (profiles in workflow/profiles/), each paying the start-up cost once.
-    group:
-        "predict"
+    # Many short jobs: on a cluster, the profiles in workflow/profiles/ put them in group
+    # "predict" (--groups predict=predict) and submit N per job (--group-components
+    # predict=N), each paying the start-up cost once. Not a `group:` here: Snakemake checks
+    # every grouped job's upstream DAG when it builds the DAG (a dry run of the full Google
+    # configuration took 2x longer for it), and local runs ignore groups anyway.
     conda:
         "../../environment.yml"
     threads: 1
