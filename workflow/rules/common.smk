@@ -163,6 +163,8 @@ def final_targets():
         "results/tables/completion_time.md",
         "results/tables/policies.md",
         "results/README.md",
+        "results/findings.md",
+        "results/figures/overview.png",
     ]
     if LAUNCH_METHODS and LAUNCH_DATASETS:
         targets += [

@@ -18,3 +18,40 @@ rule results_index:
         config=config,
     script:
         "../../scripts/results_index.py"
+
+
+def findings_audit_input(wildcards):
+    """The audit's table when `snakemake audit` made it (the audit is not in the default run)."""
+    path = "results/tables/reproduction_audit.csv"
+    return [path] if Path(path).exists() else []
+
+
+def config_files():
+    """The config files this run read, relative to the working directory (the findings
+    page names them)."""
+    import os
+
+    names = dict.fromkeys(os.path.relpath(f) for f in workflow.configfiles)
+    return ", ".join(names) or "config/config.yaml"
+
+
+rule findings:
+    input:
+        table3="results/tables/table3.csv",
+        paired="results/tables/paired_comparisons.csv",
+        completion="results/tables/completion_time.csv",
+        policies="results/tables/policies.csv",
+        audit=findings_audit_input,
+    output:
+        md=report("results/findings.md", caption="../report/findings.rst", category="Findings"),
+        sources="results/findings.sources.csv",
+    log:
+        "logs/findings.log",
+    conda:
+        "../../environment.yml"
+    params:
+        datasets=DATASETS,
+        protocol=config["replay"].get("protocol", "causal"),
+        config_name=config_files(),
+    script:
+        "../../scripts/findings.py"
