@@ -337,7 +337,7 @@ def write_findings(
     return sources
 
 
-NUMBER = r"-?\d+\.\d{%d}\b" % DIGITS
+NUMBER = rf"-?\d+\.\d{{{DIGITS}}}\b"
 
 
 def verify_findings(page: str, sources: pd.DataFrame) -> list[str]:
