@@ -192,7 +192,9 @@ def _jct_statements(
     for method in (ORACLE, NURD):
         parts = []
         if completion is not None:
-            found = completion[(completion["dataset"] == dataset) & (completion["method"] == method)]
+            found = completion[
+                (completion["dataset"] == dataset) & (completion["method"] == method)
+            ]
             if len(found):
                 keys = {"dataset": dataset, "method": method}
                 parts.append(
