@@ -156,30 +156,46 @@ def test_paper_table3_validation(tmp_path):
         rp.read_paper_table3(path)
 
 
-def test_plot_f1_over_time_writes_png_and_svg(tmp_path):
+def test_f1_over_time_panels_by_family(tmp_path):
+    """Small multiples: one panel per family, a family of 9 split 5 + 4 (at most 8 lines with
+    NURD and the Oracle), the references in no family panel of their own."""
+    from stragglers.report import figures
+
     times = np.arange(1, 11) / 10
+    methods = [
+        ("NURD", "Ours", False),
+        ("Oracle", "Reference", True),
+        ("GBTR", "Supervised", False),
+    ]
+    methods += [(f"OD{i}", "Outlier detection", False) for i in range(9)]
     mean = pd.concat(
         [
             pd.DataFrame(
                 {
                     "dataset": "google",
                     "method": m,
-                    "family": "Ours",
+                    "family": f,
                     "privileged": p,
                     "k": np.arange(1, 11),
                     "normalised_time": times,
-                    "F1": times * s,
+                    "F1": times * 0.5,
                 }
             )
-            for m, p, s in (("NURD", False, 0.8), ("Oracle", True, 1.0))
+            for m, f, p in methods
         ]
     )
+    panels = figures.family_panels(mean.drop_duplicates("method"))
+    assert panels == [
+        ("Supervised", ["GBTR"]),
+        ("Outlier detection (1/2)", [f"OD{i}" for i in range(5)]),
+        ("Outlier detection (2/2)", [f"OD{i}" for i in range(5, 9)]),
+    ]
+    assert all(len(names) + 2 <= figures.MAX_LINES_PER_PANEL for _, names in panels)
     path = tmp_path / "figs" / "f1.png"
-    rp.plot_f1_over_time(mean, path, "google", extra_formats=("svg",))
+    figures.plot_f1_over_time_panels(mean, path, "google", "causal")
     assert path.read_bytes()[:8] == PNG_MAGIC and path.stat().st_size > 1000
-    assert path.with_suffix(".svg").stat().st_size > 1000
     with pytest.raises(ValueError, match="no F1-over-time rows"):
-        rp.plot_f1_over_time(mean, tmp_path / "x.png", "alibaba")
+        figures.plot_f1_over_time_panels(mean, tmp_path / "x.png", "alibaba", "causal")
 
 
 def simulation_frame() -> pd.DataFrame:

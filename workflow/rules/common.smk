@@ -10,6 +10,7 @@ from stragglers.methods import available_methods, declared_cross_job, load_metho
 load_method_dirs(config.get("method_dirs", []))
 
 DATASETS = list(config["datasets"])
+PROTOCOL = config["replay"].get("protocol", "causal")  # figure titles name it
 METHODS = list(config["methods"])
 
 _unknown = sorted(set(METHODS) - set(available_methods()))

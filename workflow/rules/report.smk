@@ -51,7 +51,28 @@ rule findings:
         "../../environment.yml"
     params:
         datasets=DATASETS,
-        protocol=config["replay"].get("protocol", "causal"),
+        protocol=PROTOCOL,
         config_name=config_files(),
     script:
         "../../scripts/findings.py"
+
+
+rule overview:
+    input:
+        table3="results/tables/table3.csv",
+        policies="results/tables/policies.csv",
+    output:
+        report(
+            "results/figures/overview.png",
+            caption="../report/overview.rst",
+            category="Overview",
+        ),
+    log:
+        "logs/overview.log",
+    conda:
+        "../../environment.yml"
+    params:
+        datasets=DATASETS,
+        protocol=PROTOCOL,
+    script:
+        "../../scripts/overview.py"

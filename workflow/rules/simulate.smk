@@ -133,6 +133,7 @@ rule policies_report:
     params:
         deadline_factors=policy_setting("deadline_factors", [1.0, 1.1, 1.25]),
         seed=config["seed"],
+        protocol=PROTOCOL,
         bootstrap=config["evaluation"],
     script:
         "../../scripts/policies_report.py"
