@@ -270,3 +270,77 @@ def test_reduction_figures_are_written(tmp_path):
     two_datasets = pd.concat([frame, frame.assign(dataset="alibaba")])
     with pytest.raises(ValueError, match="one dataset"):
         rp.plot_reduction_by_machines(two_datasets, tmp_path / "x.png")
+
+
+def _policies_rows():
+    """Unlimited-machine rows: PoCD at D = 1.0 identical for everyone (0.02 apart at most),
+    PoCD at D = 1.25 spread from 0.5 to 0.9."""
+    rows = []
+    for i, method in enumerate(["Hadoop-NS", "NURD", "Oracle", "LOF"]):
+        for policy in ["none"] if method == "Hadoop-NS" else ["relaunch", "copy"]:
+            rows.append(
+                {
+                    "dataset": "google",
+                    "method": method,
+                    "policy": policy,
+                    "machines": "unlimited",
+                    "reduction": 0.1 * i,
+                    "reduction_lo": 0.1 * i - 0.05,
+                    "reduction_hi": 0.1 * i + 0.05,
+                    "machine_time_rel": 1 + 0.1 * i,
+                    "pocd_1": 0.01 + 0.001 * i,
+                    "pocd_1.25": 0.5 + 0.1 * i,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_pocd_figure_leaves_out_a_flat_deadline(tmp_path, monkeypatch):
+    from stragglers.report import figures
+
+    panels = []
+    original = figures.plt.subplots
+
+    def recording_subplots(*args, **kwargs):
+        fig, axes = original(*args, **kwargs)
+        panels.append(axes)
+        return fig, axes
+
+    monkeypatch.setattr(figures.plt, "subplots", recording_subplots)
+    path = tmp_path / "pocd.png"
+    figures.plot_pocd_vs_machine_time(_policies_rows(), path, "google", "causal", [1.0, 1.25])
+    assert path.read_bytes()[:8] == PNG_MAGIC
+    (axes,) = panels
+    assert axes.shape == (1, 1)  # D = 1.0 varies by 0.003: left out
+    assert "D = 1.25" in axes[0][0].get_title()
+    low, high = axes[0][0].get_ylim()
+    assert 0.4 < low < 0.5 and 0.8 < high <= 1.0  # its own scale, not 0-1
+
+
+def test_overview_sets_privileged_apart(tmp_path, monkeypatch):
+    from stragglers.report import figures
+
+    table3 = pd.DataFrame(
+        {
+            "dataset": "google",
+            "method": ["NURD", "LOF", "Oracle"],
+            "privileged": [False, False, True],
+            "F1": [0.3, 0.5, 0.9],
+            "F1_lo": [0.2, 0.4, 0.85],
+            "F1_hi": [0.4, 0.6, 0.95],
+            "early_F1": [0.2, 0.1, 0.8],
+        }
+    )
+    labels = []
+    original = figures._scores_panel
+
+    def recording(ax, *args):
+        original(ax, *args)
+        labels.append([t.get_text() for t in ax.get_yticklabels()])
+
+    monkeypatch.setattr(figures, "_scores_panel", recording)
+    path = tmp_path / "overview.png"
+    figures.plot_overview(table3, _policies_rows(), path, ["google"], "causal")
+    assert path.read_bytes()[:8] == PNG_MAGIC
+    # bottom to top: online methods by F1, then the privileged ones above the gap
+    assert labels == [["NURD", "LOF", "Oracle (privileged)"]]
