@@ -322,3 +322,19 @@ def audit_benchmark_files():
 def policy_setting(name, default):
     """A mitigation-policy setting (simulation.policies) or its default."""
     return config["simulation"].get("policies", {}).get(name, default)
+
+
+# --- the findings page (workflow/rules/report.smk)
+def findings_audit_input(wildcards):
+    """The audit's table when `snakemake audit` made it (the audit is not in the default run)."""
+    path = "results/tables/reproduction_audit.csv"
+    return [path] if Path(path).exists() else []
+
+
+def config_files():
+    """The config files this run read, relative to the working directory (the findings
+    page names them)."""
+    import os
+
+    names = dict.fromkeys(os.path.relpath(f) for f in workflow.configfiles)
+    return ", ".join(names) or "config/config.yaml"

@@ -20,21 +20,6 @@ rule results_index:
         "../../scripts/results_index.py"
 
 
-def findings_audit_input(wildcards):
-    """The audit's table when `snakemake audit` made it (the audit is not in the default run)."""
-    path = "results/tables/reproduction_audit.csv"
-    return [path] if Path(path).exists() else []
-
-
-def config_files():
-    """The config files this run read, relative to the working directory (the findings
-    page names them)."""
-    import os
-
-    names = dict.fromkeys(os.path.relpath(f) for f in workflow.configfiles)
-    return ", ".join(names) or "config/config.yaml"
-
-
 rule findings:
     input:
         table3="results/tables/table3.csv",
