@@ -145,7 +145,7 @@ def launch_tables(
     write_text_atomic(
         "# Launch-time methods, scored like Table 3\n\nA task flagged at launch counts as flagged "
         "(flag time = its start); jobs whose model had too little finished data flag nothing "
-        '(`jobs_without_model`). See README, "Launch-time prediction".\n\n'
+        '(`jobs_without_model`). See docs/definitions.md, "Launch-time prediction".\n\n'
         + _markdown(table)
         + "\n",
         out_table_md,

@@ -13,7 +13,7 @@ rule simulate_method:
         "benchmarks/simulate/{dataset}/{method}.tsv"
     conda:
         "../../environment.yml"
-    # measured: bench/suggest_resources.py (README, "Running on a cluster")
+    # measured: bench/suggest_resources.py (docs/cluster.md)
     # (1.08 M tasks: 456 MB peak RSS, 16.5 CPU s)
     resources:
         mem_mb=768,
