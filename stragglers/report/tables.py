@@ -420,7 +420,9 @@ def plot_lead_distribution(
     ax.set_yticks(range(len(methods)), labels, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
-    ax.set_xlabel("lead = (task end - flag time) / (task end - task start)")
+    ax.set_xlabel(
+        "lead = (task end - flag time) / (task end - task start), fraction of the task's life"
+    )
     ax.grid(alpha=0.3, axis="x")
     ax.set_title(f"Lead of flagged stragglers, {dataset} (blue: early, red: late flags)")
     _save(fig, path, extra_formats)
@@ -536,7 +538,7 @@ def plot_reduction_bars(
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.set_xticks(positions)
     ax.set_xticklabels(table["method"], rotation=60, ha="right")
-    ax.set_ylabel("reduction in job completion time")
+    ax.set_ylabel("reduction in job completion time (fraction)")
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
     _save(fig, path, extra_formats)
@@ -566,8 +568,8 @@ def plot_reduction_by_machines(
             label=str(method),
         )
     ax.set_xticks(np.sort(by_machines["machines"].unique()))
-    ax.set_xlabel("machines")
-    ax.set_ylabel("reduction in job completion time")
+    ax.set_xlabel("machines (count)")
+    ax.set_ylabel("reduction in job completion time (fraction)")
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.grid(alpha=0.3)
     ax.set_title(title or f"Reduction in job completion time by machines, {dataset}")

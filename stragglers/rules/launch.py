@@ -208,8 +208,8 @@ def _curve_figures(curve: pd.DataFrame, figure_dir: Path) -> None:
             for ax, metric in zip(axes, ("balanced_accuracy", "TPR", "FPR")):
                 ax.plot(rows["train_share"], rows[metric], marker="o", label=method)
         for ax, metric in zip(axes, ("balanced_accuracy", "TPR", "FPR")):
-            ax.set_xlabel("share of the trace's tasks started before the split")
-            ax.set_ylabel(metric)
+            ax.set_xlabel("share of the trace's tasks started before the split (fraction)")
+            ax.set_ylabel(f"{metric} (0-1)")
             ax.set_ylim(-0.02, 1.02)
             ax.grid(alpha=0.3)
         axes[0].legend(fontsize=7)
