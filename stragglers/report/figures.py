@@ -251,7 +251,7 @@ def _jct_panel(ax, policies: pd.DataFrame, table3: pd.DataFrame, dataset: str) -
     methods = list(dict.fromkeys([*REFERENCE_METHODS, *best]))
     methods = [m for m in methods if m in set(rows["method"])]
     policy_names = list(dict.fromkeys(rows["policy"]))
-    height = 0.8 / max(1, len(methods))
+    height = 0.6 / max(1, len(methods))
     colours = {"NURD": "black", "Oracle": "0.6"}
     for i, method in enumerate(methods):
         part = rows[rows["method"] == method].set_index("policy").reindex(policy_names)
@@ -266,6 +266,7 @@ def _jct_panel(ax, policies: pd.DataFrame, table3: pd.DataFrame, dataset: str) -
             label=method if method in REFERENCE_METHODS else f"{method} (best F1)",
         )
     ax.set_yticks(np.arange(len(policy_names)), policy_names, fontsize=8)
+    ax.set_ylabel("mitigation policy")
     ax.axvline(0, color="black", linewidth=0.6)
     ax.set_xlabel("mean JCT reduction (fraction; > 0 = jobs finish sooner)")
     ax.grid(axis="x", alpha=0.3)
