@@ -89,7 +89,7 @@ def test_findings_sentences(tmp_path):
     assert "differs by -0.070 [-0.120, 0.010]" in page
     assert "The Oracle (privileged: it sees every task's latency) scores F1 0.900" in page
     assert (
-        "Oracle's flags change the mean job completion time by (reduction, positive = faster): "
+        "The Oracle's flags change the mean job completion time by (reduction, positive = faster): "
         "kill-and-relaunch (Algorithm 2, unlimited machines) 0.110; relaunch 0.120 "
         "[0.090, 0.150] (machine time x 1.050); copy 0.150 [0.120, 0.180] (machine time x 1.300)."
     ) in page

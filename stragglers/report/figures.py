@@ -232,7 +232,7 @@ def _scores_panel(ax, table3: pd.DataFrame, dataset: str) -> None:
             tick.set_fontweight("bold")
     if len(privileged):
         ax.axhline(len(online), color="0.5", linewidth=0.8, linestyle=":")
-    ax.set_xlim(0, 1)
+    ax.set_xlim(-0.02, 1.02)  # a score of 0 or 1 keeps its whole marker
     ax.set_xlabel("score (mean over jobs, 0-1)")
     ax.grid(axis="x", alpha=0.3)
     ax.legend(fontsize=7, loc="lower right")

@@ -220,7 +220,7 @@ def _jct_statements(
                 parts.append(f"{policy} {reduction} (machine time x {machine_time})")
         if parts:
             lines.append(
-                f"- {method}'s flags change the mean job completion time by (reduction, "
+                f"- {'The Oracle' if method == ORACLE else method}'s flags change the mean job completion time by (reduction, "
                 f"positive = faster): {'; '.join(parts)}."
             )
     return lines
