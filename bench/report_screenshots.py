@@ -39,8 +39,9 @@ CHROMIUM_FLAGS = [
     "--disable-component-update",
     "--disable-sync",
     "--remote-debugging-port=0",
-    "--window-size=1600,1000",
 ]
+WINDOW = (1600, 1000)  # pixels: a laptop screen's browser window
+NAVBAR_WIDTH = 540  # the report's menu column at that width, measured on a screenshot
 
 
 class DevTools:
@@ -168,7 +169,13 @@ def main() -> int:
 
     profile = tempfile.mkdtemp(prefix="report-chromium-")
     browser = subprocess.Popen(
-        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
+        [
+            chromium,
+            *CHROMIUM_FLAGS,
+            f"--window-size={WINDOW[0]},{WINDOW[1]}",
+            f"--user-data-dir={profile}",
+            "about:blank",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -200,6 +207,7 @@ def main() -> int:
             time.sleep(0.5)
             devtools.screenshot(out / f"{number:02d}-category-{category.replace(' ', '_')}.png")
         images = [p for p in in_report if p.endswith(".png")]
+        oversized = []
         for number, path in enumerate(images, start=1):
             devtools.evaluate(
                 "app.setView({content: 'img', navbarMode: 'resultinfo', "
@@ -213,9 +221,29 @@ def main() -> int:
             )
             if not width:
                 problems.append(f"image does not render: {path}")
+            height = devtools.evaluate(
+                "Math.max(...[...document.querySelectorAll('#app img')].map(i => i.naturalHeight))"
+            )
+            # the report centres an image in a flex box: a figure taller or wider than the
+            # window loses its top or left edge, out of reach of the scroll bar. The window
+            # grows to the figure, so the screenshot shows all of it; the figure's size is
+            # reported, as a reader with a smaller window sees it clipped
+            if height > WINDOW[1] or width > WINDOW[0] - NAVBAR_WIDTH:
+                oversized.append(f"{path}: {width} x {height} px")
+            devtools.call(
+                "Emulation.setDeviceMetricsOverride",
+                width=max(WINDOW[0], NAVBAR_WIDTH + width + 80),
+                height=max(WINDOW[1], height + 80),
+                deviceScaleFactor=1,
+                mobile=False,
+            )
+            time.sleep(0.3)
             name = path.replace("results/", "").replace("/", "_")
             devtools.screenshot(out / f"fig-{number:02d}-{name}")
+            devtools.call("Emulation.clearDeviceMetricsOverride")
         print(f"{len(images)} figures rendered; screenshots in {out}")
+        for line in oversized:
+            print(f"larger than a {WINDOW[0]} x {WINDOW[1]} window beside the menu: {line}")
     finally:
         browser.terminate()
         browser.wait(timeout=30)
