@@ -119,3 +119,17 @@ def test_configuration_page_lists_every_setting():
     assert "simulation.policies.kill_delay" in names and "datasets.<name>.kind" in names
     for name in names:
         assert f"| `{name}` |" in page, name
+
+
+def test_readme_findings_quote_the_run():
+    """The README's "What it finds" numbers are the default run's results/findings.md (CI
+    runs the pipeline before the tests; skipped when no run made the page)."""
+    page = ROOT / "results" / "findings.md"
+    if not page.exists():
+        pytest.skip("no results/findings.md: run snakemake --cores 2 first")
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## What it finds", 1)[1].split("\n## ", 1)[0]
+    numbers = re.findall(r"-?\d+\.\d{3}", section)
+    assert len(numbers) >= 10
+    missing = [n for n in numbers if n not in page.read_text()]
+    assert not missing, f"README quotes numbers results/findings.md does not hold: {missing}"
