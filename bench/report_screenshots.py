@@ -210,9 +210,12 @@ def main() -> int:
         oversized = []
         for number, path in enumerate(images, start=1):
             devtools.evaluate(
-                "app.setView({content: 'img', navbarMode: 'resultinfo', "
-                f"contentPath: results[{json.dumps(path)}].data_uri, "
-                f"resultPath: {json.dumps(path)}}}); true"
+                # the category too, so the breadcrumb names the figure's own section
+                f"((path) => {{ const category = Object.keys(categories).find(c => "
+                "Object.values(categories[c]).some(paths => paths.includes(path))); "
+                "app.setView({content: 'img', navbarMode: 'resultinfo', category: category, "
+                f"contentPath: results[path].data_uri, resultPath: path}}); return true; }})"
+                f"({json.dumps(path)})"
             )
             wait_for(devtools, "document.querySelector('#app img[src^=\"data:\"]') !== null")
             wait_for(devtools, "[...document.images].every(i => i.complete)")
