@@ -14,6 +14,7 @@ run_rule(
         out_f1_per_job=snakemake.output.f1_per_job,
         out_f1_mean=snakemake.output.f1_mean,
         out_figure=snakemake.output.figure,
+        protocol=snakemake.params.protocol,
         out_leads=snakemake.output.leads,
         out_lead_figure=snakemake.output.lead_figure,
     ),

@@ -12,6 +12,7 @@ run_rule(
         out_csv=snakemake.output.csv,
         out_pocd_png=snakemake.output.pocd,
         out_reduction_png=snakemake.output.reduction,
+        protocol=snakemake.params.protocol,
         seed=int(snakemake.params.seed),
         bootstrap=dict(snakemake.params.bootstrap),
     ),

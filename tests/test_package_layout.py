@@ -159,12 +159,9 @@ def test_checks_catch_a_cycle_and_an_upward_import():
 ONE_FILE_PER_METHOD = {"methods", "launch/methods"}
 
 
-def test_readme_layout_lists_every_module():
-    """README's Layout section names every module of the package (a newcomer finds each)."""
-    readme = (ROOT / "README.md").read_text()
-    match = re.search(r"^## Layout\n(.*?)(?=^## |\Z)", readme, flags=re.S | re.M)
-    assert match, "README has no '## Layout' section"
-    layout = match.group(1)
+def test_layout_page_lists_every_module():
+    """docs/layout.md names every module of the package (a newcomer finds each)."""
+    layout = (ROOT / "docs" / "layout.md").read_text()
     missing = []
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = path.relative_to(PACKAGE)
@@ -182,4 +179,4 @@ def test_readme_layout_lists_every_module():
         )
         if not listed:
             missing.append(str(relative))
-    assert not missing, f"modules missing from README's Layout: {missing}"
+    assert not missing, f"modules missing from docs/layout.md: {missing}"

@@ -156,30 +156,46 @@ def test_paper_table3_validation(tmp_path):
         rp.read_paper_table3(path)
 
 
-def test_plot_f1_over_time_writes_png_and_svg(tmp_path):
+def test_f1_over_time_panels_by_family(tmp_path):
+    """Small multiples: one panel per family, a family of 9 split 5 + 4 (at most 8 lines with
+    NURD and the Oracle), the references in no family panel of their own."""
+    from stragglers.report import figures
+
     times = np.arange(1, 11) / 10
+    methods = [
+        ("NURD", "Ours", False),
+        ("Oracle", "Reference", True),
+        ("GBTR", "Supervised", False),
+    ]
+    methods += [(f"OD{i}", "Outlier detection", False) for i in range(9)]
     mean = pd.concat(
         [
             pd.DataFrame(
                 {
                     "dataset": "google",
                     "method": m,
-                    "family": "Ours",
+                    "family": f,
                     "privileged": p,
                     "k": np.arange(1, 11),
                     "normalised_time": times,
-                    "F1": times * s,
+                    "F1": times * 0.5,
                 }
             )
-            for m, p, s in (("NURD", False, 0.8), ("Oracle", True, 1.0))
+            for m, f, p in methods
         ]
     )
+    panels = figures.family_panels(mean.drop_duplicates("method"))
+    assert panels == [
+        ("Supervised", ["GBTR"]),
+        ("Outlier detection (1/2)", [f"OD{i}" for i in range(5)]),
+        ("Outlier detection (2/2)", [f"OD{i}" for i in range(5, 9)]),
+    ]
+    assert all(len(names) + 2 <= figures.MAX_LINES_PER_PANEL for _, names in panels)
     path = tmp_path / "figs" / "f1.png"
-    rp.plot_f1_over_time(mean, path, "google", extra_formats=("svg",))
+    figures.plot_f1_over_time_panels(mean, path, "google", "causal")
     assert path.read_bytes()[:8] == PNG_MAGIC and path.stat().st_size > 1000
-    assert path.with_suffix(".svg").stat().st_size > 1000
     with pytest.raises(ValueError, match="no F1-over-time rows"):
-        rp.plot_f1_over_time(mean, tmp_path / "x.png", "alibaba")
+        figures.plot_f1_over_time_panels(mean, tmp_path / "x.png", "alibaba", "causal")
 
 
 def simulation_frame() -> pd.DataFrame:
@@ -254,3 +270,77 @@ def test_reduction_figures_are_written(tmp_path):
     two_datasets = pd.concat([frame, frame.assign(dataset="alibaba")])
     with pytest.raises(ValueError, match="one dataset"):
         rp.plot_reduction_by_machines(two_datasets, tmp_path / "x.png")
+
+
+def _policies_rows():
+    """Unlimited-machine rows: PoCD at D = 1.0 identical for everyone (0.02 apart at most),
+    PoCD at D = 1.25 spread from 0.5 to 0.9."""
+    rows = []
+    for i, method in enumerate(["Hadoop-NS", "NURD", "Oracle", "LOF"]):
+        for policy in ["none"] if method == "Hadoop-NS" else ["relaunch", "copy"]:
+            rows.append(
+                {
+                    "dataset": "google",
+                    "method": method,
+                    "policy": policy,
+                    "machines": "unlimited",
+                    "reduction": 0.1 * i,
+                    "reduction_lo": 0.1 * i - 0.05,
+                    "reduction_hi": 0.1 * i + 0.05,
+                    "machine_time_rel": 1 + 0.1 * i,
+                    "pocd_1": 0.01 + 0.001 * i,
+                    "pocd_1.25": 0.5 + 0.1 * i,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_pocd_figure_leaves_out_a_flat_deadline(tmp_path, monkeypatch):
+    from stragglers.report import figures
+
+    panels = []
+    original = figures.plt.subplots
+
+    def recording_subplots(*args, **kwargs):
+        fig, axes = original(*args, **kwargs)
+        panels.append(axes)
+        return fig, axes
+
+    monkeypatch.setattr(figures.plt, "subplots", recording_subplots)
+    path = tmp_path / "pocd.png"
+    figures.plot_pocd_vs_machine_time(_policies_rows(), path, "google", "causal", [1.0, 1.25])
+    assert path.read_bytes()[:8] == PNG_MAGIC
+    (axes,) = panels
+    assert axes.shape == (1, 1)  # D = 1.0 varies by 0.003: left out
+    assert "D = 1.25" in axes[0][0].get_title()
+    low, high = axes[0][0].get_ylim()
+    assert 0.4 < low < 0.5 and 0.8 < high <= 1.0  # its own scale, not 0-1
+
+
+def test_overview_sets_privileged_apart(tmp_path, monkeypatch):
+    from stragglers.report import figures
+
+    table3 = pd.DataFrame(
+        {
+            "dataset": "google",
+            "method": ["NURD", "LOF", "Oracle"],
+            "privileged": [False, False, True],
+            "F1": [0.3, 0.5, 0.9],
+            "F1_lo": [0.2, 0.4, 0.85],
+            "F1_hi": [0.4, 0.6, 0.95],
+            "early_F1": [0.2, 0.1, 0.8],
+        }
+    )
+    labels = []
+    original = figures._scores_panel
+
+    def recording(ax, *args):
+        original(ax, *args)
+        labels.append([t.get_text() for t in ax.get_yticklabels()])
+
+    monkeypatch.setattr(figures, "_scores_panel", recording)
+    path = tmp_path / "overview.png"
+    figures.plot_overview(table3, _policies_rows(), path, ["google"], "causal")
+    assert path.read_bytes()[:8] == PNG_MAGIC
+    # bottom to top: online methods by F1, then the privileged ones above the gap
+    assert labels == [["NURD", "LOF", "Oracle (privileged)"]]

@@ -82,6 +82,15 @@ def test_pipeline_end_to_end(tmp_path):
     for name in ("table3.md", "table3.csv", "cost.md", "completion_time.md"):
         assert (results / "tables" / name).stat().st_size > 0
     assert "NURD" in (results / "README.md").read_text()
+    # the findings page quotes its tables exactly (issue 22), and the overview exists
+    from stragglers.report.findings import verify_findings
+
+    page = (results / "findings.md").read_text()
+    sources = pd.read_csv(results / "findings.sources.csv", dtype=str)
+    sources["file"] = [str(tmp_path / f) for f in sources["file"]]
+    assert "## google-tiny" in page and "NURD ranks" in page
+    assert verify_findings(page, sources) == []
+    assert (results / "figures" / "overview.png").stat().st_size > 1000
     for dataset in ("google-tiny", "alibaba-tiny"):
         for figure in (
             "f1_over_time",

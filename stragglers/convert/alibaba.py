@@ -251,7 +251,7 @@ def _write_alibaba_shard(
                 "window_start": start,
                 "window_end": end,
                 # lifetime summaries are all the trace has: visible from the start (a leak
-                # the trace imposes, documented in the README)
+                # the trace imposes, documented in docs/deviations.md)
                 "available_from": start,
                 **{f: inst[f].to_numpy(float) for f in ALIBABA_FEATURES},
                 "task_id": inst["task_id"].to_numpy(),

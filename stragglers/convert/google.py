@@ -1,6 +1,6 @@
 """Raw trace parts -> one Parquet file per job plus a manifest (format: `stragglers.formats.jobs`).
 
-Google clusterdata-2011-2 (rules, also in the README):
+Google clusterdata-2011-2 (rules, also in docs/definitions.md):
 - a task belongs to a *production* job when its task_events rows carry priority 9..11
   (the trace's production band; any scheduling class). Rows of other priorities are ignored;
 - a task's outcome is its last event: FINISH -> finished; KILL or LOST -> dropped (counted);
@@ -15,7 +15,7 @@ Google clusterdata-2011-2 (rules, also in the README):
   available at its end. EV/FL features are the evictions/failures up to the window's end.
 Alibaba 2018 batch_instance: instances with status Terminated and end > start; an Alibaba
 task (job_name, task_name) is a job here, kept with >= `min_tasks` instances; each instance is
-one window [start, end] with its lifetime cpu/mem summaries (see README, deviations).
+one window [start, end] with its lifetime cpu/mem summaries (see docs/deviations.md).
 
 Conversion runs in stages (prepare, spill per group of parts, gather per shard, manifest) that
 Snakemake runs as separate jobs, or `convert_*` runs in one process (see "Conversion runs as

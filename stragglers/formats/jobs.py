@@ -6,7 +6,7 @@ One Parquet file per trace job, one row per measurement window of a task:
     window_start    float64  seconds on the trace's clock
     window_end      float64  seconds on the trace's clock (> window_start)
     available_from  float64  seconds: when a monitor could first read this window's values
-                             (Google: the window's end; Alibaba: see README, deviations)
+                             (Google: the window's end; Alibaba: see docs/deviations.md)
     <features>      float64  the dataset kind's feature columns (stragglers.formats.datasets)
     task_id         string   the task's identity in the raw trace (Google task index,
                              Alibaba instance name)

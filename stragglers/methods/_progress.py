@@ -24,7 +24,7 @@ total work (the median's); a task with more input (data skew) looks slow, and a 
 already done more than the median work is capped at progress 1 (time left 0) while it still
 runs. Google's task_usage rate is the mean over the windows available so far, which lag the
 checkpoint by up to one window. Alibaba's cpu_avg is a lifetime average shown from the task's
-start (README, deviation 2), so its proxy sees the task's final CPU rate. The events-only
+start (docs/deviations.md, deviation 2), so its proxy sees the task's final CPU rate. The events-only
 Google dataset has only the CPU *request*, constant over a task's life and usually equal
 across a job's tasks, so there the proxy is progress = elapsed / median latency: every
 running task has the same rate and no task is slower than another.

@@ -1,4 +1,4 @@
-"""The replay protocols as sets of named rules (README, docs/protocols.md).
+"""The replay protocols as sets of named rules (docs/protocols.md).
 
 A protocol (`replay.protocol`) is a preset of seven rules; `replay.overrides` flips any of
 them, so the road from the paper's experiment to our causal default can be walked one rule at

@@ -15,7 +15,7 @@ The protocol's rules (stragglers/replay/protocols.py: `replay.protocol` plus `re
 the timeline and how features, scaling, the threshold and the scored set are built; the
 aligned timeline of the reference script is in stragglers/replay/aligned.py.
 `protocol="reference"` reproduces three choices of the paper's reference code that use
-information from the future, so their effect can be measured (README, deviations):
+information from the future, so their effect can be measured (docs/deviations.md):
 running-task features weighted by window duration / the task's *final* latency; features
 min-max scaled with statistics of all tasks' final feature vectors; and tasks dropped from the
 evaluation by their final length (stragglers shorter than the mean straggler window count - 1,

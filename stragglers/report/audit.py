@@ -459,7 +459,7 @@ def audit_table(
 
 
 # ---------------------------------------------------------------------------------------------
-# why NURD does (not) lead at step 0: per-job diagnostics (README, "What the numbers say")
+# why NURD does (not) lead at step 0: per-job diagnostics (docs/findings.md)
 
 
 def _cross_validated_auc(

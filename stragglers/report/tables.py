@@ -3,7 +3,7 @@
 Tables: `write_table` for any frame, `write_table3` for the paper's Table 3 layout (methods
 grouped by family, one Markdown table per dataset, a long-format CSV, optional join with the
 paper's published numbers).
-Figures: F1 over normalised time (Figures 2-3), mean reduction in job completion time per
+Figures: the lead of flagged stragglers, mean reduction in job completion time per
 method (Figures 4, 5, 8, 9) and per number of machines (Figures 6-7).
 
 Completion-time frames (from the scheduling simulation) have one row per
@@ -346,56 +346,6 @@ def _line_styles(n: int) -> list[tuple]:
     return [(colours[i % len(colours)], markers[i % len(markers)]) for i in range(n)]
 
 
-def plot_f1_over_time(
-    mean_f1_over_time: pd.DataFrame,
-    path,
-    dataset: str,
-    title: str | None = None,
-    extra_formats: Sequence[str] = (),
-) -> None:
-    """Figures 2-3: mean F1 over jobs at normalised time checkpoints, one line per method.
-
-    Input: the `mean` frame of `stragglers.evaluate.f1_over_time`. Privileged methods are
-    drawn dashed.
-    """
-    required = ["dataset", "method", "normalised_time", "F1"]
-    missing = [c for c in required if c not in mean_f1_over_time.columns]
-    if missing:
-        raise ValueError(f"F1-over-time frame lacks columns {missing}")
-    frame = mean_f1_over_time[mean_f1_over_time["dataset"] == dataset]
-    if frame.empty:
-        raise ValueError(
-            f"no F1-over-time rows for dataset {dataset!r}; datasets present: "
-            f"{sorted(set(mean_f1_over_time['dataset']))}"
-        )
-    methods = sort_rows(frame.drop_duplicates("method"))
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for (_, row), (colour, marker) in zip(
-        methods.iterrows(), _line_styles(len(methods)), strict=True
-    ):
-        line = frame[frame["method"] == row["method"]].sort_values("normalised_time")
-        privileged = bool(row.get("privileged", False))
-        label = f"{row['method']} {PRIVILEGED_MARK}" if privileged else str(row["method"])
-        ax.plot(
-            line["normalised_time"],
-            line["F1"],
-            color=colour,
-            marker=marker,
-            markersize=4,
-            linestyle="--" if privileged else "-",
-            label=label,
-        )
-    ax.set_xlabel("normalised time")
-    ax.set_ylabel("F1 (mean over jobs)")
-    ax.set_xlim(0, 1.02)
-    ax.set_ylim(0, 1)
-    ax.set_xticks(np.round(np.sort(frame["normalised_time"].unique()), 3))
-    ax.grid(alpha=0.3)
-    ax.set_title(title or f"F1 at normalised time checkpoints, {dataset}")
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
-    _save(fig, path, extra_formats)
-
-
 # boxplot's `vert` is deprecated from Matplotlib 3.10, where `orientation` replaces it
 _HORIZONTAL_BOX = (
     {"orientation": "horizontal"}
@@ -470,7 +420,9 @@ def plot_lead_distribution(
     ax.set_yticks(range(len(methods)), labels, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
-    ax.set_xlabel("lead = (task end - flag time) / (task end - task start)")
+    ax.set_xlabel(
+        "lead = (task end - flag time) / (task end - task start), fraction of the task's life"
+    )
     ax.grid(alpha=0.3, axis="x")
     ax.set_title(f"Lead of flagged stragglers, {dataset} (blue: early, red: late flags)")
     _save(fig, path, extra_formats)
@@ -586,7 +538,7 @@ def plot_reduction_bars(
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.set_xticks(positions)
     ax.set_xticklabels(table["method"], rotation=60, ha="right")
-    ax.set_ylabel("reduction in job completion time")
+    ax.set_ylabel("reduction in job completion time (fraction)")
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
     _save(fig, path, extra_formats)
@@ -616,8 +568,8 @@ def plot_reduction_by_machines(
             label=str(method),
         )
     ax.set_xticks(np.sort(by_machines["machines"].unique()))
-    ax.set_xlabel("machines")
-    ax.set_ylabel("reduction in job completion time")
+    ax.set_xlabel("machines (count)")
+    ax.set_ylabel("reduction in job completion time (fraction)")
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.grid(alpha=0.3)
     ax.set_title(title or f"Reduction in job completion time by machines, {dataset}")

@@ -22,6 +22,7 @@ def evaluate_dataset(
     out_f1_per_job: str,
     out_f1_mean: str,
     out_figure: str,
+    protocol: str,
     out_leads: str | None = None,
     out_lead_figure: str | None = None,
 ) -> pd.DataFrame:
@@ -60,7 +61,9 @@ def evaluate_dataset(
     write_csv_atomic(mean, out_f1_mean)
     if out_leads is not None:
         write_csv_atomic(leads, out_leads)
-    report.plot_f1_over_time(mean, out_figure, dataset)
+    from stragglers.report.figures import plot_f1_over_time_panels
+
+    plot_f1_over_time_panels(mean, out_figure, dataset, protocol)
     if out_lead_figure is not None:
         report.plot_lead_distribution(leads, metrics, out_lead_figure, dataset)
     return metrics

@@ -145,7 +145,7 @@ def launch_tables(
     write_text_atomic(
         "# Launch-time methods, scored like Table 3\n\nA task flagged at launch counts as flagged "
         "(flag time = its start); jobs whose model had too little finished data flag nothing "
-        '(`jobs_without_model`). See README, "Launch-time prediction".\n\n'
+        '(`jobs_without_model`). See docs/definitions.md, "Launch-time prediction".\n\n'
         + _markdown(table)
         + "\n",
         out_table_md,
@@ -208,8 +208,8 @@ def _curve_figures(curve: pd.DataFrame, figure_dir: Path) -> None:
             for ax, metric in zip(axes, ("balanced_accuracy", "TPR", "FPR")):
                 ax.plot(rows["train_share"], rows[metric], marker="o", label=method)
         for ax, metric in zip(axes, ("balanced_accuracy", "TPR", "FPR")):
-            ax.set_xlabel("share of the trace's tasks started before the split")
-            ax.set_ylabel(metric)
+            ax.set_xlabel("share of the trace's tasks started before the split (fraction)")
+            ax.set_ylabel(f"{metric} (0-1)")
             ax.set_ylim(-0.02, 1.02)
             ax.grid(alpha=0.3)
         axes[0].legend(fontsize=7)

@@ -15,6 +15,9 @@ Seed: {seed}.
 
 | path | what it is |
 |---|---|
+| `figures/overview.png` | Open first: per dataset, every method's F1 and early-F1 with intervals (sorted, privileged methods apart) and the JCT reduction per mitigation policy for the Oracle, NURD and the best online method |
+| `findings.md` | The run's headline statements, every number read from the tables below |
+| `findings.sources.csv` | Where each number of findings.md comes from: file, row, column, full value |
 | `tables/table3.md`, `.csv` | Paper Table 3: mean TPR, FPR, FNR, F1 over jobs per method, one Markdown table per dataset, grouped by family, with the paper's published numbers beside ours, early-TPR, early-F1 and median lead (how early the flags came); jobs evaluated / failed / unscorable per method; each headline number with its bootstrap interval over jobs (`<metric>_lo`, `<metric>_hi` in the CSV, `v [lo, hi]` in the Markdown) and ≈ for the methods statistically tied with the best. The CSV is long: one row per dataset and method |
 | `tables/paired_comparisons.md`, `.csv` | Every method against the best non-privileged method (by mean F1, and by mean early-F1) and against NURD, per dataset: paired bootstrap difference over the jobs both scored, its interval, p-value, Holm-adjusted p-value and `tied` (docs/statistics.md) |
 | `tables/summary_by_dataset.csv` | Table 3 in long form (one row per dataset and method, with F1 std over jobs) |
@@ -27,7 +30,7 @@ Seed: {seed}.
 | `<dataset>/evaluation/leads.csv` | One row per flagged true straggler: flag time, elapsed time at the flag, lead = (end - flag) / (end - start), early (elapsed < tau) |
 | `<dataset>/evaluation/f1_over_time.csv` | Mean F1 over jobs at normalised times k/N of each job's span (Figures 2-3), with early-F1 and the median lead of the stragglers flagged by then |
 | `<dataset>/evaluation/f1_over_time_per_job.csv` | The same per job |
-| `<dataset>/figures/f1_over_time.png` | Figure 2/3 analogue |
+| `<dataset>/figures/f1_over_time.png` | Figure 2/3 analogue: one panel per method family, NURD and the Oracle in each |
 | `<dataset>/figures/lead.png` | Lead of the flagged stragglers per method, early and late flags apart |
 | `<dataset>/simulation/<method>.parquet` | Per job, repeat and algorithm (unlimited, or limited with m machines): baseline and mitigated job completion time and the reduction |
 | `<dataset>/simulation/reduction_unlimited.csv` | Mean reduction per method, Algorithm 2 (Figures 4-5) |
@@ -40,7 +43,7 @@ Seed: {seed}.
 | `tables/policies.md`, `.csv` | Per method and mitigation policy (relaunch, speculative copy, speculative resume): JCT reduction, machine time relative to no mitigation, PoCD per deadline factor, the reduction's bootstrap interval over jobs (`reduction_lo`, `reduction_hi`); Markdown one table per dataset (unlimited machines), CSV long with every machine count |
 | `<dataset>/policies/<method>.parquet` | Per job, repeat, policy and machine count: baseline, mitigated and reference JCT, machine time with and without mitigation |
 | `<dataset>/policies/summary.csv` | The dataset's rows of `tables/policies.csv` |
-| `<dataset>/figures/pocd_vs_machine_time.png` | PoCD against machine time per method and policy (one panel per deadline factor) |
+| `<dataset>/figures/pocd_vs_machine_time.png` | PoCD against machine time per method and policy (one panel per deadline factor where PoCD varies) |
 | `<dataset>/figures/reduction_by_policy.png` | JCT reduction per method and policy |
 | `<dataset>/tuning/<method>.json` | (with a `tuning` config) mean F1 of each grid point on the tuning jobs, which are left out of everything above, and the best point |
 | `tables/launch_table.md`, `.csv` | (with `launch.methods`) Launch-time, cross-job models (Wrangler-node, MTL-*) scored like Table 3: a task flagged when it is placed; `jobs_without_model` = jobs predicted with too little finished data (nothing flagged) |

@@ -121,6 +121,7 @@ def policies_report(
     out_csv: str,
     out_pocd_png: str,
     out_reduction_png: str,
+    protocol: str,
     seed: int | None = None,
     bootstrap: dict | None = None,
 ) -> pd.DataFrame:
@@ -145,34 +146,11 @@ def policies_report(
         )
     write_csv_atomic(table, out_csv)
 
-    unlimited = table[table["machines"] == "unlimited"]
-    factors = [f"pocd_{d:g}" for d in deadline_factors]
-    fig, axes = plt.subplots(1, len(factors), figsize=(5 * len(factors), 4.5), squeeze=False)
-    markers = {"none": "*", "relaunch": "o", "copy": "s", "resume": "^"}
-    for ax, column, d in zip(axes[0], factors, deadline_factors):
-        for policy, rows in unlimited.groupby("policy", sort=False):
-            ax.scatter(
-                rows["machine_time_rel"],
-                rows[column],
-                marker=markers.get(policy, "o"),
-                label=policy,
-                alpha=0.7,
-            )
-        named = unlimited[
-            unlimited["method"].isin(["Hadoop-NS", "Oracle", "SRQuant", "LATE", "NURD"])
-        ]
-        for method, x_value, y_value in zip(
-            named["method"], named["machine_time_rel"], named[column]
-        ):
-            ax.annotate(method, (x_value, y_value), fontsize=6)
-        ax.set_xlabel("machine time / no mitigation")
-        ax.set_ylabel(f"PoCD, D = {d:g} x reference")
-        ax.set_title(f"{dataset}: D = {d:g} x reference JCT")
-    axes[0][0].legend(title="policy")
-    fig.tight_layout()
-    save_figure(fig, out_pocd_png, dpi=120)
-    plt.close(fig)
+    from stragglers.report.figures import plot_pocd_vs_machine_time
 
+    plot_pocd_vs_machine_time(table, out_pocd_png, dataset, protocol, deadline_factors)
+
+    unlimited = table[table["machines"] == "unlimited"]
     mitigated = unlimited[unlimited["policy"] != "none"]
     pivot = mitigated.pivot(index="method", columns="policy", values="reduction")
     fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(pivot)), 4.5))
@@ -182,8 +160,9 @@ def policies_report(
         ax.bar(x + i * width, pivot[policy], width, label=policy)
     ax.set_xticks(x + 0.4 - width / 2, pivot.index, rotation=90, fontsize=7)
     ax.axhline(0, color="black", linewidth=0.5)
-    ax.set_ylabel("mean JCT reduction (unlimited machines)")
-    ax.set_title(f"{dataset}: JCT reduction per policy")
+    ax.set_ylabel("mean JCT reduction, unlimited machines (fraction)")
+    ax.set_xlabel("method")
+    ax.set_title(f"JCT reduction per mitigation policy, {dataset}, protocol {protocol}")
     ax.legend()
     fig.tight_layout()
     save_figure(fig, out_reduction_png, dpi=120)

@@ -10,6 +10,7 @@ from stragglers.methods import available_methods, declared_cross_job, load_metho
 load_method_dirs(config.get("method_dirs", []))
 
 DATASETS = list(config["datasets"])
+PROTOCOL = config["replay"].get("protocol", "causal")  # figure titles name it
 METHODS = list(config["methods"])
 
 _unknown = sorted(set(METHODS) - set(available_methods()))
@@ -163,6 +164,8 @@ def final_targets():
         "results/tables/completion_time.md",
         "results/tables/policies.md",
         "results/README.md",
+        "results/findings.md",
+        "results/figures/overview.png",
     ]
     if LAUNCH_METHODS and LAUNCH_DATASETS:
         targets += [
@@ -319,3 +322,19 @@ def audit_benchmark_files():
 def policy_setting(name, default):
     """A mitigation-policy setting (simulation.policies) or its default."""
     return config["simulation"].get("policies", {}).get(name, default)
+
+
+# --- the findings page (workflow/rules/report.smk)
+def findings_audit_input(wildcards):
+    """The audit's table when `snakemake audit` made it (the audit is not in the default run)."""
+    path = "results/tables/reproduction_audit.csv"
+    return [path] if Path(path).exists() else []
+
+
+def config_files():
+    """The config files this run read, relative to the working directory (the findings
+    page names them)."""
+    import os
+
+    names = dict.fromkeys(os.path.relpath(f) for f in workflow.configfiles)
+    return ", ".join(names) or "config/config.yaml"

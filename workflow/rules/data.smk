@@ -11,7 +11,7 @@ rule generate_trace:
         "benchmarks/generate/{dataset}.tsv"
     conda:
         "../../environment.yml"
-    # measured: bench/suggest_resources.py (README, "Running on a cluster")
+    # measured: bench/suggest_resources.py (docs/cluster.md)
     # (5,000 generated jobs, 1.08 M tasks: 1.15 GB peak RSS, 58 CPU s)
     resources:
         mem_mb=1792,

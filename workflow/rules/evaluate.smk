@@ -30,6 +30,7 @@ rule evaluate_dataset:
         "../../environment.yml"
     params:
         n_points=config["evaluation"]["f1_time_points"],
+        protocol=PROTOCOL,
     script:
         "../../scripts/evaluate_dataset.py"
 

@@ -1,4 +1,4 @@
-# Launch-time, cross-job models (Wrangler, MTL; stragglers/launch, README "Launch-time
+# Launch-time, cross-job models (Wrangler, MTL; stragglers/launch, docs/definitions.md, "Launch-time
 # prediction"): one job per (dataset, launch method) reads every converted job's launch rows,
 # then one job makes the tables and figures.
 

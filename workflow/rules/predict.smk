@@ -21,7 +21,7 @@ rule predict:
     conda:
         "../../environment.yml"
     threads: 1
-    # measured: bench/suggest_resources.py (README, "Running on a cluster")
+    # measured: bench/suggest_resources.py (docs/cluster.md)
     # (slowest method SOD: 420 MB peak RSS, 1.36 CPU s per trace job, x 100 jobs per shard)
     resources:
         mem_mb=768,

@@ -18,3 +18,46 @@ rule results_index:
         config=config,
     script:
         "../../scripts/results_index.py"
+
+
+rule findings:
+    input:
+        table3="results/tables/table3.csv",
+        paired="results/tables/paired_comparisons.csv",
+        completion="results/tables/completion_time.csv",
+        policies="results/tables/policies.csv",
+        audit=findings_audit_input,
+    output:
+        md=report("results/findings.md", caption="../report/findings.rst", category="Findings"),
+        sources="results/findings.sources.csv",
+    log:
+        "logs/findings.log",
+    conda:
+        "../../environment.yml"
+    params:
+        datasets=DATASETS,
+        protocol=PROTOCOL,
+        config_name=config_files(),
+    script:
+        "../../scripts/findings.py"
+
+
+rule overview:
+    input:
+        table3="results/tables/table3.csv",
+        policies="results/tables/policies.csv",
+    output:
+        report(
+            "results/figures/overview.png",
+            caption="../report/overview.rst",
+            category="Overview",
+        ),
+    log:
+        "logs/overview.log",
+    conda:
+        "../../environment.yml"
+    params:
+        datasets=DATASETS,
+        protocol=PROTOCOL,
+    script:
+        "../../scripts/overview.py"

@@ -17,7 +17,7 @@ rule simulate_method:
         "benchmarks/simulate/{dataset}/{method}.tsv"
     conda:
         "../../environment.yml"
-    # measured: bench/suggest_resources.py (README, "Running on a cluster")
+    # measured: bench/suggest_resources.py (docs/cluster.md)
     # (1.08 M tasks: 456 MB peak RSS, 16.5 CPU s for the relaunch simulation alone)
     resources:
         mem_mb=768,
@@ -117,6 +117,7 @@ rule policies_report:
     params:
         deadline_factors=policy_setting("deadline_factors", [1.0, 1.1, 1.25]),
         seed=config["seed"],
+        protocol=PROTOCOL,
         bootstrap=config["evaluation"],
     script:
         "../../scripts/policies_report.py"
