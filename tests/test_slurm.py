@@ -116,8 +116,9 @@ def snakemake_command(workdir: Path, config: Path, *args: str) -> list[str]:
     ]
 
 
-def running_prediction_job(run: subprocess.Popen, deadline: float) -> str:
-    """The SLURM id of a prediction job (alone or a `predict` group) once it runs."""
+def running_prediction_job(run: subprocess.Popen, workdir: Path, deadline: float) -> str:
+    """The SLURM id of a prediction job (alone or a `predict` group) of the run in `workdir`
+    once it runs (its SLURM log is under workdir: other runs may share the cluster)."""
     while time.monotonic() < deadline:
         assert run.poll() is None, "the SLURM run ended before a prediction job ran"
         queue = subprocess.run(
@@ -128,10 +129,20 @@ def running_prediction_job(run: subprocess.Popen, deadline: float) -> str:
         )
         for line in queue.stdout.splitlines():
             job_id, comment = line.strip().split("|", 1)
-            if comment.startswith("rule_predict"):
+            if comment.startswith("rule_predict") and Path(
+                slurm_job(job_id)["StdOut"]
+            ).is_relative_to(workdir):
                 return job_id
         time.sleep(0.2)
     raise AssertionError("no prediction job ran on SLURM in time")
+
+
+def submitted_as(slurm_log: Path) -> str:
+    """The rule a submitted job ran, from its SLURM log's folder (the plugin writes
+    .snakemake/slurm_logs/rule_<rule>/<wildcards>/<id>.log, group_<group>_<group>/<id>.log)."""
+    folder = slurm_log.parts[slurm_log.parts.index("slurm_logs") + 1]
+    kind, name = folder.split("_", 1)
+    return name if kind == "rule" else "group " + name.split("_", 1)[0]
 
 
 def slurm_job(job_id: str) -> dict[str, str]:
@@ -165,7 +176,7 @@ def test_workflow_on_slurm_recovers_a_cancelled_job_and_equals_local_run(tmp_pat
             stderr=subprocess.STDOUT,
         )
         try:
-            cancelled = running_prediction_job(slurm_run, deadline=started + 900)
+            cancelled = running_prediction_job(slurm_run, cluster, deadline=started + 900)
             subprocess.run(["scancel", cancelled], check=True)
             returncode = slurm_run.wait(timeout=1800)
         finally:
@@ -181,17 +192,17 @@ def test_workflow_on_slurm_recovers_a_cancelled_job_and_equals_local_run(tmp_pat
     submissions = {job_id: Path(log) for job_id, log in SUBMITTED.findall(output)}
     cancelled_log = submissions[cancelled]
     assert str(cancelled_log) in output.split(f"SLURM-job '{cancelled}' failed", 1)[1]
-    assert cancelled_log.parts[-3] in {"group_predict", "rule_predict"}
-    retried = [j for j, log in submissions.items() if log.parts[-3] == cancelled_log.parts[-3]]
+    assert submitted_as(cancelled_log) in {"group predict", "predict"}
+    retried = [j for j, log in submissions.items() if log.parent == cancelled_log.parent]
     assert len(retried) >= 2 and max(retried, key=int) != cancelled
 
     # every rule type that is not a target was submitted through sbatch, with the resources
     # the rule declares (generate_trace: mem_mb=1792, runtime=5 in workflow/rules/data.smk)
-    submitted_rules = {log.parts[-3].split("_", 1)[1] for log in submissions.values()}
+    submitted_rules = {submitted_as(log) for log in submissions.values()} - {"group predict"}
     expected_rules = workflow_rules(config) - TARGET_ONLY_RULES - NOT_IN_DEFAULT_RUN
     # predict jobs run inside `predict` group jobs (group-components in the profile)
     assert submitted_rules | {"predict"} == expected_rules | {"predict"}
-    generate = next(j for j, log in submissions.items() if log.parts[-3] == "rule_generate_trace")
+    generate = next(j for j, log in submissions.items() if submitted_as(log) == "generate_trace")
     declared = slurm_job(generate)
     assert declared["TimeLimit"] == "00:05:00" and declared["MinMemoryNode"] == "1792M"
     assert declared["Partition"] == "local"
