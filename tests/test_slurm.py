@@ -6,7 +6,8 @@ complete it; the outputs must then equal a local run's, wall-time columns aside.
 
 Needs root and Debian's slurm-wlm and munge (up.sh installs them). Without them the test is
 skipped with the reason, unless STRAGGLERS_REQUIRE_SLURM=1 (set by .ci/run): then it fails.
-Cost here (2 cores, shared): about 5 minutes, most of it the two runs of the small config.
+Cost here (2 cores, shared, load average 7-8): 491 s wall, 401 s of it the SLURM run
+(docs/cluster.md); plus apt-get on a machine without the packages.
 """
 
 import os
