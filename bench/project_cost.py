@@ -12,8 +12,11 @@ WORKDIR is a finished run of the workflow (e.g. the default config, every method
   benchmarks/evaluate (per dataset, when present) / the dataset's tasks;
 - conversion: CPU seconds per compressed GB of raw trace, from bench/bench_convert.py
   (--convert-seconds-per-gb; default the per-part job's 13.3 CPU s on its 129.5 MB part);
-- per submitted job start-up: --startup-seconds (bench/job_overhead.py, measured through
-  cluster-generic), paid once per submitted job (prediction jobs grouped --group at a time).
+- per submitted job start-up: --startup-seconds, CPU seconds paid once per submitted job
+  (prediction jobs grouped --group at a time). Default 2.6 s: measured on SLURM
+  (docs/cluster.md, "Cost per submitted job": the CPU of a submitted job's own Snakemake
+  start-up, 2.3-2.8 s user + system over 3 runs), replacing the 5-8 s wall-clock readings taken
+  through cluster-generic on a loaded machine (bench/job_overhead.py).
 
 Assumptions (printed with the result): cost is linear in the number of tasks (the real Google
 selection has 1.1 M tasks in 8,425 jobs, 131 per job; the synthetic data has more per job, so
@@ -222,7 +225,9 @@ def main() -> None:
     )
     parser.add_argument("--cores", type=int, nargs="+", default=[1, 16, 64, 256])
     parser.add_argument("--convert-seconds-per-gb", type=float, default=13.3 / 0.1295)
-    parser.add_argument("--startup-seconds", type=float, default=5.0)
+    parser.add_argument(
+        "--startup-seconds", type=float, default=2.6, help="CPU s per submitted job (SLURM)"
+    )
     parser.add_argument("--group", type=int, default=24, help="prediction jobs per submitted job")
     args = parser.parse_args()
     rates = measured_rates(args.workdir.resolve(), args.configfile)

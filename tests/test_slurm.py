@@ -1,0 +1,230 @@
+"""The workflow through a real SLURM cluster: snakemake-executor-plugin-slurm submits every
+job with sbatch to the one-node cluster that workflow/profiles/slurm/local/up.sh starts on
+this machine (docs/cluster.md). While the run goes, a running prediction job is cancelled
+with scancel: Snakemake must report it (rule and SLURM log) and the profile's retry must
+complete it; the outputs must then equal a local run's, wall-time columns aside.
+
+Needs root and Debian's slurm-wlm and munge (up.sh installs them). Without them the test is
+skipped with the reason, unless STRAGGLERS_REQUIRE_SLURM=1 (set by .ci/run): then it fails.
+Cost here (2 cores, shared, load average 7-8): 491 s wall, 401 s of it the SLURM run
+(docs/cluster.md); plus apt-get on a machine without the packages.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from test_cluster_generic import TARGET_ONLY_RULES, comparable
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCAL_CLUSTER = ROOT / "workflow" / "profiles" / "slurm" / "local"
+PROFILES = ["workflow/profiles/slurm", "workflow/profiles/slurm-local"]
+
+pytestmark = pytest.mark.e2e
+
+SUBMITTED = re.compile(r"has been submitted with SLURM jobid (\d+) \(log: (\S+)\)")
+
+
+def unavailable(reason: str) -> None:
+    """Skip with the reason, or fail when the run must have SLURM (CI)."""
+    if os.environ.get("STRAGGLERS_REQUIRE_SLURM") == "1":
+        pytest.fail(f"STRAGGLERS_REQUIRE_SLURM=1 but SLURM cannot run here: {reason}")
+    pytest.skip(reason)
+
+
+def controller_answers() -> bool:
+    try:
+        ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=30)
+    except (FileNotFoundError, subprocess.TimeoutExpired):
+        return False
+    return "UP" in ping.stdout
+
+
+@pytest.fixture(scope="module")
+def slurm_cluster():
+    """The local cluster, started for this module (and stopped after it, unless it was
+    already running: a developer's cluster is left as found)."""
+    if os.geteuid() != 0:
+        unavailable("not root: up.sh installs slurm-wlm and munge and starts their daemons")
+    try:
+        import snakemake_executor_plugin_slurm  # noqa: F401
+    except ImportError:
+        unavailable("snakemake-executor-plugin-slurm is not installed (pip install -e '.[test]')")
+    was_running = controller_answers()
+    up = subprocess.run(
+        [str(LOCAL_CLUSTER / "up.sh")], capture_output=True, text=True, timeout=1200
+    )
+    if up.returncode != 0:
+        unavailable(f"up.sh could not start SLURM:\n{up.stdout[-2000:]}{up.stderr[-3000:]}")
+    print(up.stdout)
+    yield
+    if not was_running:
+        subprocess.run([str(LOCAL_CLUSTER / "down.sh")], check=True, timeout=300)
+
+
+def write_config(path: Path) -> Path:
+    """Both trace formats, two prediction methods (one of them in two shards), the launch
+    models, the simulations and the tables: every rule type of the default run."""
+    config = {
+        "seed": 7,
+        "datasets": {
+            "google-small": {
+                "kind": "google-2011",
+                "source": "generate",
+                "generator": {"n_jobs": 4},
+                "n_shards": 2,
+                "min_tasks": 100,
+                "replay": {"grid_origin": 600, "checkpoint_interval": 300},
+            },
+            "alibaba-small": {
+                "kind": "alibaba-2018",
+                "source": "generate",
+                "generator": {"n_jobs": 4},
+                "n_shards": 1,
+                "min_tasks": 100,
+                "replay": {"grid_origin": 0, "checkpoint_interval": 60},
+            },
+        },
+        "replay": {"start_fraction": 0.04, "straggler_quantile": 0.9, "protocol": "causal"},
+        "methods": {"NURD": {"n_estimators": 10}, "Elapsed": {}},
+        "evaluation": {"f1_time_points": 5},
+        "simulation": {"repeats": 2, "machines": [100, 300]},
+        "launch": {"methods": {"MTL-f0": {}}, "min_train_tasks": 20, "train_shares": [0.5]},
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def snakemake_command(workdir: Path, config: Path, *args: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(config),
+        "--replace-workflow-config",
+        *args,
+    ]
+
+
+def running_prediction_job(run: subprocess.Popen, workdir: Path, deadline: float) -> str:
+    """The SLURM id of a prediction job (alone or a `predict` group) of the run in `workdir`
+    once it runs (its SLURM log is under workdir: other runs may share the cluster)."""
+    while time.monotonic() < deadline:
+        assert run.poll() is None, "the SLURM run ended before a prediction job ran"
+        queue = subprocess.run(
+            ["squeue", "--noheader", "--states=RUNNING", "--format=%i|%k"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        for line in queue.stdout.splitlines():
+            job_id, comment = line.strip().split("|", 1)
+            if comment.startswith("rule_predict") and Path(
+                slurm_job(job_id)["StdOut"]
+            ).is_relative_to(workdir):
+                return job_id
+        time.sleep(0.2)
+    raise AssertionError("no prediction job ran on SLURM in time")
+
+
+def rules_run(snakemake_output: str) -> set[str]:
+    """The rules of Snakemake's "Job stats" table (between its header and `total`)."""
+    table = snakemake_output.split("Job stats:", 1)[1].split("\ntotal", 1)[0]
+    return {line.split()[0] for line in table.splitlines()[3:] if line.strip()}
+
+
+def submitted_as(slurm_log: Path) -> str:
+    """The rule a submitted job ran, from its SLURM log's folder (the plugin writes
+    .snakemake/slurm_logs/rule_<rule>/<wildcards>/<id>.log, group_<group>_<group>/<id>.log)."""
+    folder = slurm_log.parts[slurm_log.parts.index("slurm_logs") + 1]
+    kind, name = folder.split("_", 1)
+    return name if kind == "rule" else "group " + name.split("_", 1)[0]
+
+
+def slurm_job(job_id: str) -> dict[str, str]:
+    """`scontrol show job` as a dict (finished jobs stay for MinJobAge, 3600 s here)."""
+    shown = subprocess.run(
+        ["scontrol", "--oneliner", "show", "job", job_id],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return dict(word.split("=", 1) for word in shown.stdout.split() if "=" in word)
+
+
+def test_workflow_on_slurm_recovers_a_cancelled_job_and_equals_local_run(tmp_path, slurm_cluster):
+    config = write_config(tmp_path / "config.yaml")
+    local, cluster = tmp_path / "local", tmp_path / "cluster"
+    run = subprocess.run(
+        snakemake_command(local, config, "--cores", "2"), capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr[-6000:]
+
+    log_path = tmp_path / "slurm-run.log"
+    started = time.monotonic()
+    with log_path.open("w") as log:
+        slurm_run = subprocess.Popen(
+            snakemake_command(
+                cluster, config, *(arg for p in PROFILES for arg in ("--profile", p))
+            ),
+            cwd=ROOT,  # the profiles' paths are relative to the repository
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            cancelled = running_prediction_job(slurm_run, cluster, deadline=started + 900)
+            subprocess.run(["scancel", cancelled], check=True)
+            returncode = slurm_run.wait(timeout=1800)
+        finally:
+            if slurm_run.poll() is None:
+                slurm_run.terminate()
+                slurm_run.wait(timeout=60)
+    output = log_path.read_text()
+    print(f"SLURM run: {time.monotonic() - started:.0f} s wall; cancelled SLURM job {cancelled}")
+    assert returncode == 0, output[-8000:]
+
+    # the cancelled job is reported as failed with its rule (or group) and its SLURM log, then
+    # retried (the profile's retries: 1); SLURM itself says it was cancelled
+    assert slurm_job(cancelled)["JobState"] == "CANCELLED"
+    submissions = {job_id: Path(log) for job_id, log in SUBMITTED.findall(output)}
+    cancelled_log = submissions[cancelled]
+    error = re.search(r"Error in (group|rule) predict:?\n(.*\n){0,3}?\s*log: (\S+)", output)
+    assert error and error[3] == str(cancelled_log), output[-8000:]
+    assert submitted_as(cancelled_log) in {"group predict", "predict"}
+    retried = [j for j, log in submissions.items() if log.parent == cancelled_log.parent]
+    assert len(retried) >= 2 and max(retried, key=int) != cancelled
+
+    # every rule type that is not a target was submitted through sbatch, with the resources
+    # the rule declares (generate_trace: mem_mb=1792, runtime=5 in workflow/rules/data.smk)
+    submitted_rules = {submitted_as(log) for log in submissions.values()} - {"group predict"}
+    expected_rules = rules_run(run.stderr) - TARGET_ONLY_RULES
+    # predict jobs run inside `predict` group jobs (group-components in the profile)
+    assert submitted_rules | {"predict"} == expected_rules | {"predict"}
+    generate = next(j for j, log in submissions.items() if submitted_as(log) == "generate_trace")
+    declared = slurm_job(generate)
+    assert declared["TimeLimit"] == "00:05:00" and declared["MinMemoryNode"] == "1792M"
+    assert declared["Partition"] == "local"
+
+    # same outputs as the local run
+    outputs = sorted(p.relative_to(local) for p in (local / "results").rglob("*") if p.is_file())
+    assert any(p.name == "table3.csv" for p in outputs)
+    assert sum(p.name == "job_metrics.csv" for p in outputs) == 2
+    for relative in outputs:
+        if relative.suffix == ".png" or relative.name.startswith("cost."):
+            continue  # figures' bytes carry no data beyond the CSVs; cost tables are wall time
+        expected, actual = comparable(local / relative), comparable(cluster / relative)
+        if isinstance(expected, pd.DataFrame):
+            pd.testing.assert_frame_equal(actual, expected, obj=str(relative))
+        else:
+            assert actual == expected, relative
