@@ -109,7 +109,10 @@ rule simulate_policies:
 
 rule policies_report:
     input:
-        expand("results/{{dataset}}/policies/{method}.parquet", method=METHODS),
+        lambda wc: [
+            f"results/{wc.dataset}/policies/{method}.parquet"
+            for method in dataset_methods(wc.dataset)
+        ],
     output:
         csv="results/{dataset}/policies/summary.csv",
         pocd=report(
