@@ -153,6 +153,8 @@ def point_table(
     )
     leaders = []
     for metric in LEADER_METRICS:
+        table[f"leads_{metric}"] = table[f"tied_{metric}"] = False
+    for metric in LEADER_METRICS:
         rows = comparisons[
             (comparisons["metric"] == metric) & (comparisons["reference_kind"] == "best")
         ]
@@ -172,10 +174,6 @@ def point_table(
                 "n_tied": len(tied),
             }
         )
-    for metric in LEADER_METRICS:
-        for prefix in ("leads_", "tied_"):
-            column = prefix + metric
-            table[column] = table[column].fillna(False).astype(bool) if column in table else False
     return table.rename(columns={"dataset": "point"}), pd.DataFrame(leaders)
 
 
