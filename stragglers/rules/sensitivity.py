@@ -137,6 +137,21 @@ def derived_datasets(config: dict) -> dict[str, dict]:
     return {**replicate_datasets(config), **sensitivity_datasets(config), **placed_datasets(config)}
 
 
+def sensitivity_table_inputs(points: list[str], placed: list[str]) -> dict[str, str]:
+    """The sensitivity_table rule's named inputs: per grid point its job metrics (configured
+    protocol and paper), policy summary and predictability; per placed dataset its
+    predictability (names as scripts/sensitivity_table.py reads them)."""
+    per_point = {
+        "metrics": "results/{}/evaluation/job_metrics.csv",
+        "paper": "results/{}/sensitivity/paper_job_metrics.csv",
+        "policies": "results/{}/policies/summary.csv",
+        "measure": "results/{}/predictability.json",
+    }
+    inputs = {f"{key}_{p}": path.format(p) for key, path in per_point.items() for p in points}
+    inputs.update({f"place_{d}": f"results/{d}/predictability.json" for d in placed})
+    return inputs
+
+
 # ---------------------------------------------------------------------------------------------
 # rule entry points
 

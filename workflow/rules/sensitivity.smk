@@ -1,7 +1,12 @@
 # Replicates (`snakemake --cores 2 replicates`) and the sensitivity map (`snakemake --cores 2
 # sensitivity`): their traces are ordinary datasets (DERIVED_DATASETS, common.smk), run by the
 # stage rules unchanged; the rules here measure them and build the tables (docs/sensitivity.md).
-from stragglers.rules.sensitivity import grid_points, point_name, replicate_name
+from stragglers.rules.sensitivity import (
+    grid_points,
+    point_name,
+    replicate_name,
+    sensitivity_table_inputs,
+)
 
 SENSITIVITY = config.get("sensitivity") or {}
 SENSITIVITY_POINTS = (
@@ -20,10 +25,6 @@ REPLICATES = {
     for dataset in DATASETS
     if dataset_config(dataset)["source"] == "generate"
 }
-
-
-def point_files(pattern):
-    return {name: pattern.format(dataset=name) for name in SENSITIVITY_POINTS}
 
 
 rule predictability:
@@ -72,29 +73,7 @@ rule sensitivity_paper:
 
 rule sensitivity_table:
     input:
-        unpack(
-            lambda wc: {
-                **{
-                    f"metrics_{n}": p
-                    for n, p in point_files("results/{dataset}/evaluation/job_metrics.csv").items()
-                },
-                **{
-                    f"paper_{n}": p
-                    for n, p in point_files(
-                        "results/{dataset}/sensitivity/paper_job_metrics.csv"
-                    ).items()
-                },
-                **{
-                    f"policies_{n}": p
-                    for n, p in point_files("results/{dataset}/policies/summary.csv").items()
-                },
-                **{
-                    f"measure_{n}": p
-                    for n, p in point_files("results/{dataset}/predictability.json").items()
-                },
-                **{f"place_{d}": f"results/{d}/predictability.json" for d in PLACED_DATASETS},
-            }
-        ),
+        unpack(lambda wc: sensitivity_table_inputs(list(SENSITIVITY_POINTS), PLACED_DATASETS)),
     output:
         csv="results/tables/sensitivity.csv",
         leaders="results/tables/sensitivity_leaders.csv",
