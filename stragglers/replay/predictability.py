@@ -42,7 +42,6 @@ DEFAULT_CHECKPOINT_INTERVAL = {
     "google-2011-events": 60.0,
     "alibaba-2018": 60.0,
 }
-SUMMARY_COLUMNS = ["n_jobs", "spearman", "auc", "tail", "auc_jobs"]
 
 
 def cross_validated_predictability(
