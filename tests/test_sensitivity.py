@@ -211,3 +211,30 @@ def test_the_map_places_every_point_and_dataset(tmp_path):
     assert "## Who leads where" in text and "| google-synthetic | 0.300 |" in text
     report.plot_sensitivity(table, placed, str(tmp_path / "map.png"))
     assert (tmp_path / "map.png").stat().st_size > 10_000
+
+
+def test_crossover_and_resume_counts_by_hand():
+    # tail 1: NURD behind, top, top at spearman 0.1, 0.2, 0.3 -> crossover 0.2
+    # tail 2: NURD top, behind at 0.1, 0.2 -> no crossover (behind at the most predictable)
+    table = pd.DataFrame(
+        {
+            "point": ["a", "b", "c", "d", "e"],
+            "tail": [1, 1, 1, 2, 2],
+            "spearman": [0.1, 0.2, 0.3, 0.1, 0.2],
+            "method": "NURD",
+            "protocol": "configured",
+            "leads_F1": [False, True, False, True, False],
+            "tied_F1": [False, False, True, False, False],
+            "jct_relaunch": [0.1, 0.2, 0.3, 0.1, 0.2],
+            "jct_relaunch_hi": [0.15, 0.25, 0.35, 0.15, 0.25],
+            "jct_resume": [0.2, 0.1, 0.4, 0.3, 0.2],
+            "jct_resume_lo": [0.16, 0.05, 0.3, 0.2, 0.1],
+        }
+    )
+    result = report.crossovers(table).set_index("tail")
+    assert result.loc[1, "crossover_spearman"] == 0.2 and result.loc[1, "top_points"] == "b, c"
+    assert np.isnan(result.loc[2, "crossover_spearman"])
+    resume = report.resume_versus_relaunch(table).iloc[0]
+    # resume > relaunch at a, c, d; intervals apart at a (0.16 > 0.15) and d (0.2 > 0.15)
+    assert (resume["resume_better"], resume["resume_better_intervals_apart"]) == (3, 2)
+    assert resume["mean_difference"] == pytest.approx(0.06)

@@ -210,6 +210,53 @@ def sensitivity_table(
     return pd.concat(tables, ignore_index=True), pd.concat(leaders, ignore_index=True)
 
 
+def crossovers(table: pd.DataFrame, method: str = "NURD", metric: str = "F1") -> pd.DataFrame:
+    """Per tail level: the points (by rising predictability) where `method` leads or is tied
+    with the leader on `metric`, and the crossover: the lowest measured predictability from
+    which it leads or is tied at every more predictable point of that tail level (NaN: never,
+    at the most predictable point it is behind)."""
+    rows = []
+    mine = table[(table["method"] == method) & (table["protocol"] == "configured")]
+    for tail, part in mine.groupby("tail", sort=True):
+        part = part.sort_values("spearman")
+        top = part[f"leads_{metric}"].to_numpy(bool) | part[f"tied_{metric}"].to_numpy(bool)
+        crossover = np.nan
+        for position in range(len(part) - 1, -1, -1):
+            if not top[position]:
+                break
+            crossover = float(part["spearman"].iloc[position])
+        rows.append(
+            {
+                "tail": tail,
+                "method": method,
+                "metric": metric,
+                "top_points": ", ".join(part.loc[top, "point"]),
+                "crossover_spearman": crossover,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def resume_versus_relaunch(table: pd.DataFrame) -> pd.DataFrame:
+    """Per method (configured protocol, non-privileged and privileged alike): at how many
+    points speculative resume reduces JCT more than relaunch, and by how much on average."""
+    rows = []
+    mine = table[(table["protocol"] == "configured") & table["jct_resume"].notna()]
+    for method, part in mine.groupby("method", sort=False):
+        difference = part["jct_resume"] - part["jct_relaunch"]
+        separated = part["jct_resume_lo"] > part["jct_relaunch_hi"]
+        rows.append(
+            {
+                "method": method,
+                "points": int(len(part)),
+                "resume_better": int((difference > 0).sum()),
+                "resume_better_intervals_apart": int(separated.sum()),
+                "mean_difference": float(difference.mean()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def sensitivity_markdown(table: pd.DataFrame, leaders: pd.DataFrame, placed: dict) -> str:
     settings = [
         c
@@ -242,6 +289,26 @@ def sensitivity_markdown(table: pd.DataFrame, leaders: pd.DataFrame, placed: dic
         leader_mean=leaders["leader_mean"], n_tied=leaders["n_tied"], tied=leaders["tied"]
     )
     lines += _markdown_table(view.rename(columns={"tail_max_over_p90": "tail"}))
+    counts = (
+        leaders.groupby(["metric", "leader"], sort=False).size().rename("points led").reset_index()
+    )
+    lines += ["", "Points led per method:", ""] + _markdown_table(counts)
+    lines += [
+        "",
+        "## Crossovers",
+        "",
+        "Per tail level: where NURD (configured protocol) leads or is tied with the leader, and "
+        "the lowest predictability from which it does so at every more predictable point.",
+        "",
+    ]
+    for metric in LEADER_METRICS:
+        lines += _markdown_table(crossovers(table, "NURD", metric)) + [""]
+    lines += [
+        "Speculative resume against relaunch (unlimited machines): at how many points resume "
+        "reduces JCT more, with its interval above relaunch's, and the mean difference.",
+        "",
+    ]
+    lines += _markdown_table(resume_versus_relaunch(table))
     lines += [
         "",
         "## Every method at every point",
