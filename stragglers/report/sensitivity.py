@@ -80,7 +80,7 @@ def replicate_table(summaries: pd.DataFrame) -> pd.DataFrame:
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and np.isnan(value)):
+    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
         return "-"
     if isinstance(value, float):
         return f"{value:.{digits}f}"
@@ -107,7 +107,9 @@ def replicate_markdown(table: pd.DataFrame) -> str:
         "how many replicates it ranks first (rank stability). Privileged methods are not ranked.",
         "",
     ]
+    whole = ["replicates", "times_best"] + [c for c in table if c.startswith("rank_r")]
     for dataset, part in table.groupby("dataset", sort=False):
+        part = part.astype({c: "Int64" for c in whole})  # ranks and counts print as integers
         lines += [f"## {dataset}", ""]
         lines += _markdown_table(part.drop(columns=["dataset"]).dropna(axis=1, how="all"))
         lines.append("")
