@@ -19,6 +19,7 @@ include: "workflow/rules/simulate.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/audit.smk"
 include: "workflow/rules/launch.smk"
+include: "workflow/rules/sensitivity.smk"
 
 
 rule all:

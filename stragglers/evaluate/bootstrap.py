@@ -460,6 +460,26 @@ def best_method(summary: pd.DataFrame, metric: str) -> str | None:
     return str(fair["method"].iloc[min(range(len(keys)), key=keys.__getitem__)])
 
 
+def comparison_summary(
+    job_metrics: pd.DataFrame, dataset_order: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """Table 3's summary rows (stragglers.evaluate.metrics.summary_table) with the mean
+    early-F1 over scored jobs when the metrics have it: what `paired_comparisons` ranks by."""
+    from stragglers.evaluate.metrics import summary_table
+
+    summary = summary_table(job_metrics, dataset_order=dataset_order)
+    if "early_F1" in job_metrics:
+        early = (
+            job_metrics[job_metrics["status"] == "ok"]
+            .groupby(["dataset", "method"], sort=False, observed=True)["early_F1"]
+            .mean()
+            .rename("early_F1")
+            .reset_index()
+        )
+        summary = summary.merge(early, on=["dataset", "method"], how="left")
+    return summary
+
+
 def paired_comparisons(
     job_metrics: pd.DataFrame,
     summary: pd.DataFrame,

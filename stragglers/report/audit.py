@@ -462,32 +462,6 @@ def audit_table(
 # why NURD does (not) lead at step 0: per-job diagnostics (docs/findings.md)
 
 
-def _cross_validated_auc(
-    features: np.ndarray, latency: np.ndarray, stragglers: np.ndarray, seed: int
-) -> tuple[float, float]:
-    """How much final features say about final latency: 5-fold out-of-fold predictions of a
-    boosted regressor (NURD's) -> Spearman correlation with latency and straggler AUC."""
-    from scipy.stats import spearmanr
-    from sklearn.metrics import roc_auc_score
-
-    from stragglers.methods.nurd import BoostedLatencyModel
-
-    rng = np.random.default_rng(seed)
-    folds = rng.permutation(len(latency)) % 5
-    predicted = np.empty(len(latency))
-    for fold in range(5):
-        test = folds == fold
-        model = BoostedLatencyModel(100, 3, 0.1, 64, seed).fit(features[~test], latency[~test])
-        predicted[test] = model.predict(features[test])
-    rho = float(spearmanr(predicted, latency).statistic)
-    auc = (
-        float(roc_auc_score(stragglers, predicted))
-        if 0 < stragglers.sum() < len(latency)
-        else np.nan
-    )
-    return rho, auc
-
-
 def step0_diagnostics(job, last_columns: np.ndarray, settings, seed: int) -> dict[str, float]:
     """Numbers that decide what NURD can do under `paper` (step 0) on one job.
 
@@ -495,20 +469,18 @@ def step0_diagnostics(job, last_columns: np.ndarray, settings, seed: int) -> dic
       make, max scaled latency among them, over tau (scaled). Trees do not extrapolate: a
       running task can be flagged at k = 2 only if y_hat / w >= tau, so w <= headroom.
     - z / w of running stragglers and non-stragglers at the first checkpoint (alpha 0 and 0.5).
-    - spearman / auc: out-of-fold prediction of final latency from final features.
+    - spearman / auc: out-of-fold prediction of final latency from final features (the
+      predictability measure, stragglers/replay/predictability.py).
     """
     from stragglers.methods.nurd import NURD
-    from stragglers.replay import aligned as rules_mod
+    from stragglers.replay.aligned import initial_split
     from stragglers.replay.aligned_replay import replay_aligned_job
-    from stragglers.replay.core import straggler_threshold
+    from stragglers.replay.predictability import cross_validated_predictability, final_job_view
 
-    rules = settings.rules
-    view = rules_mod.build_view(job, last_columns, rules.features, settings.checkpoint_interval)
-    latency = view.latency
-    tau = straggler_threshold(latency, settings.straggler_quantile, rules.threshold)
-    stragglers = latency >= tau
-    initial = rules_mod.initial_split(latency, settings.start_fraction)
-    scale = rules_mod.final_scale(view.final(), latency)
+    final_view = final_job_view(job, last_columns, settings)
+    latency, tau, stragglers = final_view.latency, final_view.threshold, final_view.stragglers
+    initial = initial_split(latency, settings.start_fraction)
+    scale = final_view.scale
     headroom = (
         float(scale.latency(latency[initial].max()) / scale.latency(tau))
         if initial.any()
@@ -562,11 +534,8 @@ def step0_diagnostics(job, last_columns: np.ndarray, settings, seed: int) -> dic
             float(z[~running_straggler].mean()) if (~running_straggler).any() else np.nan
         )
         out["y_hat_max_over_tau"] = float(y_hat.max() / tau_s)
-    final = scale.features(view.final())
-    from stragglers.formats.features import fill_missing
-
-    out["spearman_final_features"], out["auc_final_features"] = _cross_validated_auc(
-        fill_missing(final)[0], latency, stragglers, seed
+    out["spearman_final_features"], out["auc_final_features"] = cross_validated_predictability(
+        final_view.scaled_final_features(), latency, stragglers, seed
     )
     return out
 

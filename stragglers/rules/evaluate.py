@@ -166,22 +166,13 @@ def paired_comparisons(
     """Every method against the best non-privileged method (by mean F1, and by mean early-F1)
     and against NURD: paired bootstrap differences over the jobs both scored, Holm-adjusted
     p-values and the tie flag (stragglers.evaluate.bootstrap, docs/statistics.md)."""
-    from stragglers import evaluate, report
+    from stragglers import report
     from stragglers.evaluate import bootstrap as boot
 
     metrics = pd.concat(
         [pd.read_csv(p, dtype={"job_id": str}) for p in job_metric_files], ignore_index=True
     )
-    summary = evaluate.summary_table(metrics, dataset_order=datasets)
-    if "early_F1" in metrics:
-        early = (
-            metrics[metrics["status"] == "ok"]
-            .groupby(["dataset", "method"], sort=False, observed=True)["early_F1"]
-            .mean()
-            .rename("early_F1")
-            .reset_index()
-        )
-        summary = summary.merge(early, on=["dataset", "method"], how="left")
+    summary = boot.comparison_summary(metrics, dataset_order=datasets)
     settings = bootstrap_settings(bootstrap)
     table = boot.paired_comparisons(metrics, summary, seed=seed, **settings)
     level = f"{100 * settings['confidence_level']:g} %"

@@ -74,9 +74,16 @@ for _name, _ds in config["datasets"].items():
     if _ds["source"] == "local" and not Path(_ds["raw_dir"]).exists():
         raise ValueError(f"config datasets.{_name}.raw_dir: {_ds['raw_dir']} does not exist")
 
+# the datasets `replicates` and `sensitivity` add (<dataset>@r<k>, <base>@s<i>t<j>, placed
+# traces): ordinary datasets the default run does not ask for (workflow/rules/sensitivity.smk)
+from stragglers.rules.sensitivity import check_sensitivity, derived_datasets
+
+check_sensitivity(config, METHODS)
+DERIVED_DATASETS = derived_datasets(config)
+
 
 wildcard_constraints:
-    dataset="|".join(map(re.escape, DATASETS)),
+    dataset="|".join(map(re.escape, DATASETS + list(DERIVED_DATASETS))),
     method="|".join(map(re.escape, METHODS)),
     launch_method="|".join(map(re.escape, LAUNCH_METHODS or ["none"])),
     shard=r"\d+",
@@ -115,7 +122,12 @@ def resume_kill_delay():
 
 
 def dataset_config(dataset):
-    return config["datasets"][dataset]
+    return config["datasets"].get(dataset) or DERIVED_DATASETS[dataset]
+
+
+def dataset_methods(dataset):
+    """The methods run on a dataset: all, but only sensitivity.methods on a grid point."""
+    return SENSITIVITY_METHODS if dataset in SENSITIVITY_POINTS else METHODS
 
 
 def shards(dataset):
@@ -141,7 +153,9 @@ def prediction_files(dataset, method, part):
 def dataset_prediction_files(part):
     def inputs(wildcards):
         return [
-            path for method in METHODS for path in prediction_files(wildcards.dataset, method, part)
+            path
+            for method in dataset_methods(wildcards.dataset)
+            for path in prediction_files(wildcards.dataset, method, part)
         ]
 
     return inputs

@@ -93,7 +93,10 @@ rule completion_time_table:
 # per method by rule simulate_method).
 rule policies_report:
     input:
-        expand("results/{{dataset}}/policies/{method}.parquet", method=METHODS),
+        lambda wc: [
+            f"results/{wc.dataset}/policies/{method}.parquet"
+            for method in dataset_methods(wc.dataset)
+        ],
     output:
         csv="results/{dataset}/policies/summary.csv",
         pocd=report(

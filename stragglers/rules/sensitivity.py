@@ -1,0 +1,281 @@
+"""What the replicate and sensitivity rules call (workflow/rules/sensitivity.smk).
+
+Both targets make their extra traces ordinary datasets, so the existing rules (generate,
+convert, predict, evaluate, simulate) run them unchanged:
+- replicate k >= 2 of a generated dataset D is `D@r<k>`: D's settings with the generator seed
+  `replicate_seed(D's seed, k)`; replicate 1 is D itself (the default run's data);
+- grid point (i, j) of the sensitivity map is `<base>@s<i>t<j>`: the base dataset's settings
+  with `sensitivity.n_jobs` jobs and the i-th signal and j-th tail generator settings, all
+  points with the base's seed (the same draws wherever a setting does not change them);
+- `sensitivity.place` entries are measured (predictability and tail) and marked on the map.
+Config names cannot contain "@" (schema), so a derived name never clashes with a configured one.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from stragglers.io import dump_json, write_csv_atomic, write_text_atomic
+
+log = logging.getLogger(__name__)
+
+SIGNAL_KNOBS = ("signature_strength", "feature_noise")
+TAIL_KNOBS = ("heavy_tail_job_fraction", "heavy_tail_severity")
+
+
+def replicate_seed(seed: int, replicate: int) -> int:
+    """The generator seed of replicate `replicate` (1 = `seed` itself): a SeedSequence of
+    (seed, replicate), so seeds are reproducible from the config and distinct across replicates."""
+    if replicate < 1:
+        raise ValueError(f"replicates are numbered from 1, got {replicate}")
+    if replicate == 1:
+        return int(seed)
+    return int(np.random.SeedSequence([int(seed), int(replicate)]).generate_state(1)[0])
+
+
+def generator_seed(config: dict, dataset: dict) -> int:
+    return int((dataset.get("generator") or {}).get("seed", config["seed"]))
+
+
+def replicate_name(dataset: str, replicate: int) -> str:
+    return dataset if replicate == 1 else f"{dataset}@r{replicate}"
+
+
+def point_name(base: str, signal: int, tail: int) -> str:
+    return f"{base}@s{signal}t{tail}"
+
+
+def replicate_datasets(config: dict) -> dict[str, dict]:
+    """`<dataset>@r<k>` for k = 2..replicates, for every generated dataset."""
+    out = {}
+    for name, dataset in config["datasets"].items():
+        if dataset["source"] != "generate":
+            continue
+        for replicate in range(2, int(config.get("replicates", 1)) + 1):
+            seed = replicate_seed(generator_seed(config, dataset), replicate)
+            generator = {**(dataset.get("generator") or {}), "seed": seed}
+            out[replicate_name(name, replicate)] = {**dataset, "generator": generator}
+    return out
+
+
+def grid_points(sensitivity: dict) -> list[dict[str, Any]]:
+    """One entry per grid point: signal index i, tail index j, and their generator settings."""
+    return [
+        {"signal": i, "tail": j, "settings": {**signal, **tail}}
+        for i, signal in enumerate(sensitivity["signal"], start=1)
+        for j, tail in enumerate(sensitivity["tail"], start=1)
+    ]
+
+
+def check_sensitivity(config: dict, methods: list[str]) -> None:
+    """Settings the schema cannot check, named: the base dataset and the methods."""
+    sensitivity = config.get("sensitivity")
+    if not sensitivity:
+        return
+    base = sensitivity["base"]
+    if base not in config["datasets"] or config["datasets"][base]["source"] != "generate":
+        generated = [n for n, d in config["datasets"].items() if d["source"] == "generate"]
+        raise ValueError(
+            f"config sensitivity.base: {base!r} is not a generated dataset of `datasets` "
+            f"(generated: {generated})"
+        )
+    for key in ("methods", "paper_methods"):
+        unknown = [m for m in sensitivity.get(key, []) if m not in methods]
+        if unknown:
+            raise ValueError(
+                f"config sensitivity.{key}: {unknown} not among the configured methods {methods}"
+            )
+    for name in sensitivity.get("place") or {}:
+        if name in config["datasets"]:
+            raise ValueError(
+                f"config sensitivity.place.{name}: already a dataset of the run (every dataset "
+                "of the run is placed on the map anyway)"
+            )
+
+
+def sensitivity_datasets(config: dict) -> dict[str, dict]:
+    sensitivity = config.get("sensitivity")
+    if not sensitivity:
+        return {}
+    base_name = sensitivity["base"]
+    base = config["datasets"][base_name]
+    seed = generator_seed(config, base)
+    out = {}
+    for point in grid_points(sensitivity):
+        generator = {
+            **(base.get("generator") or {}),
+            **point["settings"],
+            "n_jobs": int(sensitivity["n_jobs"]),
+            "seed": seed,
+        }
+        out[point_name(base_name, point["signal"], point["tail"])] = {
+            **base,
+            "generator": generator,
+        }
+    return out
+
+
+def placed_datasets(config: dict) -> dict[str, dict]:
+    """`sensitivity.place` entries whose raw folder exists (the others: a warning)."""
+    out = {}
+    for name, dataset in ((config.get("sensitivity") or {}).get("place") or {}).items():
+        raw = dataset.get("raw_dir")
+        if dataset["source"] == "local" and not (raw and Path(raw).exists()):
+            log.warning("sensitivity.place.%s: raw_dir %s does not exist; not placed", name, raw)
+            continue
+        out[name] = dataset
+    return out
+
+
+def derived_datasets(config: dict) -> dict[str, dict]:
+    """Every dataset the replicate and sensitivity targets add (name -> dataset settings)."""
+    return {**replicate_datasets(config), **sensitivity_datasets(config), **placed_datasets(config)}
+
+
+def sensitivity_table_inputs(points: list[str], placed: list[str]) -> dict[str, str]:
+    """The sensitivity_table rule's named inputs: per grid point its job metrics (configured
+    protocol and paper), policy summary and predictability; per placed dataset its
+    predictability (names as scripts/sensitivity_table.py reads them)."""
+    per_point = {
+        "metrics": "results/{}/evaluation/job_metrics.csv",
+        "paper": "results/{}/sensitivity/paper_job_metrics.csv",
+        "policies": "results/{}/policies/summary.csv",
+        "measure": "results/{}/predictability.json",
+    }
+    inputs = {f"{key}_{p}": path.format(p) for key, path in per_point.items() for p in points}
+    inputs.update({f"place_{d}": f"results/{d}/predictability.json" for d in placed})
+    return inputs
+
+
+# ---------------------------------------------------------------------------------------------
+# rule entry points
+
+
+def measure_predictability(
+    *, converted_dir: str, kind: str, replay: dict, seed: int, out_json: str, out_csv: str
+) -> dict:
+    from stragglers.replay.predictability import dataset_predictability, write_predictability
+
+    per_job, summary = dataset_predictability(converted_dir, kind, replay, seed)
+    write_predictability(per_job, summary, out_json, out_csv)
+    log.info("%s: %s", converted_dir, summary)
+    return summary
+
+
+def run_paper_protocol(
+    *,
+    converted_dir: str,
+    dataset: str,
+    kind: str,
+    replay: dict,
+    job_metrics_file: str,
+    paper_methods: list[str],
+    method_params: dict[str, dict],
+    seed: int,
+    out: str,
+) -> pd.DataFrame:
+    """`paper_methods` and the point's leader by F1 under the configured protocol (Table 3's
+    best non-privileged method), re-run under `protocol: paper`: per-job metrics as
+    evaluate_dataset writes them, the method named `<method> (paper)`."""
+    from stragglers import evaluate
+    from stragglers.evaluate import timing
+    from stragglers.evaluate.bootstrap import best_method
+    from stragglers.formats.datasets import last_columns
+    from stragglers.formats.jobs import iter_shard_jobs
+    from stragglers.formats.predictions import KEYS
+    from stragglers.methods import get_method
+    from stragglers.replay.core import ReplaySettings
+    from stragglers.replay.runner import run_method_on_jobs
+
+    causal = pd.read_csv(job_metrics_file, dtype={"job_id": str})
+    leader = best_method(evaluate.summary_table(causal), "F1")
+    chosen = list(dict.fromkeys([*paper_methods, *([leader] if leader else [])]))
+    plain = {k: v for k, v in replay.items() if k not in ("protocol", "overrides")}
+    settings = ReplaySettings(**{**plain, "protocol": "paper"})
+    jobs = list(iter_shard_jobs(converted_dir, kind, None))
+    frames = []
+    for name in chosen:
+        tasks, job_rows = run_method_on_jobs(
+            iter(jobs),
+            get_method(name),
+            dict(method_params.get(name) or {}),
+            settings,
+            last_columns(kind),
+            seed,
+            dataset,
+        )
+        metrics = evaluate.job_metrics(tasks, job_rows).merge(
+            timing.timing_job_metrics(tasks, job_rows, validated=True), on=KEYS, how="left"
+        )
+        frames.append(metrics.assign(method=f"{name} (paper)"))
+        log.info("%s: %s under paper done", dataset, name)
+    metrics = pd.concat(frames, ignore_index=True)
+    write_csv_atomic(metrics, out)
+    return metrics
+
+
+def sensitivity_tables(
+    *,
+    points: dict[str, dict],
+    job_metric_files: dict[str, list[str]],
+    policy_files: dict[str, str],
+    predictability_files: dict[str, str],
+    placed_files: dict[str, str],
+    seed: int,
+    bootstrap: dict,
+    out_csv: str,
+    out_md: str,
+    out_leaders_csv: str,
+    out_png: str,
+) -> pd.DataFrame:
+    """Read each point's outputs and write the map (stragglers/report/sensitivity.py)."""
+    from stragglers.report import sensitivity as report
+    from stragglers.rules.evaluate import bootstrap_settings
+
+    measured = {
+        name: pd.read_json(path, typ="series").to_dict()
+        for name, path in predictability_files.items()
+    }
+    placed = {
+        name: pd.read_json(path, typ="series").to_dict() for name, path in placed_files.items()
+    }
+    job_metrics = {
+        name: pd.concat([pd.read_csv(p, dtype={"job_id": str}) for p in files], ignore_index=True)
+        for name, files in job_metric_files.items()
+    }
+    policies = {name: pd.read_csv(path) for name, path in policy_files.items()}
+    table, leaders = report.sensitivity_table(
+        points, job_metrics, policies, measured, seed=seed, bootstrap=bootstrap_settings(bootstrap)
+    )
+    write_csv_atomic(table, out_csv)
+    write_csv_atomic(leaders, out_leaders_csv)
+    write_text_atomic(report.sensitivity_markdown(table, leaders, placed), out_md)
+    report.plot_sensitivity(table, placed, out_png)
+    dump_json(placed, Path(out_csv).with_name("sensitivity_placed.json"))
+    return table
+
+
+def replicate_tables(
+    *,
+    replicates: dict[str, dict[int, str]],
+    out_csv: str,
+    out_md: str,
+) -> pd.DataFrame:
+    """replicates: base dataset -> {replicate number: its job_metrics.csv}."""
+    from stragglers.report import sensitivity as report
+
+    frames = []
+    for dataset, files in replicates.items():
+        for replicate, path in files.items():
+            metrics = pd.read_csv(path, dtype={"job_id": str})
+            frames.append(report.replicate_summary(metrics, dataset, replicate))
+    summaries = pd.concat(frames, ignore_index=True)
+    table = report.replicate_table(summaries)
+    write_csv_atomic(table, out_csv)
+    write_text_atomic(report.replicate_markdown(table), out_md)
+    return table

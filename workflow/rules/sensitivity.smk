@@ -1,0 +1,139 @@
+# Replicates (`snakemake --cores 2 replicates`) and the sensitivity map (`snakemake --cores 2
+# sensitivity`): their traces are ordinary datasets (DERIVED_DATASETS, common.smk), run by the
+# stage rules unchanged; the rules here measure them and build the tables (docs/sensitivity.md).
+from stragglers.rules.sensitivity import (
+    grid_points,
+    point_name,
+    replicate_name,
+    sensitivity_table_inputs,
+)
+
+SENSITIVITY = config.get("sensitivity") or {}
+SENSITIVITY_POINTS = (
+    {point_name(SENSITIVITY["base"], p["signal"], p["tail"]): p for p in grid_points(SENSITIVITY)}
+    if SENSITIVITY
+    else {}
+)
+SENSITIVITY_METHODS = list(SENSITIVITY.get("methods", []))
+# every dataset of the run and the placed ones (the real rows, when configured) on the map
+PLACED_DATASETS = DATASETS + [d for d in DERIVED_DATASETS if d in SENSITIVITY.get("place", {})]
+REPLICATES = {
+    dataset: {
+        replicate: replicate_name(dataset, replicate)
+        for replicate in range(1, config.get("replicates", 1) + 1)
+    }
+    for dataset in DATASETS
+    if dataset_config(dataset)["source"] == "generate"
+}
+
+
+rule predictability:
+    input:
+        manifest=converted_manifest,
+        jobs=converted_all_shards,
+    output:
+        json="results/{dataset}/predictability.json",
+        csv="results/{dataset}/predictability.csv",
+    log:
+        "logs/predictability/{dataset}.log",
+    benchmark:
+        "benchmarks/predictability/{dataset}.tsv"
+    conda:
+        "../../environment.yml"
+    params:
+        kind=lambda wc: dataset_config(wc.dataset)["kind"],
+        replay=lambda wc: {**config["replay"], **dataset_config(wc.dataset).get("replay", {})},
+        seed=config["seed"],
+    script:
+        "../../scripts/predictability.py"
+
+
+rule sensitivity_paper:
+    input:
+        manifest=converted_manifest,
+        jobs=converted_all_shards,
+        job_metrics="results/{dataset}/evaluation/job_metrics.csv",
+    output:
+        "results/{dataset}/sensitivity/paper_job_metrics.csv",
+    log:
+        "logs/sensitivity/{dataset}/paper.log",
+    benchmark:
+        "benchmarks/sensitivity/{dataset}/paper.tsv"
+    conda:
+        "../../environment.yml"
+    params:
+        kind=lambda wc: dataset_config(wc.dataset)["kind"],
+        replay=lambda wc: {**config["replay"], **dataset_config(wc.dataset).get("replay", {})},
+        paper_methods=SENSITIVITY.get("paper_methods", ["NURD"]),
+        method_params=config["methods"],
+        seed=config["seed"],
+    script:
+        "../../scripts/sensitivity_paper.py"
+
+
+rule sensitivity_table:
+    input:
+        unpack(lambda wc: sensitivity_table_inputs(list(SENSITIVITY_POINTS), PLACED_DATASETS)),
+    output:
+        csv="results/tables/sensitivity.csv",
+        leaders="results/tables/sensitivity_leaders.csv",
+        md=report(
+            "results/tables/sensitivity.md",
+            caption="../report/sensitivity.rst",
+            category="Sensitivity",
+        ),
+        png=report(
+            "results/figures/sensitivity.png",
+            caption="../report/sensitivity.rst",
+            category="Sensitivity",
+        ),
+    log:
+        "logs/tables/sensitivity.log",
+    benchmark:
+        "benchmarks/tables/sensitivity.tsv"
+    conda:
+        "../../environment.yml"
+    params:
+        points=SENSITIVITY_POINTS,
+        placed=PLACED_DATASETS,
+        seed=config["seed"],
+        bootstrap=config["evaluation"],
+    script:
+        "../../scripts/sensitivity_table.py"
+
+
+rule sensitivity:
+    input:
+        "results/tables/sensitivity.csv",
+        "results/tables/sensitivity.md",
+        "results/figures/sensitivity.png",
+
+
+rule replicate_table:
+    input:
+        [
+            f"results/{name}/evaluation/job_metrics.csv"
+            for replicates in REPLICATES.values()
+            for name in replicates.values()
+        ],
+    output:
+        csv="results/tables/replicates.csv",
+        md=report(
+            "results/tables/replicates.md",
+            caption="../report/replicates.rst",
+            category="Replicates",
+        ),
+    log:
+        "logs/tables/replicates.log",
+    conda:
+        "../../environment.yml"
+    params:
+        replicates=REPLICATES,
+    script:
+        "../../scripts/replicate_table.py"
+
+
+rule replicates:
+    input:
+        "results/tables/replicates.csv",
+        "results/tables/replicates.md",
