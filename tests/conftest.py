@@ -1,16 +1,33 @@
-"""Test-suite ordering for parallel runs (`pytest` runs `-n auto`, pyproject.toml).
+"""Test-suite ordering for parallel runs (`pytest` runs `-n auto --maxschedchunk 1`,
+pyproject.toml).
 
-pytest-xdist hands tests to its workers in collection order, so a long end-to-end run collected
-last would leave one worker busy long after the other finished. The `e2e` tests (whole Snakemake
-runs) and the `slow` ones (a minute or more) therefore go first; the order of the others is
-unchanged.
+pytest-xdist hands each worker two tests at a time, in collection order. A long test collected
+late would keep one worker busy after the other has finished, and two long tests handed to one
+worker together would run one after the other. So the long tests (`e2e`: whole Snakemake runs;
+`slow`: a minute or more) go first, the longest first, each followed by a short one: every long
+test starts on whichever worker is free next. The order of the others is unchanged.
 """
 
 import pytest
+
+# Known longest first (wall time on 2 cores, docs/cost.md): only the order depends on this.
+LONGEST_MODULES = ("test_slurm", "test_cluster_generic", "test_workflow")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     def long(item: pytest.Item) -> bool:
         return any(item.get_closest_marker(name) for name in ("e2e", "slow"))
 
-    items.sort(key=lambda item: not long(item))  # stable: the others keep their order
+    def rank(item: pytest.Item) -> int:
+        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
+        return LONGEST_MODULES.index(module) if module in LONGEST_MODULES else len(LONGEST_MODULES)
+
+    long_items = sorted((i for i in items if long(i)), key=rank)  # stable
+    short_items = [i for i in items if not long(i)]
+    interleaved = []
+    for position, item in enumerate(long_items):
+        interleaved.append(item)
+        if position < len(short_items):
+            interleaved.append(short_items[position])
+    interleaved += short_items[len(long_items) :]
+    items[:] = interleaved

@@ -196,6 +196,11 @@ def test_f1_over_time_panels_by_family(tmp_path):
     assert path.read_bytes()[:8] == PNG_MAGIC and path.stat().st_size > 1000
     with pytest.raises(ValueError, match="no F1-over-time rows"):
         figures.plot_f1_over_time_panels(mean, tmp_path / "x.png", "alibaba", "causal")
+    # a run of the references alone (a config with only NURD) still gets one panel
+    only_nurd = mean[mean["method"] == "NURD"]
+    assert figures.family_panels(only_nurd.drop_duplicates("method")) == [("NURD", [])]
+    figures.plot_f1_over_time_panels(only_nurd, tmp_path / "nurd.png", "google", "causal")
+    assert (tmp_path / "nurd.png").read_bytes()[:8] == PNG_MAGIC
 
 
 def simulation_frame() -> pd.DataFrame:

@@ -14,6 +14,7 @@ from stragglers.rules.sensitivity import (
     replicate_datasets,
     replicate_seed,
     sensitivity_datasets,
+    sensitivity_target,
 )
 
 GOOGLE = {"kind": "google-2011", "source": "generate", "generator": {"n_jobs": 30}, "n_shards": 1}
@@ -85,6 +86,17 @@ def test_placed_dataset_without_its_folder_is_left_out(tmp_path):
 def test_bad_sensitivity_settings_are_named(change, message):
     with pytest.raises(ValueError, match=message):
         check_sensitivity(config(sensitivity={**SENSITIVITY, **change}), ["NURD", "GBTR"])
+
+
+def test_a_run_without_the_base_dataset_loads_and_the_target_says_why():
+    # e.g. the default config with its datasets replaced: the map is off, the run is not
+    trimmed = {"seed": 7, "datasets": {"real": LOCAL}, "sensitivity": SENSITIVITY}
+    check_sensitivity(trimmed, ["NURD", "GBTR"])  # no error: only a warning
+    assert sensitivity_datasets(trimmed) == {} and derived_datasets(trimmed) == {}
+    with pytest.raises(ValueError, match="sensitivity.base: 'g' is not a dataset of this run"):
+        sensitivity_target(trimmed, ["results/tables/sensitivity.csv"])
+    ok = config(sensitivity=SENSITIVITY)
+    assert sensitivity_target(ok, ["x"]) == ["x"]
 
 
 def job_metrics(values: dict[str, list[float]], privileged=("Oracle",), early=None):

@@ -48,6 +48,10 @@ def family_panels(
         for part in range(parts):
             title = family if parts == 1 else f"{family} ({part + 1}/{parts})"
             panels.append((title, names[part * size : (part + 1) * size]))
+    if not panels:  # only the references were run: one panel with just them
+        panels.append(
+            (" and ".join(m for m in REFERENCE_METHODS if m in set(methods["method"])), [])
+        )
     return panels
 
 

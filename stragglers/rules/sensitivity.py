@@ -72,13 +72,42 @@ def grid_points(sensitivity: dict) -> list[dict[str, Any]]:
     ]
 
 
+def active_sensitivity(config: dict) -> dict:
+    """The `sensitivity` section when its base is a dataset of the run, else {}: a config that
+    keeps the default section but runs other datasets still loads (the `sensitivity` target
+    then says why it cannot run, `sensitivity_target`)."""
+    sensitivity = config.get("sensitivity") or {}
+    if sensitivity and sensitivity["base"] not in config["datasets"]:
+        return {}
+    return sensitivity
+
+
+def sensitivity_target(config: dict, outputs: list[str]) -> list[str]:
+    """The `sensitivity` target's inputs, or a clear error when the map is not defined."""
+    sensitivity = config.get("sensitivity")
+    if not sensitivity:
+        raise ValueError("config has no `sensitivity` section: the map is not defined")
+    if not active_sensitivity(config):
+        raise ValueError(
+            f"config sensitivity.base: {sensitivity['base']!r} is not a dataset of this run "
+            f"(datasets: {sorted(config['datasets'])})"
+        )
+    return outputs
+
+
 def check_sensitivity(config: dict, methods: list[str]) -> None:
-    """Settings the schema cannot check, named: the base dataset and the methods."""
+    """Settings the schema cannot check, named: the base dataset and the methods (`methods`:
+    every method the registry knows; one that `methods` does not configure runs with its
+    default parameters, so a config that trims `methods` still loads)."""
     sensitivity = config.get("sensitivity")
     if not sensitivity:
         return
     base = sensitivity["base"]
-    if base not in config["datasets"] or config["datasets"][base]["source"] != "generate":
+    if base not in config["datasets"]:
+        log.warning(
+            "config sensitivity.base %r is not a dataset of this run: no sensitivity map", base
+        )
+    elif config["datasets"][base]["source"] != "generate":
         generated = [n for n, d in config["datasets"].items() if d["source"] == "generate"]
         raise ValueError(
             f"config sensitivity.base: {base!r} is not a generated dataset of `datasets` "
@@ -88,7 +117,7 @@ def check_sensitivity(config: dict, methods: list[str]) -> None:
         unknown = [m for m in sensitivity.get(key, []) if m not in methods]
         if unknown:
             raise ValueError(
-                f"config sensitivity.{key}: {unknown} not among the configured methods {methods}"
+                f"config sensitivity.{key}: {unknown} are not known methods (known: {methods})"
             )
     for name in sensitivity.get("place") or {}:
         if name in config["datasets"]:
@@ -99,7 +128,7 @@ def check_sensitivity(config: dict, methods: list[str]) -> None:
 
 
 def sensitivity_datasets(config: dict) -> dict[str, dict]:
-    sensitivity = config.get("sensitivity")
+    sensitivity = active_sensitivity(config)
     if not sensitivity:
         return {}
     base_name = sensitivity["base"]
@@ -123,7 +152,7 @@ def sensitivity_datasets(config: dict) -> dict[str, dict]:
 def placed_datasets(config: dict) -> dict[str, dict]:
     """`sensitivity.place` entries whose raw folder exists (the others: a warning)."""
     out = {}
-    for name, dataset in ((config.get("sensitivity") or {}).get("place") or {}).items():
+    for name, dataset in (active_sensitivity(config).get("place") or {}).items():
         raw = dataset.get("raw_dir")
         if dataset["source"] == "local" and not (raw and Path(raw).exists()):
             log.warning("sensitivity.place.%s: raw_dir %s does not exist; not placed", name, raw)

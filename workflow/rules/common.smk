@@ -78,7 +78,7 @@ for _name, _ds in config["datasets"].items():
 # traces): ordinary datasets the default run does not ask for (workflow/rules/sensitivity.smk)
 from stragglers.rules.sensitivity import check_sensitivity, derived_datasets
 
-check_sensitivity(config, METHODS)
+check_sensitivity(config, available_methods())
 DERIVED_DATASETS = derived_datasets(config)
 
 

@@ -28,7 +28,7 @@ rule predict:
         runtime=7,
     params:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
-        method_params=lambda wc: config["methods"][wc.method] or {},
+        method_params=lambda wc: config["methods"].get(wc.method) or {},
         replay=lambda wc: {**config["replay"], **dataset_config(wc.dataset).get("replay", {})},
         seed=config["seed"],
         kill_delay=resume_kill_delay(),
@@ -53,7 +53,7 @@ rule tune_method:
         "../../environment.yml"
     params:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
-        method_params=lambda wc: config["methods"][wc.method] or {},
+        method_params=lambda wc: config["methods"].get(wc.method) or {},
         grid=lambda wc: TUNING["grids"][wc.method],
         replay=lambda wc: {**config["replay"], **dataset_config(wc.dataset).get("replay", {})},
         seed=config["seed"],

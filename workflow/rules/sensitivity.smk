@@ -2,13 +2,15 @@
 # sensitivity`): their traces are ordinary datasets (DERIVED_DATASETS, common.smk), run by the
 # stage rules unchanged; the rules here measure them and build the tables (docs/sensitivity.md).
 from stragglers.rules.sensitivity import (
+    active_sensitivity,
     grid_points,
     point_name,
     replicate_name,
     sensitivity_table_inputs,
+    sensitivity_target,
 )
 
-SENSITIVITY = config.get("sensitivity") or {}
+SENSITIVITY = active_sensitivity(config)
 SENSITIVITY_POINTS = (
     {point_name(SENSITIVITY["base"], p["signal"], p["tail"]): p for p in grid_points(SENSITIVITY)}
     if SENSITIVITY
@@ -104,9 +106,14 @@ rule sensitivity_table:
 
 rule sensitivity:
     input:
-        "results/tables/sensitivity.csv",
-        "results/tables/sensitivity.md",
-        "results/figures/sensitivity.png",
+        lambda wc: sensitivity_target(
+            config,
+            [
+                "results/tables/sensitivity.csv",
+                "results/tables/sensitivity.md",
+                "results/figures/sensitivity.png",
+            ],
+        ),
 
 
 rule replicate_table:
