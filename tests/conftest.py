@@ -8,6 +8,8 @@ worker together would run one after the other. So the long tests (`e2e`: whole S
 test starts on whichever worker is free next. The order of the others is unchanged.
 """
 
+import shutil
+
 import pytest
 
 # Known longest first (wall time on 2 cores, docs/cost.md): only the order depends on this.
@@ -31,3 +33,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             interleaved.append(short_items[position])
     interleaved += short_items[len(long_items) :]
     items[:] = interleaved
+
+
+# Snakemake imports every installed executor plugin at start-up, and the SLURM plugin's import
+# runs `scontrol show config` (its MinJobAge probe). Where the SLURM client is installed and
+# no controller answers (this machine between tests/test_slurm.py runs, CI after that test),
+# scontrol retries for MessageTimeout - 1 = 9 s, and with no slurm.conf at all it looks for a
+# configless controller for ~60 s: every `snakemake` a test starts paid that wait. The other
+# tests do not use SLURM, so their client config names no reachable controller and fails at
+# once; tests/test_slurm.py restores the machine's own for its run.
+SLURM_CLIENT_CONF = "ClusterName=stragglers-tests\nSlurmctldHost=localhost\nMessageTimeout=1\n"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def slurm_client_fails_fast(tmp_path_factory: pytest.TempPathFactory):
+    if shutil.which("scontrol") is None:
+        yield
+        return
+    conf = tmp_path_factory.mktemp("slurm-client") / "slurm.conf"
+    conf.write_text(SLURM_CLIENT_CONF)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SLURM_CONF", str(conf))
+        yield

@@ -103,11 +103,13 @@ def cluster_generic_args(state_dir: Path, jobs: int) -> list[str]:
         "5",
         "--max-status-checks-per-second",
         "4",
+        "--seconds-between-status-checks",
+        "1",
     ]
 
 
-def run_snakemake(workdir: Path, config: Path, *args: str) -> None:
-    command = [
+def snakemake_command(workdir: Path, config: Path, *args: str) -> list[str]:
+    return [
         sys.executable,
         "-m",
         "snakemake",
@@ -120,6 +122,10 @@ def run_snakemake(workdir: Path, config: Path, *args: str) -> None:
         "--replace-workflow-config",
         *args,
     ]
+
+
+def run_snakemake(workdir: Path, config: Path, *args: str) -> None:
+    command = snakemake_command(workdir, config, *args)
     run = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-6000:]
 
@@ -195,9 +201,23 @@ def test_workflow_through_cluster_generic_equals_local_run(tmp_path, served_trac
     source, url = served_trace
     config = write_config(tmp_path / "config.yaml", source, url)
     local, cluster = tmp_path / "local", tmp_path / "cluster"
-    run_snakemake(local, config, "--cores", "2")
     state = tmp_path / "submitted"
-    run_snakemake(cluster, config, *cluster_generic_args(state, jobs=3))
+    # the local run to compare with goes side by side with the cluster run, which mostly
+    # waits for its submitted processes and status polls
+    with (tmp_path / "local-run.log").open("w") as local_log:
+        local_run = subprocess.Popen(
+            snakemake_command(local, config, "--cores", "2"),
+            stdout=subprocess.DEVNULL,
+            stderr=local_log,
+        )
+        try:
+            run_snakemake(cluster, config, *cluster_generic_args(state, jobs=3))
+            local_returncode = local_run.wait(timeout=900)
+        finally:
+            if local_run.poll() is None:
+                local_run.terminate()
+                local_run.wait(timeout=60)
+    assert local_returncode == 0, (tmp_path / "local-run.log").read_text()[-6000:]
 
     # every job ran in its own submitted process, and every rule type was among them
     submitted = sorted(state.iterdir())

@@ -28,6 +28,9 @@ PROFILES = ["workflow/profiles/slurm", "workflow/profiles/slurm-local"]
 
 pytestmark = pytest.mark.e2e
 
+# SLURM_CONF as the test session found it (conftest.py changes it once the session starts)
+ORIGINAL_SLURM_CONF = os.environ.get("SLURM_CONF")
+
 SUBMITTED = re.compile(r"has been submitted with SLURM jobid (\d+) \(log: (\S+)\)")
 
 
@@ -47,7 +50,19 @@ def controller_answers() -> bool:
 
 
 @pytest.fixture(scope="module")
-def slurm_cluster():
+def machine_slurm_conf():
+    """The machine's own SLURM client config (conftest.py points the other tests at one that
+    fails fast), for the daemons up.sh starts and every client this module runs."""
+    with pytest.MonkeyPatch.context() as patch:
+        if ORIGINAL_SLURM_CONF is None:
+            patch.delenv("SLURM_CONF", raising=False)
+        else:
+            patch.setenv("SLURM_CONF", ORIGINAL_SLURM_CONF)
+        yield
+
+
+@pytest.fixture(scope="module")
+def slurm_cluster(machine_slurm_conf):
     """The local cluster, started for this module (and stopped after it, unless it was
     already running: a developer's cluster is left as found)."""
     if os.geteuid() != 0:
@@ -166,14 +181,16 @@ def slurm_job(job_id: str) -> dict[str, str]:
 def test_workflow_on_slurm_recovers_a_cancelled_job_and_equals_local_run(tmp_path, slurm_cluster):
     config = write_config(tmp_path / "config.yaml")
     local, cluster = tmp_path / "local", tmp_path / "cluster"
-    run = subprocess.run(
-        snakemake_command(local, config, "--cores", "2"), capture_output=True, text=True
-    )
-    assert run.returncode == 0, run.stderr[-6000:]
-
-    log_path = tmp_path / "slurm-run.log"
+    log_path, local_log = tmp_path / "slurm-run.log", tmp_path / "local-run.log"
     started = time.monotonic()
-    with log_path.open("w") as log:
+    # the local run that the SLURM run must equal goes side by side with it: the SLURM run
+    # spends most of its time waiting for the queue and its status polls
+    with local_log.open("w") as local_out, log_path.open("w") as log:
+        local_run = subprocess.Popen(
+            snakemake_command(local, config, "--cores", "2"),
+            stdout=subprocess.DEVNULL,
+            stderr=local_out,
+        )
         slurm_run = subprocess.Popen(
             snakemake_command(
                 cluster, config, *(arg for p in PROFILES for arg in ("--profile", p))
@@ -186,10 +203,14 @@ def test_workflow_on_slurm_recovers_a_cancelled_job_and_equals_local_run(tmp_pat
             cancelled = running_prediction_job(slurm_run, cluster, deadline=started + 900)
             subprocess.run(["scancel", cancelled], check=True)
             returncode = slurm_run.wait(timeout=1800)
+            local_returncode = local_run.wait(timeout=1800)
         finally:
-            if slurm_run.poll() is None:
-                slurm_run.terminate()
-                slurm_run.wait(timeout=60)
+            for process in (slurm_run, local_run):
+                if process.poll() is None:
+                    process.terminate()
+                    process.wait(timeout=60)
+    local_output = local_log.read_text()
+    assert local_returncode == 0, local_output[-6000:]
     output = log_path.read_text()
     print(f"SLURM run: {time.monotonic() - started:.0f} s wall; cancelled SLURM job {cancelled}")
     assert returncode == 0, output[-8000:]
@@ -208,7 +229,7 @@ def test_workflow_on_slurm_recovers_a_cancelled_job_and_equals_local_run(tmp_pat
     # every rule type that is not a target was submitted through sbatch, with the resources
     # the rule declares (generate_trace: mem_mb=1792, runtime=5 in workflow/rules/data.smk)
     submitted_rules = {submitted_as(log) for log in submissions.values()} - {"group predict"}
-    expected_rules = rules_run(run.stderr) - TARGET_ONLY_RULES
+    expected_rules = rules_run(local_output) - TARGET_ONLY_RULES
     # predict jobs run inside `predict` group jobs (group-components in the profile)
     assert submitted_rules | {"predict"} == expected_rules | {"predict"}
     generate = next(j for j, log in submissions.items() if submitted_as(log) == "generate_trace")
