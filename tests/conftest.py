@@ -1,5 +1,6 @@
 """Test-suite ordering for parallel runs (`pytest` runs `-n auto --maxschedchunk 1`,
-pyproject.toml).
+pyproject.toml; `auto` is one worker more than CPUs, below), and the SLURM client config of
+the tests (below).
 
 pytest-xdist hands each worker two tests at a time, in collection order. A long test collected
 late would keep one worker busy after the other has finished, and two long tests handed to one
@@ -8,9 +9,18 @@ worker together would run one after the other. So the long tests (`e2e`: whole S
 test starts on whichever worker is free next. The order of the others is unchanged.
 """
 
+import os
 import shutil
 
 import pytest
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one worker more than CPUs. The longest tests (the SLURM and cluster runs)
+    spend most of their time waiting for job status polls, so a spare worker keeps the CPUs
+    busy with the short tests meanwhile."""
+    return (os.cpu_count() or 1) + 1
+
 
 # Known longest first (wall time on 2 cores, docs/cost.md): only the order depends on this.
 LONGEST_MODULES = ("test_slurm", "test_cluster_generic", "test_workflow")
