@@ -374,8 +374,10 @@ def test_start_mle_rule_on_hand_made_checkpoints(monkeypatch):
     assert decisions[-1] and not decisions[0]  # the rule fires only late in the job
 
 
-def test_predict_jobs_of_a_cross_job_method_read_every_shard(tmp_path):
-    """The workflow (dry run) gives START-MLE's predict jobs every shard, others their own."""
+def test_predict_jobs_of_a_cross_job_method_come_after_every_shard(tmp_path):
+    """The workflow (dry run) runs START-MLE's predict jobs after every shard is gathered: they
+    read the manifest, which convert_manifest writes from every shard's; others get their own
+    shard's folder."""
     import re
     import subprocess
     import sys
@@ -412,8 +414,14 @@ def test_predict_jobs_of_a_cross_job_method_read_every_shard(tmp_path):
         wildcards = re.search(r"wildcards: dataset=google-tiny, method=([^,]+), shard=0", block)
         if "rule predict" in block and wildcards:
             inputs[wildcards.group(1)] = re.search(r"input: (.*)", block).group(1)
-    assert "jobs/shard-0" in inputs["START-MLE"] and "jobs/shard-1" in inputs["START-MLE"]
+        if "rule convert_manifest" in block and "dataset=google-tiny" in block:
+            inputs["convert_manifest"] = re.search(r"input: (.*)", block).group(1)
+    manifest = "resources/converted/google-tiny/manifest.parquet"
+    assert manifest in inputs["START-MLE"] and manifest in inputs["Elapsed"]
     assert "jobs/shard-0" in inputs["Elapsed"] and "jobs/shard-1" not in inputs["Elapsed"]
+    # the manifest is written from every shard's gather_shard output
+    shard_manifests = "resources/convert/google-tiny/shards/shard-{}.parquet"
+    assert all(shard_manifests.format(k) in inputs["convert_manifest"] for k in (0, 1))
 
 
 def test_a_cross_job_method_fails_on_the_aligned_timeline(trace):

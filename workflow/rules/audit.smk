@@ -4,7 +4,7 @@
 
 rule audit_variant:
     input:
-        manifest=converted_manifest,
+        manifest=CONVERTED_MANIFEST,
         jobs=converted_all_shards,
     output:
         "results/{dataset}/audit/{variant}.csv",

@@ -287,15 +287,21 @@ def download_file_input(wildcards):
     return []
 
 
-def converted_manifest(wildcards):
-    return f"resources/converted/{wildcards.dataset}/manifest.parquet"
+# a pattern, not an input function: Snakemake inspects a function's signature at every call,
+# once per job of the DAG
+CONVERTED_MANIFEST = "resources/converted/{dataset}/manifest.parquet"
 
 
 def converted_shard(wildcards):
-    """A prediction job's input: its own shard's job files (plus the small manifest); a
-    cross-job method (START) learns from earlier jobs of any shard, so it gets them all."""
+    """A prediction job's input besides the manifest: its own shard's job files. A cross-job
+    method (START) learns from earlier jobs of any shard and reads every shard; the manifest,
+    which rule convert_manifest writes only once every shard is gathered (and rewrites when
+    one is), already orders it after all of them. Listing the 84 shard folders of a full
+    Google run for each of its 84 jobs made Snakemake compare each with the 500 inputs of
+    their gather_shard job when building the DAG: 14,000 such scans per method
+    (docs/performance.md)."""
     if declared_cross_job(wildcards.method):
-        return converted_all_shards(wildcards)
+        return []
     return f"resources/converted/{wildcards.dataset}/jobs/shard-{wildcards.shard}"
 
 

@@ -5,7 +5,7 @@
 
 rule launch_predict:
     input:
-        manifest=converted_manifest,
+        manifest=CONVERTED_MANIFEST,
         jobs=converted_all_shards,
     output:
         tasks="results/{dataset}/launch/{launch_method}.tasks.parquet",

@@ -3,7 +3,7 @@
 
 rule predict:
     input:
-        manifest=converted_manifest,
+        manifest=CONVERTED_MANIFEST,
         jobs=converted_shard,
         tuned=tuned_params_input,
     output:
@@ -41,7 +41,7 @@ rule predict:
 # The paper's tuning protocol (optional): each method's grid on the tuning jobs only.
 rule tune_method:
     input:
-        manifest=converted_manifest,
+        manifest=CONVERTED_MANIFEST,
         jobs=converted_all_shards,
     output:
         "results/{dataset}/tuning/{method}.json",

@@ -31,7 +31,7 @@ REPLICATES = {
 
 rule predictability:
     input:
-        manifest=converted_manifest,
+        manifest=CONVERTED_MANIFEST,
         jobs=converted_all_shards,
     output:
         json="results/{dataset}/predictability.json",
@@ -52,7 +52,7 @@ rule predictability:
 
 rule sensitivity_paper:
     input:
-        manifest=converted_manifest,
+        manifest=CONVERTED_MANIFEST,
         jobs=converted_all_shards,
         job_metrics="results/{dataset}/evaluation/job_metrics.csv",
     output:
