@@ -158,24 +158,38 @@ class MachineTimeline:
         code, known = self.codes(machine)
         time_us = np.asarray(time_us, dtype=np.int64)
         at = _keys(code, time_us)
-        origin = _keys(code, np.full(len(code), -1))  # just before the machine's first key
+        # The same binary searches as one per row, arranged to be cheap (millions of rows per
+        # part): a row's lower bound, just before its machine's first key, depends on the
+        # machine only, so it is searched once per machine; the upper bounds are searched in
+        # key order, where numpy's search starts from the previous answer.
+        order = np.argsort(at, kind="stable")
+        at_sorted = at[order]
+        machine_origin = _keys(np.arange(max(len(self.machines), 1)), -1)
+
+        def upper(keys: np.ndarray) -> np.ndarray:
+            bound = np.empty(len(at), dtype=np.int64)
+            bound[order] = np.searchsorted(keys, at_sorted, side="right")
+            return bound
+
+        def lower(keys: np.ndarray) -> np.ndarray:
+            return np.searchsorted(keys, machine_origin, side="right")[code]
+
         out = np.full((len(code), len(MACHINE_STATE_COLUMNS)), np.nan)
 
         def window_sum(keys: np.ndarray, prefix: np.ndarray) -> np.ndarray:
-            upper = np.searchsorted(keys, at, side="right")
-            lower = np.searchsorted(keys, origin, side="right")
-            return prefix[upper] - prefix[lower]
+            return prefix[upper(keys)] - prefix[lower(keys)]
 
         running = window_sum(self.start_keys, self.start_prefix) - window_sum(
             self.end_keys, self.end_prefix
         )
         out[:, 0:3] = running
         for column, keys in ((3, self.eviction_keys), (4, self.failure_keys)):
-            out[:, column] = np.searchsorted(keys, at, side="right") - np.searchsorted(
-                keys, origin, side="right"
-            )
+            out[:, column] = upper(keys) - lower(keys)
         if len(self.capacity_keys):
-            out[:, 5:7] = last_value_at(self.capacity_keys, self.capacity, code, time_us)
+            # last_value_at(self.capacity_keys, self.capacity, code, time_us), searched as above
+            last = upper(self.capacity_keys) - 1
+            valid = (last >= 0) & (last >= lower(self.capacity_keys))
+            out[:, 5:7] = np.where(valid[:, None], self.capacity[np.maximum(last, 0)], np.nan)
         out[~known] = np.nan
         # sums of requests cancel in floating point: tiny negatives and residues are noise
         out[:, 0:3] = np.where(np.abs(out[:, 0:3]) < 1e-9, 0.0, out[:, 0:3])
