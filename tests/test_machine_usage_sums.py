@@ -69,7 +69,13 @@ def random_rows(rng, n, n_machines, first_period, n_periods):
     "n_machines, n_periods",
     [(50, 3), (12_500, 4), (3, 4_000)],  # few cells per row, a real part's shape, a sparse grid
 )
-def test_streamed_sums_equal_the_matrix_algorithm_bit_for_bit(n_machines, n_periods):
+@pytest.mark.parametrize("compact_rows", [4_000_000, 3_000], ids=["one merge", "compacted"])
+def test_streamed_sums_equal_the_matrix_algorithm_bit_for_bit(
+    n_machines, n_periods, compact_rows, monkeypatch
+):
+    """Also when the pieces are compacted as they come (a cell's sum stays a sum in row order)
+    and when the result is asked for twice (it replaces the pieces)."""
+    monkeypatch.setattr(machines.MachineUsageAccumulator, "COMPACT_ROWS", compact_rows)
     rng = np.random.default_rng(n_machines)
     chunks = [
         random_rows(rng, n, n_machines, 10 + k, n_periods) for k, n in enumerate((7_000, 5_000, 1))
@@ -81,6 +87,9 @@ def test_streamed_sums_equal_the_matrix_algorithm_bit_for_bit(n_machines, n_peri
     expected_keys, expected_sums = matrix_accumulate(chunks)
     np.testing.assert_array_equal(keys, expected_keys)
     assert sums.tobytes() == expected_sums.tobytes()
+    again_keys, again_sums = accumulator.result()
+    np.testing.assert_array_equal(again_keys, expected_keys)
+    assert again_sums.tobytes() == expected_sums.tobytes()
 
 
 def groupby_sums(task_usage, timeline):

@@ -587,8 +587,9 @@ def usage_partials(
     period it covers (so a sum is the period's time-averaged total on the machine). A row
     crossing a period boundary is split by overlap.
 
-    Each cell's sum is `np.add.reduceat` over its rows in row order (as `reduce_partials`
-    adds them), one column at a time: no (rows, 1 + 2k) matrix of contributions is built."""
+    Each cell's sum is `np.add.reduceat` over its rows in row order (as
+    `MachineUsageAccumulator.result` adds them), one column at a time: no (rows, 1 + 2k)
+    matrix of contributions is built."""
     machine_code = np.asarray(machine_code, dtype=np.int64)
     start_us, end_us = np.asarray(start_us, dtype=np.int64), np.asarray(end_us, dtype=np.int64)
     values = np.asarray(values, dtype=np.float64).reshape(len(machine_code), -1)
@@ -639,16 +640,6 @@ def _cell_order(machine_code: np.ndarray, period: np.ndarray) -> np.ndarray:
     return np.argsort(cell, kind="stable")
 
 
-def reduce_partials(keys: np.ndarray, sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows with equal keys summed; keys sorted and unique."""
-    if len(keys) == 0:
-        return np.array([], dtype=np.int64), np.zeros((0, sums.shape[1]))
-    order = np.argsort(keys, kind="stable")
-    keys, sums = keys[order], sums[order]
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    return keys[starts], np.add.reduceat(sums, starts, axis=0)
-
-
 class MachineUsageAccumulator:
     """Partial (machine, period) sums of the task_usage rows of one group of parts, compacted
     as they grow: memory bounded by the cells the parts touch, not by their rows."""
@@ -672,15 +663,29 @@ class MachineUsageAccumulator:
         self.pieces.append((keys, sums))
         self.n_rows += len(keys)
         if self.n_rows > self.COMPACT_ROWS:
-            self.pieces = [self.result()]
-            self.n_rows = len(self.pieces[0][0])
+            self.result()  # compacts the pieces into one
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
+        """The sums so far, keys sorted and unique; they replace the pieces. Equal keys' rows
+        summed by `np.add.reduceat` in piece order, computed without holding the pieces, their
+        concatenation and its sorted copy at once (the job's peak memory was here)."""
         if not self.pieces:
             return np.array([], dtype=np.int64), np.zeros((0, self.width))
-        return reduce_partials(
-            np.concatenate([k for k, _ in self.pieces]), np.vstack([s for _, s in self.pieces])
-        )
+        if len(self.pieces) == 1:  # one piece is already sorted and unique
+            return self.pieces[0]
+        keys = np.concatenate([k for k, _ in self.pieces])
+        sums = np.vstack([s for _, s in self.pieces])
+        self.pieces = []
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        sums = sums[order]
+        del order
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        merged = keys[starts], np.add.reduceat(sums, starts, axis=0)
+        del keys, sums
+        self.pieces = [merged]
+        self.n_rows = len(merged[0])
+        return merged
 
     def save(self, folder: Path | str) -> None:
         keys, sums = self.result()

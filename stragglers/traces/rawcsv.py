@@ -13,15 +13,23 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import zlib
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
-from isal import igzip
+from isal import igzip, isal_zlib
+
+# A chunk is the record batches read until it holds this many rows. Its boundaries decide how the
+# machine-usage sums are grouped in floating point (stragglers.convert.machines), so changing
+# it, or the block size, changes the last bits of some sums.
+CHUNK_ROWS = 1_000_000
 
 
 class RawTraceError(RuntimeError):
@@ -90,10 +98,13 @@ def iter_csv_chunks(
     # Empty fields in int columns must read as missing: read them as float, cast later.
     read_types = {c: (pa.float64() if t == pa.int64() else t) for c, t in arrow_types.items()}
 
+    lines_before = 0  # lines of the file before the block being parsed
+
     def on_invalid(row: pacsv.InvalidRow) -> str:
+        line = None if row.number is None or row.number < 0 else lines_before + row.number
         skipped.add(
             path,
-            row.number,
+            line,
             f"expected {row.expected_columns} columns, got {row.actual_columns}",
             "wrong column count",
         )
@@ -101,29 +112,37 @@ def iter_csv_chunks(
 
     before = skipped.snapshot()
     rows_yielded = 0
-    source = igzip.open(path, "rb") if path.suffix == ".gz" else path
+    read_options = pacsv.ReadOptions(column_names=columns, use_threads=False)
+    parse_options = pacsv.ParseOptions(invalid_row_handler=on_invalid)
+    convert_options = pacsv.ConvertOptions(
+        column_types=read_types, include_columns=usecols, strings_can_be_null=False
+    )
+    source = igzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+    blocks = _line_blocks(source, block_size)
     try:
-        reader = pacsv.open_csv(
-            source,
-            read_options=pacsv.ReadOptions(column_names=columns, block_size=block_size),
-            parse_options=pacsv.ParseOptions(invalid_row_handler=on_invalid),
-            convert_options=pacsv.ConvertOptions(
-                column_types=read_types, include_columns=usecols, strings_can_be_null=False
-            ),
-        )
         batches = []
-        for batch in reader:
-            batches.append(batch)
-            if sum(b.num_rows for b in batches) >= 1_000_000:
+        for block, n_lines in blocks:
+            read_options.block_size = len(block) + 1  # the block as one record batch
+            table = pacsv.read_csv(
+                pa.py_buffer(block),
+                read_options=read_options,
+                parse_options=parse_options,
+                convert_options=convert_options,
+            )
+            lines_before += n_lines
+            del block
+            batches.extend(table.to_batches())
+            del table
+            if sum(b.num_rows for b in batches) >= CHUNK_ROWS:
                 frame = _to_table(batches) if arrow else _to_frame(batches, usecols, types)
                 rows_yielded += len(frame)
                 yield frame
                 del frame  # the consumer's reference is the only one while the next is read
         if batches:
             yield _to_table(batches) if arrow else _to_frame(batches, usecols, types)
-    except (pa.ArrowInvalid, OSError, EOFError) as error:
+    except (pa.ArrowInvalid, OSError, EOFError, isal_zlib.error) as error:
         message = str(error)
-        if _is_corrupt_stream(message) or isinstance(error, (OSError, EOFError)):
+        if _is_corrupt_stream(message) or not isinstance(error, pa.ArrowInvalid):
             raise RawTraceError(
                 f"{path}: cannot be read to its end ({message.splitlines()[0]}); "
                 "the file is truncated or corrupt: download it again"
@@ -134,8 +153,47 @@ def iter_csv_chunks(
         for frame in _slow_path(path, columns, types, usecols, skipped, skip_valid=rows_yielded):
             yield pa.Table.from_pandas(frame, preserve_index=False) if arrow else frame
     finally:
-        if source is not path:
-            source.close()
+        blocks.close()  # first: its thread may be reading from `source`
+        source.close()
+
+
+def _line_blocks(source: BinaryIO, block_size: int) -> Iterator[tuple[memoryview, int]]:
+    """The file's bytes as blocks of whole lines, with each block's number of lines.
+
+    `block_size` bytes are read at a time and cut after the last line end; the rest starts the
+    next block, and the last piece read is one block with all that is left (a last line with
+    no line end included). These are the blocks, and so the record batches, of pyarrow's
+    streaming CSV reader (`open_csv`) with the same block size, but only a few blocks are in
+    memory: the streaming reader holds a queue of read-ahead blocks (about 0.4 GB on a
+    real-size task_usage part). The next pieces are decompressed in a thread while a block is
+    parsed (ISA-L releases the GIL)."""
+    with ThreadPoolExecutor(max_workers=1) as reader:
+        piece = reader.submit(source.read, block_size).result()
+        following = reader.submit(source.read, block_size)
+        carried = b""
+        while piece:
+            after = following.result()  # empty: `piece` is the last
+            if after:
+                following = reader.submit(source.read, block_size)
+            data = carried + piece if carried else piece
+            if not after:
+                yield memoryview(data), _count_lines(data, len(data))
+                return
+            cut = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
+            carried = data[cut:]
+            if cut:
+                yield memoryview(data)[:cut], _count_lines(data, cut)
+            del data
+            piece = after
+
+
+def _count_lines(data: bytes, end: int) -> int:
+    """Lines in data[:end] as the CSV parser numbers them (a line end is \\n, \\r or \\r\\n)."""
+    n_lf = data.count(b"\n", 0, end)
+    n_cr = data.count(b"\r", 0, end)
+    if n_cr == 0:
+        return n_lf
+    return n_lf + n_cr - data.count(b"\r\n", 0, end)
 
 
 def _is_corrupt_stream(message: str) -> bool:
@@ -196,7 +254,7 @@ def _slow_path(
                 if len(rows) >= chunk_rows:
                     yield _rows_to_frame(rows, usecols, types)
                     rows = []
-    except (OSError, EOFError) as error:
+    except (OSError, EOFError, zlib.error) as error:
         raise RawTraceError(
             f"{path}: cannot be read to its end ({error}); the file is truncated or corrupt"
         ) from error

@@ -137,11 +137,12 @@ rule convert_part:
     conda:
         "../../environment.yml"
     # measured: bench/bench_convert.py, one real-size task_usage part (2.49 M rows) in a fresh
-    # process: 1.20 GB peak RSS, 13.3 s CPU (load average 13.6); headroom rule of
+    # process: 969 MB peak RSS, 11.3 s CPU (load average 1.2); headroom rule of
     # bench/suggest_resources.py (1.5x memory rounded up to 256 MB, 3x CPU time, at least
-    # 5 min), which bench_convert.py checks this request against
+    # 5 min), which bench_convert.py checks this request against. With convert.parts_per_job
+    # above 1, the machine-usage sums grow with the cells of every part in the group.
     resources:
-        mem_mb=2048,
+        mem_mb=1536,
         runtime=5,
     params:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
