@@ -115,11 +115,12 @@ def test_chunks_of_the_real_task_events_part_are_those_of_pyarrow(monkeypatch):
     )
 
 
-def test_rows_with_a_wrong_column_count_are_skipped_and_located_in_any_block(tmp_path):
+@pytest.mark.parametrize("line_end", ["\n", "\r\n"], ids=["LF", "CRLF"])
+def test_rows_with_a_wrong_column_count_are_skipped_and_located_in_any_block(tmp_path, line_end):
     rows = lines(5_000)
     for line in (3, 2_500, 4_999):  # 1-based file lines, in the first, a middle and the last block
         rows[line - 1] = "1,2"
-    path = write(tmp_path / "bad.csv.gz", "\n".join(rows) + "\n")
+    path = write(tmp_path / "bad.csv.gz", line_end.join(rows) + line_end)
     skipped = rawcsv.SkippedRows()
     tables = list(iter_csv_chunks(path, COLUMNS, TYPES, skipped=skipped, block_size=8_192))
     assert sum(len(t) for t in tables) == 5_000 - 3
