@@ -11,7 +11,7 @@ WORKDIR is a finished run of the workflow (e.g. the default config, every method
   simulations shared a job also has benchmarks/policies) and
   benchmarks/evaluate (per dataset, when present) / the dataset's tasks;
 - conversion: CPU seconds per compressed GB of raw trace, from bench/bench_convert.py
-  (--convert-seconds-per-gb; default the per-part job's 13.3 CPU s on its 129.5 MB part);
+  (--convert-seconds-per-gb; default the per-part job's 11.25 CPU s on its 129.5 MB part);
 - per submitted job start-up: --startup-seconds, CPU seconds paid once per submitted job
   (prediction jobs grouped --group at a time). Default 2.6 s: measured on SLURM
   (docs/cluster.md, "Cost per submitted job": the CPU of a submitted job's own Snakemake
@@ -224,7 +224,7 @@ def main() -> None:
         help="the config WORKDIR was run with",
     )
     parser.add_argument("--cores", type=int, nargs="+", default=[1, 16, 64, 256])
-    parser.add_argument("--convert-seconds-per-gb", type=float, default=13.3 / 0.1295)
+    parser.add_argument("--convert-seconds-per-gb", type=float, default=11.25 / 0.1295)
     parser.add_argument(
         "--startup-seconds", type=float, default=2.6, help="CPU s per submitted job (SLURM)"
     )
