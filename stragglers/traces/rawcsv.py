@@ -1,8 +1,10 @@
 """Reading headerless raw-trace CSV parts (gzip or plain) in bounded-size chunks.
 
-Fast path: pyarrow's streaming CSV reader with explicit column names and types, fed by ISA-L's
-gzip decompressor (`isal.igzip`: about 4x faster than zlib, the same bytes). A row with
-the wrong number of columns is skipped and recorded (file, line, reason). If a value cannot be
+Fast path: blocks of whole lines, decompressed by ISA-L (`isal.igzip`: about 4x faster than
+zlib, the same bytes) in a thread and each parsed by pyarrow's CSV parser with explicit column
+names and types (the blocks and batches of pyarrow's streaming reader, without its read-ahead
+queue: `_line_blocks`). A row with the wrong number of columns is skipped and recorded (file,
+line, reason). If a value cannot be
 parsed, the file is re-read with a slower, exact line-by-line path that records every bad row
 with its line number and skips it. A truncated or corrupt gzip stream is an error naming the
 file: a part that cannot be read to its end is never half-used.
