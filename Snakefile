@@ -18,6 +18,7 @@ include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/simulate.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/audit.smk"
+include: "workflow/rules/fingerprint.smk"
 include: "workflow/rules/launch.smk"
 include: "workflow/rules/sensitivity.smk"
 

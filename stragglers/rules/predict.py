@@ -182,3 +182,46 @@ def tune_method(
     }
     dump_json(result, out)
     return result
+
+
+def protocol_job_metrics(
+    *,
+    converted_dir: Path | str,
+    dataset: str,
+    kind: str,
+    methods: dict[str, dict[str, Any]],
+    replay: dict[str, Any],
+    protocol: str,
+    seed: int,
+    tuning_jobs: int = 0,
+) -> pd.DataFrame:
+    """Each of `methods` (name -> parameters) replayed in memory over every job of the dataset
+    under the `protocol` preset (the config's protocol and `overrides` set aside) and scored
+    per job as evaluate_dataset scores the predict rule's files: confusion matrix, TPR, FPR,
+    F1 and the timing columns. With `tuning_jobs`, the tuning jobs are left out, as there."""
+    from stragglers import evaluate
+    from stragglers.evaluate import timing
+    from stragglers.formats.predictions import KEYS
+    from stragglers.methods import get_method
+
+    plain = {k: v for k, v in replay.items() if k not in ("protocol", "overrides")}
+    settings = ReplaySettings(**{**plain, "protocol": protocol})
+    jobs = list(iter_shard_jobs(converted_dir, kind, None, skip_tuning_jobs=tuning_jobs))
+    frames = []
+    for name, params in methods.items():
+        tasks, job_rows = run_method_on_jobs(
+            iter(jobs),
+            get_method(name),
+            dict(params or {}),
+            settings,
+            last_columns(kind),
+            seed,
+            dataset,
+        )
+        frames.append(
+            evaluate.job_metrics(tasks, job_rows).merge(
+                timing.timing_job_metrics(tasks, job_rows, validated=True), on=KEYS, how="left"
+            )
+        )
+        log.info("%s: %s under %s done", dataset, name, protocol)
+    return pd.concat(frames, ignore_index=True)

@@ -212,38 +212,22 @@ def run_paper_protocol(
     best non-privileged method), re-run under `protocol: paper`: per-job metrics as
     evaluate_dataset writes them, the method named `<method> (paper)`."""
     from stragglers import evaluate
-    from stragglers.evaluate import timing
     from stragglers.evaluate.bootstrap import best_method
-    from stragglers.formats.datasets import last_columns
-    from stragglers.formats.jobs import iter_shard_jobs
-    from stragglers.formats.predictions import KEYS
-    from stragglers.methods import get_method
-    from stragglers.replay.core import ReplaySettings
-    from stragglers.replay.runner import run_method_on_jobs
+    from stragglers.rules.predict import protocol_job_metrics
 
     causal = pd.read_csv(job_metrics_file, dtype={"job_id": str})
     leader = best_method(evaluate.summary_table(causal), "F1")
     chosen = list(dict.fromkeys([*paper_methods, *([leader] if leader else [])]))
-    plain = {k: v for k, v in replay.items() if k not in ("protocol", "overrides")}
-    settings = ReplaySettings(**{**plain, "protocol": "paper"})
-    jobs = list(iter_shard_jobs(converted_dir, kind, None))
-    frames = []
-    for name in chosen:
-        tasks, job_rows = run_method_on_jobs(
-            iter(jobs),
-            get_method(name),
-            dict(method_params.get(name) or {}),
-            settings,
-            last_columns(kind),
-            seed,
-            dataset,
-        )
-        metrics = evaluate.job_metrics(tasks, job_rows).merge(
-            timing.timing_job_metrics(tasks, job_rows, validated=True), on=KEYS, how="left"
-        )
-        frames.append(metrics.assign(method=f"{name} (paper)"))
-        log.info("%s: %s under paper done", dataset, name)
-    metrics = pd.concat(frames, ignore_index=True)
+    metrics = protocol_job_metrics(
+        converted_dir=converted_dir,
+        dataset=dataset,
+        kind=kind,
+        methods={name: method_params.get(name) or {} for name in chosen},
+        replay=replay,
+        protocol="paper",
+        seed=seed,
+    )
+    metrics["method"] = metrics["method"] + " (paper)"
     write_csv_atomic(metrics, out)
     return metrics
 

@@ -173,6 +173,8 @@ def final_targets():
     targets = [
         "results/tables/table3.csv",
         "results/tables/table3.md",
+        "results/tables/fingerprint.csv",
+        "results/tables/fingerprint.md",
         "results/tables/paired_comparisons.md",
         "results/tables/cost.md",
         "results/tables/completion_time.md",

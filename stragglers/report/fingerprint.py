@@ -1,0 +1,159 @@
+"""The Table 3 fingerprint table: ours beside the paper's numbers per set (docs/fingerprint.md).
+
+One row per dataset and method of the fingerprint sets (stragglers.evaluate.fingerprint) that
+has a number in the paper's Table 3 for that dataset; ours are NaN where the run has no score
+for it (not run, or failed on every job). The Markdown gives each set's distance per dataset
+and how many rows it averages, then the rows.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from stragglers.evaluate.fingerprint import SET_NAMES, SETS, row_distance, set_distance
+from stragglers.evaluate.metrics import normalise_method_name
+from stragglers.io import write_csv_atomic, write_text_atomic
+from stragglers.report.tables import _with_interval, markdown_table
+
+METRICS = ("TPR", "FPR", "F1")
+INTERVALS = tuple(f"{m}_{side}" for m in METRICS for side in ("lo", "hi"))
+COLUMNS = [
+    "dataset",
+    "protocol",
+    "set",
+    "method",
+    *METRICS,
+    *(f"paper_{m}" for m in METRICS),
+    *INTERVALS,
+]
+
+
+def _key(frame: pd.DataFrame) -> pd.Series:
+    return frame["dataset"].astype(str) + "\x00" + frame["method"].map(normalise_method_name)
+
+
+def fingerprint_rows(
+    ours: pd.DataFrame, paper: pd.DataFrame, protocols: dict[str, str]
+) -> pd.DataFrame:
+    """The fingerprint rows (columns COLUMNS) of the datasets in `protocols` (dataset ->
+    protocol its numbers were measured under, in output order).
+
+    `ours`: one row per (dataset, method) with TPR, FPR, F1 and, where measured, their
+    `_lo` / `_hi` interval columns (Table 3's long CSV has them); `paper`: the paper's rows
+    keyed by our dataset names (dataset, method, TPR, FPR, F1). Methods match ignoring case
+    and punctuation, as Table 3 matches them. Rows follow the sets' order.
+    """
+    for name, frame, needed in (
+        ("our table", ours, ["dataset", "method", *METRICS]),
+        ("paper table", paper, ["dataset", "method", *METRICS]),
+    ):
+        missing = [c for c in needed if c not in frame.columns]
+        if missing:
+            raise ValueError(f"fingerprint: the {name} lacks columns {missing}")
+    for name, frame in (("our table", ours), ("paper table", paper)):
+        duplicated = _key(frame).duplicated()
+        if duplicated.any():
+            pairs = frame.loc[duplicated, ["dataset", "method"]].values.tolist()
+            raise ValueError(f"fingerprint: the {name} has more than one row for {pairs}")
+    members = pd.DataFrame(
+        [
+            {"set": name, "method": method, "_order": i}
+            for i, (name, method) in enumerate(
+                (name, method) for name in SET_NAMES for method in SETS[name]
+            )
+        ]
+    )
+    skeleton = pd.DataFrame(
+        [
+            {"dataset": d, "protocol": p, "_dataset_order": i}
+            for i, (d, p) in enumerate(protocols.items())
+        ],
+        columns=["dataset", "protocol", "_dataset_order"],
+    ).merge(members, how="cross")
+    published = paper[["dataset", "method", *METRICS]].rename(
+        columns={m: f"paper_{m}" for m in METRICS}
+    )
+    published = published.assign(_key=_key(published)).drop(columns=["dataset", "method"])
+    rows = skeleton.assign(_key=_key(skeleton)).merge(published, on="_key", how="inner")
+    measured = ours.reindex(columns=["dataset", "method", *METRICS, *INTERVALS])
+    measured = measured.assign(_key=_key(measured)).drop(columns=["dataset", "method"])
+    rows = rows.merge(measured, on="_key", how="left", validate="one_to_one")
+    rows = rows.sort_values(["_dataset_order", "_order"], kind="stable")
+    return rows[COLUMNS].reset_index(drop=True).astype({c: float for c in COLUMNS[4:]})
+
+
+def fingerprint_distances(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset and set: the distance (stragglers.evaluate.fingerprint.set_distance), the
+    rows it averages and the set's rows with a paper number (`of`)."""
+    out = []
+    for (dataset, protocol, name), part in rows.groupby(["dataset", "protocol", "set"], sort=False):
+        distance, n = set_distance(part)
+        out.append(
+            {
+                "dataset": dataset,
+                "protocol": protocol,
+                "set": name,
+                "distance": distance,
+                "rows": n,
+                "of": len(part),
+            }
+        )
+    return pd.DataFrame(out, columns=["dataset", "protocol", "set", "distance", "rows", "of"])
+
+
+def caption(confidence_level: float | None) -> str:
+    level = "" if confidence_level is None else f"{100 * confidence_level:g} % "
+    return (
+        "How far this run's Table 3 sits from the paper's (docs/fingerprint.md). The methods "
+        "are split into fixed sets, chosen before any fitting: `calibration` (baselines a "
+        "generator search may fit), `validation` (baselines only judged) and `held-out` "
+        "(NURD and NURD-NC, in neither). The distance of a set is the mean, over its rows, of "
+        "|TPR - paper TPR| + |FPR - paper FPR|; `rows` counts the rows it averages (rows "
+        "with ours and the paper's TPR and FPR), `of` the set's rows with a paper number "
+        "for that dataset. Below, one row per method: `set`; TPR (true positive rate), FPR "
+        "(false positive rate) and F1, each the mean over the jobs the method scored, with "
+        f"the {level}bootstrap interval over jobs in brackets (CSV: `<metric>_lo`, "
+        "`<metric>_hi`; docs/statistics.md); `paper TPR`, `paper FPR`, `paper F1`: the "
+        "paper's Table 3 (stragglers/data/paper_table3.csv; Google -> our google-2011 "
+        "datasets, Alibaba -> our alibaba-2018 datasets, as in table3.csv); `|dTPR|+|dFPR|`: "
+        "the row's distance. – where we have no score (the method was not run, or failed on "
+        "every job). `protocol`: the replay protocol our numbers were measured under "
+        "(docs/protocols.md)."
+    )
+
+
+def fingerprint_markdown(
+    rows: pd.DataFrame, title: str, confidence_level: float | None = 0.95
+) -> str:
+    distances = fingerprint_distances(rows)
+    parts = [f"# {title}", "", caption(confidence_level), ""]
+    if rows.empty:
+        parts += [
+            "No dataset of this run has a counterpart in the paper's Table 3 (Google 2011 "
+            "task_usage or Alibaba 2018): no fingerprint.",
+            "",
+        ]
+        return "\n".join(parts)
+    parts += ["## Distance per dataset and set", "", markdown_table(distances, 3)]
+    for dataset, part in rows.groupby("dataset", sort=False):
+        display = pd.DataFrame({"set": part["set"].to_numpy(), "method": part["method"]})
+        for metric in METRICS:
+            display[metric] = _with_interval(part[metric].to_numpy(), part, metric, 2)
+        for metric in METRICS:
+            display[f"paper {metric}"] = part[f"paper_{metric}"].to_numpy()
+        display["|dTPR|+|dFPR|"] = row_distance(part).to_numpy(dtype=float)
+        protocol = part["protocol"].iloc[0]
+        parts += [f"## {dataset} (protocol `{protocol}`)", "", markdown_table(display, 2)]
+    return "\n".join(parts)
+
+
+def write_fingerprint(
+    rows: pd.DataFrame,
+    out_csv: str,
+    out_md: str,
+    title: str,
+    confidence_level: float | None = 0.95,
+) -> pd.DataFrame:
+    write_csv_atomic(rows, out_csv)
+    write_text_atomic(fingerprint_markdown(rows, title, confidence_level), out_md)
+    return rows

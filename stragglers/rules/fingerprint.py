@@ -1,0 +1,152 @@
+"""What the fingerprint rules call (workflow/rules/fingerprint.smk, docs/fingerprint.md).
+
+- every run: its own protocol's fingerprint, read from Table 3 (no replay);
+- `snakemake fingerprint`: every method of the fingerprint sets that has a paper row replayed
+  under `protocol: paper` (one job per dataset and method), then the same table from those.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pandas as pd
+
+from stragglers.evaluate.fingerprint import SET_NAMES, SETS
+from stragglers.evaluate.metrics import normalise_method_name
+from stragglers.io import write_csv_atomic
+from stragglers.rules.evaluate import bootstrap_settings, paper_rows_for
+
+log = logging.getLogger(__name__)
+
+
+def fingerprint_methods(paper_table: str, kinds: dict[str, str]) -> dict[str, list[str]]:
+    """Per dataset (name -> trace kind): the methods of the fingerprint sets with a paper row
+    for it, in the sets' order; datasets without a counterpart in the paper are left out."""
+    paper = paper_rows_for(paper_table, kinds)
+    out = {}
+    for dataset in kinds:
+        published = set(paper.loc[paper["dataset"] == dataset, "method"].map(normalise_method_name))
+        methods = [
+            m for name in SET_NAMES for m in SETS[name] if normalise_method_name(m) in published
+        ]
+        if methods:
+            out[dataset] = methods
+    return out
+
+
+def protocol_label(replay: dict) -> str:
+    """The protocol a dataset's predictions were made under, with any rule `overrides`
+    (docs/protocols.md), as the fingerprint's `protocol` column names it."""
+    protocol = str(replay.get("protocol", "causal"))
+    overrides = replay.get("overrides") or {}
+    if not overrides:
+        return protocol
+    flipped = ", ".join(f"{rule}={value}" for rule, value in sorted(overrides.items()))
+    return f"{protocol} ({flipped})"
+
+
+def fingerprint_target(methods: dict[str, list[str]], outputs: list[str]) -> list[str]:
+    """The `fingerprint` target's inputs, or a clear error when no dataset has a paper row."""
+    if not methods:
+        raise ValueError(
+            "snakemake fingerprint: no dataset of this config has a counterpart in the paper's "
+            "Table 3 (kinds google-2011 or alibaba-2018): nothing to compare"
+        )
+    return outputs
+
+
+def run_fingerprint_table(
+    *,
+    table3_file: str,
+    paper_table: str,
+    kinds: dict[str, str],
+    protocols: dict[str, str],
+    bootstrap: dict | None,
+    out_csv: str,
+    out_md: str,
+) -> pd.DataFrame:
+    """The run's fingerprint from its Table 3 (table3.csv: ours and our intervals) and the
+    paper's numbers relabelled as Table 3 relabels them; `protocols`: dataset -> the protocol
+    its predictions were made under."""
+    from stragglers.report.fingerprint import fingerprint_rows, write_fingerprint
+
+    ours = pd.read_csv(table3_file)
+    rows = fingerprint_rows(ours, paper_rows_for(paper_table, kinds), protocols)
+    protocol_names = ", ".join(f"`{p}`" for p in dict.fromkeys(protocols.values()))
+    return write_fingerprint(
+        rows,
+        out_csv,
+        out_md,
+        title=f"Table 3 fingerprint of this run (protocol {protocol_names})",
+        confidence_level=bootstrap_settings(bootstrap)["confidence_level"],
+    )
+
+
+def fingerprint_replay(
+    *,
+    converted_dir: str,
+    dataset: str,
+    kind: str,
+    method: str,
+    params: dict,
+    replay: dict,
+    seed: int,
+    tuning_jobs: int,
+    out: str,
+) -> pd.DataFrame:
+    """One method over every job of a dataset under `protocol: paper`: its per-job metrics."""
+    from stragglers.rules.predict import protocol_job_metrics
+
+    metrics = protocol_job_metrics(
+        converted_dir=converted_dir,
+        dataset=dataset,
+        kind=kind,
+        methods={method: params},
+        replay=replay,
+        protocol="paper",
+        seed=seed,
+        tuning_jobs=tuning_jobs,
+    )
+    write_csv_atomic(metrics, out)
+    failed = int((metrics["status"] == "failed").sum())
+    log.info("%s / %s under paper: %d jobs, %d failed", dataset, method, len(metrics), failed)
+    return metrics
+
+
+def paper_fingerprint_table(
+    *,
+    job_metric_files: list[str],
+    datasets: list[str],
+    kinds: dict[str, str],
+    paper_table: str,
+    seed: int,
+    bootstrap: dict | None,
+    out_csv: str,
+    out_md: str,
+) -> pd.DataFrame:
+    """The `paper` fingerprint: Table 3's means and bootstrap intervals over jobs (the same
+    functions, seeds and settings as rule table3) of the replays under `protocol: paper`."""
+    from stragglers import evaluate
+    from stragglers.evaluate import bootstrap as boot
+    from stragglers.report.fingerprint import fingerprint_rows, write_fingerprint
+
+    metrics = pd.concat(
+        [pd.read_csv(p, dtype={"job_id": str}) for p in job_metric_files], ignore_index=True
+    )
+    settings = bootstrap_settings(bootstrap)
+    ours = evaluate.summary_table(metrics, dataset_order=datasets).merge(
+        boot.table3_intervals(metrics, seed=seed, **settings),
+        on=["dataset", "method"],
+        how="left",
+        validate="one_to_one",
+    )
+    rows = fingerprint_rows(
+        ours, paper_rows_for(paper_table, kinds), {d: "paper" for d in datasets}
+    )
+    return write_fingerprint(
+        rows,
+        out_csv,
+        out_md,
+        title="Table 3 fingerprint under protocol `paper` (`snakemake fingerprint`)",
+        confidence_level=settings["confidence_level"],
+    )
