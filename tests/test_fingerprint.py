@@ -1,0 +1,245 @@
+"""The Table 3 fingerprint: the table builder on hand-made frames, the paper-protocol replay on
+a few generated jobs, and the `fingerprint` target's DAG (docs/fingerprint.md)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from stragglers.evaluate.fingerprint import SETS
+from stragglers.report.fingerprint import (
+    COLUMNS,
+    fingerprint_distances,
+    fingerprint_markdown,
+    fingerprint_rows,
+)
+from stragglers.rules.evaluate import paper_rows_for
+from stragglers.rules.fingerprint import (
+    fingerprint_methods,
+    fingerprint_replay,
+    paper_fingerprint_table,
+    protocol_label,
+    run_fingerprint_table,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER = str(ROOT / "stragglers" / "data" / "paper_table3.csv")
+
+
+def paper_frame():
+    return pd.DataFrame(
+        [
+            # dataset, method, TPR, FPR, F1
+            ("g", "GBTR", 0.5, 0.0, 0.6),
+            ("g", "HBOS", 1.0, 0.7, 0.2),
+            ("g", "ABOD", 0.9, 0.5, 0.3),
+            ("g", "NURD", 0.9, 0.1, 0.8),
+            ("a", "GBTR", 0.2, 0.0, 0.3),
+        ],
+        columns=["dataset", "method", "TPR", "FPR", "F1"],
+    )
+
+
+def ours_frame():
+    return pd.DataFrame(
+        {
+            "dataset": ["g", "g", "g", "g", "a", "g"],
+            "method": ["nurd", "HBOS", "GBTR", "ABOD", "GBTR", "Oracle"],
+            "TPR": [0.6, 0.9, 0.3, 0.8, 0.2, 1.0],
+            "FPR": [0.3, 0.9, 0.1, np.nan, 0.2, 0.0],
+            "F1": [0.4, 0.2, 0.3, 0.3, 0.3, 1.0],
+            "TPR_lo": [0.5, 0.8, 0.2, 0.7, 0.1, 1.0],
+            "TPR_hi": [0.7, 1.0, 0.4, 0.9, 0.3, 1.0],
+            "note": ["x"] * 6,
+        }
+    )
+
+
+def test_rows_follow_the_sets_and_keep_only_methods_with_a_paper_row():
+    rows = fingerprint_rows(ours_frame(), paper_frame(), {"g": "causal", "a": "paper"})
+    assert list(rows.columns) == COLUMNS
+    assert rows[["dataset", "set", "method"]].values.tolist() == [
+        ["g", "calibration", "GBTR"],
+        ["g", "calibration", "HBOS"],
+        ["g", "validation", "ABOD"],
+        ["g", "held-out", "NURD"],
+        ["a", "calibration", "GBTR"],
+    ]
+    assert rows["protocol"].tolist() == ["causal"] * 4 + ["paper"]
+    nurd = rows[rows["method"] == "NURD"].iloc[0]  # matched ignoring case, as Table 3 matches
+    assert (nurd["TPR"], nurd["paper_TPR"], nurd["TPR_lo"]) == (0.6, 0.9, 0.5)
+    assert rows["F1_lo"].isna().all()  # intervals the input lacks stay empty
+
+
+def test_a_method_with_a_paper_row_that_we_did_not_run_stays_with_no_score():
+    ours = ours_frame()
+    rows = fingerprint_rows(ours[ours["method"] != "HBOS"], paper_frame(), {"g": "causal"})
+    hbos = rows[rows["method"] == "HBOS"].iloc[0]
+    assert np.isnan(hbos["TPR"]) and hbos["paper_TPR"] == 1.0
+
+
+def test_distance_per_set_counts_the_rows_it_averages():
+    rows = fingerprint_rows(ours_frame(), paper_frame(), {"g": "causal", "a": "causal"})
+    distances = fingerprint_distances(rows).set_index(["dataset", "set"])
+    # GBTR |0.3-0.5| + |0.1-0| = 0.3; HBOS |0.9-1| + |0.9-0.7| = 0.3
+    assert distances.loc[("g", "calibration"), "distance"] == pytest.approx(0.3)
+    assert distances.loc[("g", "calibration"), ["rows", "of"]].tolist() == [2, 2]
+    # ABOD has no FPR of ours: no distance, and the count says so
+    assert np.isnan(distances.loc[("g", "validation"), "distance"])
+    assert distances.loc[("g", "validation"), ["rows", "of"]].tolist() == [0, 1]
+    assert distances.loc[("g", "held-out"), "distance"] == pytest.approx(0.3 + 0.2)
+    assert distances.loc[("a", "calibration"), "distance"] == pytest.approx(0.2)
+    assert ("a", "validation") not in distances.index  # no paper row there
+
+
+def test_markdown_gives_the_distances_then_the_rows_with_intervals():
+    rows = fingerprint_rows(ours_frame(), paper_frame(), {"g": "causal"})
+    text = fingerprint_markdown(rows, "T")
+    assert text.startswith("# T\n")
+    assert "| g | causal | calibration | 0.300 | 2 | 2 |" in text
+    assert "## g (protocol `causal`)" in text
+    assert "0.60 [0.50, 0.70]" in text  # NURD's TPR with its interval
+    assert "|dTPR|+|dFPR|" in text
+    assert "no fingerprint" in fingerprint_markdown(rows.iloc[:0], "T")
+
+
+def test_duplicate_rows_and_missing_columns_are_named():
+    ours = pd.concat([ours_frame(), ours_frame().iloc[:1]], ignore_index=True)
+    with pytest.raises(
+        ValueError, match=r"our table has more than one row for \[\['g', 'nurd'\]\]"
+    ):
+        fingerprint_rows(ours, paper_frame(), {"g": "causal"})
+    with pytest.raises(ValueError, match=r"paper table lacks columns \['FPR'\]"):
+        fingerprint_rows(ours_frame(), paper_frame().drop(columns="FPR"), {"g": "causal"})
+
+
+def test_paper_numbers_are_table3s_and_only_mapped_kinds_count():
+    kinds = {"gs": "google-2011", "as": "alibaba-2018", "old": "alibaba-2017"}
+    methods = fingerprint_methods(PAPER, kinds)
+    everyone = [m for members in SETS.values() for m in members]
+    assert methods == {"gs": everyone, "as": everyone}  # 21 baselines, NURD, NURD-NC
+    ours = pd.DataFrame({"dataset": ["gs"], "method": ["GBTR"], "TPR": [0.1], "FPR": [0.1]})
+    ours["F1"] = 0.1
+    rows = fingerprint_rows(ours, paper_rows_for(PAPER, kinds), {"gs": "causal", "as": "causal"})
+    paper = pd.read_csv(PAPER)
+    expected = paper.assign(dataset=paper["dataset"].map({"google": "gs", "alibaba": "as"}))
+    joined = rows.merge(expected, on=["dataset", "method"], suffixes=("", "_published"))
+    assert len(joined) == len(rows) == 46
+    for metric in ("TPR", "FPR", "F1"):
+        assert (joined[f"paper_{metric}"] == joined[f"{metric}_published"]).all()
+
+
+def test_protocol_label_names_overrides():
+    assert protocol_label({"protocol": "paper"}) == "paper"
+    assert protocol_label({}) == "causal"
+    assert protocol_label({"protocol": "paper", "overrides": {"scaling": "visible"}}) == (
+        "paper (scaling=visible)"
+    )
+
+
+def test_run_fingerprint_reads_table3(tmp_path):
+    table3 = ours_frame().assign(dataset=lambda f: f["dataset"].map({"g": "gs", "a": "as"}))
+    table3.to_csv(tmp_path / "table3.csv", index=False)
+    rows = run_fingerprint_table(
+        table3_file=str(tmp_path / "table3.csv"),
+        paper_table=PAPER,
+        kinds={"gs": "google-2011", "as": "alibaba-2018"},
+        protocols={"gs": "causal", "as": "causal"},
+        bootstrap={"confidence_level": 0.9},
+        out_csv=str(tmp_path / "fingerprint.csv"),
+        out_md=str(tmp_path / "fingerprint.md"),
+    )
+    written = pd.read_csv(tmp_path / "fingerprint.csv")
+    assert list(written.columns) == COLUMNS and len(written) == len(rows) == 46
+    gbtr = written[(written["dataset"] == "gs") & (written["method"] == "GBTR")].iloc[0]
+    assert (gbtr["TPR"], gbtr["paper_TPR"], gbtr["paper_F1"]) == (0.3, 0.46, 0.57)
+    assert "90 % bootstrap interval" in (tmp_path / "fingerprint.md").read_text()
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    from stragglers.convert.one_process import convert_google
+    from stragglers.traces.generate import GoogleGeneratorConfig, generate_google
+
+    work = tmp_path_factory.mktemp("fingerprint")
+    generate_google(work / "raw", GoogleGeneratorConfig.from_dict({"n_jobs": 4, "seed": 5}))
+    convert_google(work / "raw", work / "converted", dataset="gs", n_shards=1)
+    return work / "converted"
+
+
+def test_paper_replay_then_table(converted, tmp_path):
+    files = []
+    for method, params in (("GBTR", {"n_estimators": 10}), ("HBOS", {})):
+        files.append(str(tmp_path / f"{method}.csv"))
+        metrics = fingerprint_replay(
+            converted_dir=str(converted),
+            dataset="gs",
+            kind="google-2011",
+            method=method,
+            params=params,
+            replay={"protocol": "causal", "overrides": {"prune_scored": False}},
+            seed=1,
+            tuning_jobs=1,
+            out=files[-1],
+        )
+        assert len(metrics) == 3  # 4 jobs, one kept for tuning
+    rows = paper_fingerprint_table(
+        job_metric_files=files,
+        datasets=["gs"],
+        kinds={"gs": "google-2011"},
+        paper_table=PAPER,
+        seed=1,
+        bootstrap={"bootstrap_resamples": 50},
+        out_csv=str(tmp_path / "fingerprint.csv"),
+        out_md=str(tmp_path / "fingerprint.md"),
+    )
+    assert set(rows["protocol"]) == {"paper"} and len(rows) == 23
+    scored = rows[rows["TPR"].notna()]
+    assert scored["method"].tolist() == ["GBTR", "HBOS"]
+    per_job = pd.concat([pd.read_csv(f) for f in files])
+    means = per_job[per_job["status"] == "ok"].groupby("method")["TPR"].mean()
+    assert scored["TPR"].tolist() == pytest.approx(means[["GBTR", "HBOS"]].tolist())
+    assert (scored["TPR_lo"] <= scored["TPR"]).all() and (scored["TPR"] <= scored["TPR_hi"]).all()
+
+
+def dry_run(folder: Path, config: dict, *targets: str) -> dict[str, int]:
+    """Jobs per rule of `snakemake -n` on `config` (run in `folder`)."""
+    (folder / "config.yaml").write_text(yaml.safe_dump(config))
+    run = subprocess.run(
+        [
+            *(sys.executable, "-m", "snakemake", "-n", *targets),
+            *("--snakefile", str(ROOT / "Snakefile"), "--directory", str(folder)),
+            *("--configfile", str(folder / "config.yaml"), "--replace-workflow-config"),
+            *("--quiet", "rules"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = [line.split() for line in run.stdout.splitlines()]
+    return {row[0]: int(row[1]) for row in rows if len(row) == 2 and row[1].isdigit()}
+
+
+def test_fingerprint_target_dag(tmp_path):
+    """Every method with a paper row, once per dataset, whatever the config's methods; the
+    default target writes the run's own fingerprint and replays nothing more."""
+    dataset = {"source": "generate", "generator": {"n_jobs": 2}, "n_shards": 1, "min_tasks": 100}
+    config = {
+        "seed": 3,
+        "datasets": {"gs": {"kind": "google-2011", **dataset}},
+        "replay": {"protocol": "causal"},
+        "methods": {"NURD": {"alpha": 0.25}, "Elapsed": {}},
+        "evaluation": {"f1_time_points": 5},
+        "simulation": {"repeats": 1, "machines": [10]},
+    }
+    counts = dry_run(tmp_path, config, "fingerprint")
+    assert counts["fingerprint_replay"] == 23
+    assert counts["fingerprint_paper_table"] == counts["fingerprint"] == 1
+    assert "predict" not in counts
+    counts = dry_run(tmp_path, config)
+    assert counts["fingerprint_table"] == 1 and "fingerprint_replay" not in counts
