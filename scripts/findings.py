@@ -16,5 +16,6 @@ run_rule(
         config_name=str(snakemake.params.config_name),
         out_md=snakemake.output.md,
         out_sources=snakemake.output.sources,
+        fingerprint=snakemake.input.fingerprint,
     ),
 )

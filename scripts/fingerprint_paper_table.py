@@ -14,5 +14,6 @@ run_rule(
         bootstrap=dict(snakemake.params.bootstrap),
         out_csv=snakemake.output.csv,
         out_md=snakemake.output.md,
+        out_distances=snakemake.output.distances,
     ),
 )

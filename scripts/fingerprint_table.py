@@ -13,5 +13,6 @@ run_rule(
         bootstrap=dict(snakemake.params.bootstrap),
         out_csv=snakemake.output.csv,
         out_md=snakemake.output.md,
+        out_distances=snakemake.output.distances,
     ),
 )

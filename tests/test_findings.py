@@ -140,3 +140,36 @@ def test_missing_row_is_an_error():
         findings.Sources().quote(
             pd.DataFrame({"method": ["A"], "F1": [0.1]}), "t.csv", {"method": "B"}, "F1"
         )
+
+
+def test_findings_quote_the_fingerprint_distances(tmp_path):
+    paths = _tables(tmp_path)
+    distances = pd.DataFrame(
+        {
+            "dataset": DATASET,
+            "protocol": "causal",
+            "set": ["calibration", "validation", "held-out"],
+            "distance": [0.4125, float("nan"), 0.25],
+            "rows": [11, 0, 2],
+            "of": [11, 10, 2],
+        }
+    )
+    distances.to_csv(tmp_path / "fingerprint_distances.csv", index=False)
+    out_md, out_sources = tmp_path / "findings.md", tmp_path / "findings.sources.csv"
+    sources = findings.write_findings(
+        **paths,
+        audit=None,
+        datasets=[DATASET],
+        protocol="causal",
+        config_name="config/config.yaml",
+        out_md=str(out_md),
+        out_sources=str(out_sources),
+        fingerprint=str(tmp_path / "fingerprint_distances.csv"),
+    )
+    page = out_md.read_text()
+    # the validation set has no scored row: not quoted
+    assert (
+        "|FPR - paper FPR|; NURD and NURD-NC are the held-out set): calibration 0.412 (11 of "
+        "11 methods); held-out 0.250 (2 of 2 methods)."
+    ) in page
+    assert findings.verify_findings(page, sources) == []

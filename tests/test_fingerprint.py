@@ -152,6 +152,12 @@ def test_run_fingerprint_reads_table3(tmp_path):
         bootstrap={"confidence_level": 0.9},
         out_csv=str(tmp_path / "fingerprint.csv"),
         out_md=str(tmp_path / "fingerprint.md"),
+        out_distances=str(tmp_path / "distances.csv"),
+    )
+    distances = pd.read_csv(tmp_path / "distances.csv").set_index(["dataset", "set"])
+    assert distances.loc[("gs", "calibration"), ["rows", "of"]].tolist() == [2, 11]
+    assert distances.loc[("as", "calibration"), "distance"] == pytest.approx(
+        (0.2 - 0.16) + (0.2 - 0.01)
     )
     written = pd.read_csv(tmp_path / "fingerprint.csv")
     assert list(written.columns) == COLUMNS and len(written) == len(rows) == 46
@@ -196,6 +202,7 @@ def test_paper_replay_then_table(converted, tmp_path):
         bootstrap={"bootstrap_resamples": 50},
         out_csv=str(tmp_path / "fingerprint.csv"),
         out_md=str(tmp_path / "fingerprint.md"),
+        out_distances=str(tmp_path / "distances.csv"),
     )
     assert set(rows["protocol"]) == {"paper"} and len(rows) == 23
     scored = rows[rows["TPR"].notna()]

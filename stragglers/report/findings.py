@@ -254,6 +254,28 @@ def _audit_statements(
     return lines
 
 
+def _fingerprint_statement(
+    sources: Sources, fingerprint: pd.DataFrame | None, dataset: str, files: dict[str, str]
+) -> list[str]:
+    """Each fingerprint set's distance to the paper's Table 3 (docs/fingerprint.md)."""
+    if fingerprint is None:
+        return []
+    rows = fingerprint[(fingerprint["dataset"] == dataset) & (fingerprint["rows"] > 0)]
+    parts = []
+    for row in rows.itertuples():
+        keys = {"dataset": dataset, "set": row.set}
+        distance = sources.quote(fingerprint, files["fingerprint"], keys, "distance")
+        parts.append(f"{row.set} {distance} ({row.rows} of {row.of} methods)")
+    if not parts:
+        return []
+    return [
+        "- Distance to the paper's Table 3 (the fingerprint: mean over a set's methods of "
+        "|TPR - paper TPR| + |FPR - paper FPR|; NURD and NURD-NC are the held-out set): "
+        + "; ".join(parts)
+        + "."
+    ]
+
+
 def findings_markdown(
     *,
     table3: pd.DataFrame,
@@ -265,6 +287,7 @@ def findings_markdown(
     files: dict[str, str],
     protocol: str,
     config_name: str,
+    fingerprint: pd.DataFrame | None = None,
 ) -> tuple[str, pd.DataFrame]:
     """The page and its sources (one row per quoted number)."""
     sources = Sources()
@@ -288,6 +311,7 @@ def findings_markdown(
         lines += _nurd_statement(sources, table3, comparisons, dataset, files)
         lines += _oracle_statement(sources, table3, dataset, files)
         lines += _jct_statements(sources, completion, policies, dataset, files)
+        lines += _fingerprint_statement(sources, fingerprint, dataset, files)
     audit_lines = _audit_statements(sources, audit, files)
     if audit_lines:
         lines += ["", "## Reproduction audit (paper's protocol to ours)", "", *audit_lines]
@@ -312,6 +336,7 @@ def write_findings(
     config_name: str,
     out_md: str,
     out_sources: str,
+    fingerprint: str | None = None,
 ) -> pd.DataFrame:
     """Read the tables, write the page and its sources; returns the sources."""
     from stragglers.io import write_csv_atomic, write_text_atomic
@@ -322,6 +347,7 @@ def write_findings(
         "completion": completion or "",
         "policies": policies or "",
         "audit": audit or "",
+        "fingerprint": fingerprint or "",
     }
     text, sources = findings_markdown(
         table3=pd.read_csv(table3),
@@ -333,6 +359,7 @@ def write_findings(
         files=files,
         protocol=protocol,
         config_name=config_name,
+        fingerprint=_read(fingerprint),
     )
     write_text_atomic(text, out_md)
     write_csv_atomic(sources, out_sources)

@@ -151,9 +151,13 @@ def write_fingerprint(
     rows: pd.DataFrame,
     out_csv: str,
     out_md: str,
+    out_distances: str,
     title: str,
     confidence_level: float | None = 0.95,
 ) -> pd.DataFrame:
+    """The rows (`out_csv`), the distance per dataset and set (`out_distances`, what the
+    findings page quotes) and the Markdown."""
     write_csv_atomic(rows, out_csv)
+    write_csv_atomic(fingerprint_distances(rows), out_distances)
     write_text_atomic(fingerprint_markdown(rows, title, confidence_level), out_md)
     return rows

@@ -64,6 +64,7 @@ def run_fingerprint_table(
     bootstrap: dict | None,
     out_csv: str,
     out_md: str,
+    out_distances: str,
 ) -> pd.DataFrame:
     """The run's fingerprint from its Table 3 (table3.csv: ours and our intervals) and the
     paper's numbers relabelled as Table 3 relabels them; `protocols`: dataset -> the protocol
@@ -77,6 +78,7 @@ def run_fingerprint_table(
         rows,
         out_csv,
         out_md,
+        out_distances,
         title=f"Table 3 fingerprint of this run (protocol {protocol_names})",
         confidence_level=bootstrap_settings(bootstrap)["confidence_level"],
     )
@@ -123,6 +125,7 @@ def paper_fingerprint_table(
     bootstrap: dict | None,
     out_csv: str,
     out_md: str,
+    out_distances: str,
 ) -> pd.DataFrame:
     """The `paper` fingerprint: Table 3's means and bootstrap intervals over jobs (the same
     functions, seeds and settings as rule table3) of the replays under `protocol: paper`."""
@@ -147,6 +150,7 @@ def paper_fingerprint_table(
         rows,
         out_csv,
         out_md,
+        out_distances,
         title="Table 3 fingerprint under protocol `paper` (`snakemake fingerprint`)",
         confidence_level=settings["confidence_level"],
     )

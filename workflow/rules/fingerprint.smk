@@ -27,6 +27,7 @@ rule fingerprint_table:
         paper=PAPER_TABLE3,
     output:
         csv="results/tables/fingerprint.csv",
+        distances="results/tables/fingerprint_distances.csv",
         md=report(
             "results/tables/fingerprint.md",
             caption="../report/fingerprint.rst",
@@ -80,6 +81,7 @@ rule fingerprint_paper_table:
         paper=PAPER_TABLE3,
     output:
         csv="results/fingerprint/fingerprint.csv",
+        distances="results/fingerprint/fingerprint_distances.csv",
         md=report(
             "results/fingerprint/fingerprint.md",
             caption="../report/fingerprint_paper.rst",

@@ -27,6 +27,7 @@ rule findings:
         completion="results/tables/completion_time.csv",
         policies="results/tables/policies.csv",
         audit=findings_audit_input,
+        fingerprint="results/tables/fingerprint_distances.csv",
     output:
         md=report("results/findings.md", caption="../report/findings.rst", category="Findings"),
         sources="results/findings.sources.csv",
