@@ -206,11 +206,11 @@ def protocol_job_metrics(
 
     plain = {k: v for k, v in replay.items() if k not in ("protocol", "overrides")}
     settings = ReplaySettings(**{**plain, "protocol": protocol})
-    jobs = list(iter_shard_jobs(converted_dir, kind, None, skip_tuning_jobs=tuning_jobs))
     frames = []
     for name, params in methods.items():
+        # the jobs read again per method, one at a time: memory holds one job, not the trace
         tasks, job_rows = run_method_on_jobs(
-            iter(jobs),
+            iter_shard_jobs(converted_dir, kind, None, skip_tuning_jobs=tuning_jobs),
             get_method(name),
             dict(params or {}),
             settings,
