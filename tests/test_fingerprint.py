@@ -21,6 +21,7 @@ from stragglers.rules.evaluate import paper_rows_for
 from stragglers.rules.fingerprint import (
     fingerprint_methods,
     fingerprint_replay,
+    fingerprint_target,
     paper_fingerprint_table,
     protocol_label,
     run_fingerprint_table,
@@ -131,6 +132,12 @@ def test_paper_numbers_are_table3s_and_only_mapped_kinds_count():
     assert len(joined) == len(rows) == 46
     for metric in ("TPR", "FPR", "F1"):
         assert (joined[f"paper_{metric}"] == joined[f"{metric}_published"]).all()
+
+
+def test_the_target_says_why_when_no_dataset_has_a_paper_row():
+    assert fingerprint_methods(PAPER, {"old": "alibaba-2017"}) == {}
+    with pytest.raises(ValueError, match="no dataset of this config has a counterpart"):
+        fingerprint_target({}, ["results/fingerprint/fingerprint.csv"])
 
 
 def test_protocol_label_names_overrides():
