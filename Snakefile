@@ -20,6 +20,7 @@ include: "workflow/rules/report.smk"
 include: "workflow/rules/audit.smk"
 include: "workflow/rules/launch.smk"
 include: "workflow/rules/sensitivity.smk"
+include: "workflow/rules/calibrate.smk"
 
 
 rule all:

@@ -26,6 +26,7 @@ FLOORS = [
     ["replay"],
     ["launch"],
     ["report"],
+    ["calibrate"],
     ["rules"],
 ]
 FLOOR = {stage: level for level, stages in enumerate(FLOORS) for stage in stages}
