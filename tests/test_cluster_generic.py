@@ -131,14 +131,19 @@ def run_snakemake(workdir: Path, config: Path, *args: str) -> None:
 
 
 # rules with inputs only: Snakemake runs them in the scheduler, never submits them
-TARGET_ONLY_RULES = {"all", "tuning", "audit", "sensitivity", "replicates"}
+TARGET_ONLY_RULES = {"all", "tuning", "audit", "sensitivity", "replicates", "calibrate"}
 # the reproduction audit is its own target (README), not part of the default run tested here;
 # its rules read the same converted files through the same input functions as predict;
 # download_trace is the download-only target (resources/download/<dataset>.done.json), which
 # conversion does not need: it reads the per-file download markers
 # the sensitivity map and the replicates (docs/sensitivity.md) are targets of their own too:
-# their traces are ordinary datasets run by the rules tested here
+# their traces are ordinary datasets run by the rules tested here; so is the generator's
+# calibration (docs/calibration.md; tests/test_calibrate_run.py)
 NOT_IN_DEFAULT_RUN = {
+    "calibration_propose",
+    "calibration_trial",
+    "calibration_tell",
+    "calibration_tables",
     "audit_variant",
     "audit_table",
     "download_trace",

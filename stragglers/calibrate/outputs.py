@@ -108,6 +108,7 @@ def method_rows(trials: pd.DataFrame, methods: list[str], paper: dict[str, dict]
                     {
                         "dataset": row["dataset"],
                         "settings": label,
+                        "distance": row["distance"],
                         "method": method,
                         "TPR": row.get(f"{method}_TPR"),
                         "FPR": row.get(f"{method}_FPR"),
@@ -148,7 +149,12 @@ def plot_methods(rows: pd.DataFrame, out: str | Path) -> None:
                 ax.scatter(x + offset, ours.reindex(methods).astype(float), **styles[label])
             ax.set_xticks(x, methods, rotation=45, ha="right")
             ax.set_ylim(-0.05, 1.05)
-            ax.set_title(f"{dataset}: {metric}")
+            distance = frame.groupby("settings")["distance"].first()
+            ax.set_title(
+                f"{dataset}: {metric} (distance {distance['start']:.3f} at the start, "
+                f"{distance['best']:.3f} at the best)",
+                fontsize="medium",
+            )
             ax.grid(axis="y", alpha=0.3)
     axes[0, 0].legend(loc="best", fontsize="small")
     fig.tight_layout()

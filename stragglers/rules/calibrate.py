@@ -21,6 +21,30 @@ def storage_path(dataset: str) -> str:
     return f"results/calibration/{dataset}/study.db"
 
 
+def round_folder(dataset: str, round_: int) -> str:
+    return f"results/calibration/{dataset}/round-{round_}"
+
+
+def previous_round(dataset: str, round_: int) -> list[str]:
+    """What proposing round `round_` waits for: the previous round told (nothing for round 0)."""
+    return [] if round_ == 0 else [f"{round_folder(dataset, round_ - 1)}/told.json"]
+
+
+def round_trials(dataset: str, round_: int, batch: int) -> list[str]:
+    return [f"{round_folder(dataset, round_)}/trial-{index}.json" for index in range(batch)]
+
+
+def last_rounds(calibration: dict) -> list[str]:
+    """Each dataset's last round told: the tables are written once every round is."""
+    if not calibration:
+        raise ValueError(
+            "config has no `calibration` section: `snakemake calibrate` has nothing to search "
+            "(docs/calibration.md)"
+        )
+    last = calibration["rounds"] - 1
+    return [f"{round_folder(d, last)}/told.json" for d in calibration["datasets"]]
+
+
 def search_params(config: dict, dataset: str) -> dict[str, Any]:
     """Everything a dataset's search rules need, from the config (a rule parameter, so a change
     reruns them; `rounds` is left out: raising it continues the same search)."""

@@ -4,34 +4,26 @@
 # the calibration methods under `protocol: paper`, the fingerprint distance), so a round's
 # trials run in parallel on the cores or through a cluster profile; the round is told in
 # trial order. Every trial is kept in results/calibration/<dataset>/study.db.
-from stragglers.rules.calibrate import search_params
+from stragglers.rules.calibrate import last_rounds, previous_round, round_trials, search_params
 
 CALIBRATION = config.get("calibration") or {}
+
+
+# the storage's readers and writers run where Snakemake runs, so on a cluster the SQLite file
+# is written by one process on one machine, never by compute nodes over a network file system
+localrules:
+    calibration_propose,
+    calibration_tell,
+    calibration_tables,
+    calibrate,
+
+
 CALIBRATION_DATASETS = list(CALIBRATION.get("datasets", []))
-
-
-def calibration_previous_round(wildcards):
-    round_ = int(wildcards.round)
-    if round_ == 0:
-        return []
-    return f"results/calibration/{wildcards.dataset}/round-{round_ - 1}/told.json"
-
-
-def calibration_trials(wildcards):
-    return [
-        f"results/calibration/{wildcards.dataset}/round-{wildcards.round}/trial-{index}.json"
-        for index in range(CALIBRATION["batch"])
-    ]
-
-
-def calibration_last_rounds():
-    last = CALIBRATION.get("rounds", 0) - 1
-    return [f"results/calibration/{d}/round-{last}/told.json" for d in CALIBRATION_DATASETS]
 
 
 rule calibration_propose:
     input:
-        calibration_previous_round,
+        lambda wc: previous_round(wc.dataset, int(wc.round)),
     output:
         "results/calibration/{dataset}/round-{round}/proposals.json",
     log:
@@ -57,7 +49,7 @@ rule calibration_trial:
     conda:
         "../../environment.yml"
     threads: 1
-    # measured (docs/calibration.md): 2 seeds x 5 jobs, 11 methods: about 45 CPU s, 400 MB
+    # measured (docs/calibration.md): 2 seeds x 5 jobs, 11 methods: 44-83 CPU s, 520-560 MB peak
     resources:
         mem_mb=1024,
         runtime=10,
@@ -70,7 +62,7 @@ rule calibration_trial:
 rule calibration_tell:
     input:
         proposals="results/calibration/{dataset}/round-{round}/proposals.json",
-        results=calibration_trials,
+        results=lambda wc: round_trials(wc.dataset, int(wc.round), CALIBRATION["batch"]),
     output:
         "results/calibration/{dataset}/round-{round}/told.json",
     log:
@@ -85,7 +77,7 @@ rule calibration_tell:
 
 rule calibration_tables:
     input:
-        calibration_last_rounds(),
+        lambda wc: last_rounds(CALIBRATION),
     output:
         trials="results/calibration/trials.csv",
         rounds_csv="results/calibration/rounds.csv",
