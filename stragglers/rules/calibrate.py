@@ -50,7 +50,9 @@ def search_params(config: dict, dataset: str) -> dict[str, Any]:
     reruns them; `rounds` is left out: raising it continues the same search)."""
     section = config["calibration"]
     ds = config["datasets"][dataset]
-    replay = dict(config["replay"])
+    # trials always replay under `protocol: paper`: the run's protocol and its overrides are not
+    # part of a search (a run under another protocol continues the same search)
+    replay = {k: v for k, v in config["replay"].items() if k not in ("protocol", "overrides")}
     return {
         "dataset": ds,
         "kind": ds["kind"],
