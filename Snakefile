@@ -21,6 +21,7 @@ include: "workflow/rules/audit.smk"
 include: "workflow/rules/fingerprint.smk"
 include: "workflow/rules/launch.smk"
 include: "workflow/rules/sensitivity.smk"
+include: "workflow/rules/calibrate.smk"
 
 
 rule all:

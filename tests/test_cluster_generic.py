@@ -131,15 +131,20 @@ def run_snakemake(workdir: Path, config: Path, *args: str) -> None:
 
 
 # rules with inputs only: Snakemake runs them in the scheduler, never submits them
-TARGET_ONLY_RULES = {"all", "tuning", "audit", "sensitivity", "replicates", "fingerprint"}
+TARGET_ONLY_RULES = {"all", "tuning", "audit", "sensitivity", "replicates", "fingerprint", "calibrate"}
 # the reproduction audit is its own target (README), not part of the default run tested here;
 # its rules read the same converted files through the same input functions as predict;
 # download_trace is the download-only target (resources/download/<dataset>.done.json), which
 # conversion does not need: it reads the per-file download markers
 # the sensitivity map and the replicates (docs/sensitivity.md) are targets of their own too:
 # their traces are ordinary datasets run by the rules tested here; so is the `paper`
-# fingerprint (docs/fingerprint.md), whose replay reads the files the audit reads
+# fingerprint (docs/fingerprint.md), whose replay reads the files the audit reads, and the
+# generator's calibration (docs/calibration.md; tests/test_calibrate_run.py)
 NOT_IN_DEFAULT_RUN = {
+    "calibration_propose",
+    "calibration_trial",
+    "calibration_tell",
+    "calibration_tables",
     "audit_variant",
     "audit_table",
     "fingerprint_replay",

@@ -26,6 +26,7 @@ FLOORS = [
     ["replay"],
     ["launch"],
     ["report"],
+    ["calibrate"],
     ["rules"],
 ]
 FLOOR = {stage: level for level, stages in enumerate(FLOORS) for stage in stages}
@@ -152,7 +153,7 @@ def test_checks_catch_a_cycle_and_an_upward_import():
         ["stragglers.rules.predict", "stragglers.replay.core", "stragglers.rules.predict"],
     )
     assert upward_imports(graph) == [
-        "stragglers.replay.core (replay, floor 4) imports stragglers.rules.predict (rules, floor 7)"
+        "stragglers.replay.core (replay, floor 4) imports stragglers.rules.predict (rules, floor 8)"
     ]
 
 

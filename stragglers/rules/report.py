@@ -44,6 +44,7 @@ Seed: {seed}.
 | `<dataset>/figures/reduction_limited_mean.png` | Figure 8/9 analogue |
 | `tables/reproduction_audit.md`, `.csv`, `figures/reproduction_audit.png` | (with `snakemake audit`) F1, TPR, FPR and JCT reductions of the audit methods from the paper's experiment (`replay.protocol: paper`) one rule at a time to `causal` (docs/protocols.md) |
 | `<dataset>/audit/<variant>.csv` | (with `snakemake audit`) one protocol variant's rows of that table |
+| `calibration/trials.csv`, `rounds.md`, `.csv`, `best_settings.yaml`, `methods.png`, `.csv` | (with `snakemake calibrate`) the generator's settings searched against the paper's Table 3 under `protocol: paper`: every trial, the distance per round, the best settings per dataset, ours against the paper per calibration method at the start and at the best (docs/calibration.md) |
 | `tables/policies.md`, `.csv` | Per method and mitigation policy (relaunch, speculative copy, speculative resume): JCT reduction, machine time relative to no mitigation, PoCD per deadline factor, the reduction's bootstrap interval over jobs (`reduction_lo`, `reduction_hi`); Markdown one table per dataset (unlimited machines), CSV long with every machine count |
 | `<dataset>/policies/<method>.parquet` | Per job, repeat, policy and machine count: baseline, mitigated and reference JCT, machine time with and without mitigation |
 | `<dataset>/policies/summary.csv` | The dataset's rows of `tables/policies.csv` |

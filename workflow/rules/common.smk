@@ -81,6 +81,11 @@ from stragglers.rules.sensitivity import check_sensitivity, derived_datasets
 check_sensitivity(config, available_methods())
 DERIVED_DATASETS = derived_datasets(config)
 
+# the generator's calibration (workflow/rules/calibrate.smk): knobs, ranges and seeds
+from stragglers.calibrate.settings import check_calibration
+
+check_calibration(config)
+
 
 wildcard_constraints:
     dataset="|".join(map(re.escape, DATASETS + list(DERIVED_DATASETS))),

@@ -1,0 +1,215 @@
+"""The search's outputs under results/calibration/ (docs/calibration.md): every trial, the
+distance per round, the best settings per dataset and ours against the paper per method at
+the starting settings and at the best.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from stragglers.calibrate.search import STUDY_NAME
+from stragglers.calibrate.settings import knob_type
+from stragglers.io import save_figure, write_csv_atomic, write_text_atomic
+from stragglers.report.tables import write_table
+
+
+def read_trials(dataset: str, storage_path: str | Path, knobs: list[str]) -> pd.DataFrame:
+    """Every trial of a dataset's storage, abandoned ones included (state FAIL, `abandoned`
+    says why): round, trial, settings, distance, seconds and each method's TPR/FPR/F1."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.load_study(study_name=STUDY_NAME, storage=f"sqlite:///{storage_path}")
+    rows = []
+    for t in study.get_trials(deepcopy=False):
+        attrs = dict(t.user_attrs)
+        rows.append(
+            {
+                "dataset": dataset,
+                "round": attrs.pop("round", None),
+                "trial": attrs.pop("index", None),
+                "number": t.number,
+                "state": t.state.name,
+                "abandoned": attrs.pop("abandoned", ""),
+                **{knob: t.params.get(knob) for knob in knobs},
+                "distance": t.value,
+                "rows_scored": attrs.pop("rows_scored", None),
+                "seconds": attrs.pop("seconds", None),
+                **{key.replace(" ", "_"): value for key, value in sorted(attrs.items())},
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def scored(trials: pd.DataFrame) -> pd.DataFrame:
+    return trials[(trials["state"] == "COMPLETE") & trials["distance"].notna()]
+
+
+def rounds_table(trials: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset and round: trials scored, the round's best and median distance and the best
+    so far."""
+    done = scored(trials)
+    per_round = (
+        done.groupby(["dataset", "round"], sort=True)["distance"]
+        .agg(trials="size", best="min", median="median")
+        .reset_index()
+    )
+    per_round["best_so_far"] = per_round.groupby("dataset")["best"].cummin()
+    per_round["round"] = per_round["round"].astype(int)
+    return per_round
+
+
+def best_trials(trials: pd.DataFrame) -> pd.DataFrame:
+    """Each dataset's trial of least distance (ties: the earliest)."""
+    done = scored(trials).sort_values(["dataset", "distance", "number"], kind="stable")
+    return done.groupby("dataset", sort=False).head(1)
+
+
+def start_trials(trials: pd.DataFrame) -> pd.DataFrame:
+    """Each dataset's first trial: the dataset's own settings (round 0, trial 0)."""
+    done = scored(trials)
+    return done[(done["round"] == 0) & (done["trial"] == 0)]
+
+
+def best_settings_yaml(trials: pd.DataFrame, knobs: list[str], datasets: dict[str, dict]) -> str:
+    """The best settings per dataset, shaped to paste as the dataset's `generator:` section
+    (its other configured settings kept); `datasets`: each dataset's config."""
+    lines = [
+        "# The calibration's best generator settings per dataset (docs/calibration.md):",
+        "# paste a dataset's `generator:` block over datasets.<name>.generator in the config.",
+    ]
+    documents = {}
+    for row in best_trials(trials).itertuples(index=False):
+        row = row._asdict()
+        dataset = datasets[row["dataset"]]
+        generator = dict(dataset.get("generator") or {})
+        for knob in knobs:
+            generator[knob] = knob_type(dataset["kind"], knob)(row[knob])
+        documents[row["dataset"]] = {
+            "distance": float(row["distance"]),
+            "round": int(row["round"]),
+            "trial": int(row["trial"]),
+            "generator": generator,
+        }
+    return "\n".join(lines) + "\n" + yaml.safe_dump(documents, sort_keys=False)
+
+
+def method_rows(trials: pd.DataFrame, methods: list[str], paper: dict[str, dict]) -> pd.DataFrame:
+    """Ours at the starting and at the best settings beside the paper, per dataset and method."""
+    frames = []
+    for label, chosen in (("start", start_trials(trials)), ("best", best_trials(trials))):
+        for row in chosen.to_dict("records"):
+            for method in methods:
+                frames.append(
+                    {
+                        "dataset": row["dataset"],
+                        "settings": label,
+                        "distance": row["distance"],
+                        "method": method,
+                        "TPR": row.get(f"{method}_TPR"),
+                        "FPR": row.get(f"{method}_FPR"),
+                        "paper_TPR": paper[row["dataset"]][method]["TPR"],
+                        "paper_FPR": paper[row["dataset"]][method]["FPR"],
+                    }
+                )
+    return pd.DataFrame(frames)
+
+
+def plot_methods(rows: pd.DataFrame, out: str | Path) -> None:
+    """Per dataset, TPR and FPR of each calibration method: the paper, ours at the starting
+    settings and ours at the best."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    datasets = list(dict.fromkeys(rows["dataset"]))
+    fig, axes = plt.subplots(
+        len(datasets), 2, figsize=(11, 3.2 * len(datasets)), squeeze=False, sharey=True
+    )
+    styles = {
+        "paper": {"marker": "s", "color": "black", "label": "paper (Table 3)"},
+        "start": {"marker": "o", "color": "tab:gray", "label": "ours, starting settings"},
+        "best": {"marker": "D", "color": "tab:blue", "label": "ours, best settings"},
+    }
+    for i, dataset in enumerate(datasets):
+        frame = rows[rows["dataset"] == dataset]
+        methods = list(dict.fromkeys(frame["method"]))
+        x = np.arange(len(methods))
+        for j, metric in enumerate(("TPR", "FPR")):
+            ax = axes[i, j]
+            paper = frame.drop_duplicates("method").set_index("method")[f"paper_{metric}"]
+            ax.scatter(x, paper.reindex(methods), **styles["paper"])
+            for offset, label in ((-0.15, "start"), (0.15, "best")):
+                ours = frame[frame["settings"] == label].set_index("method")[metric]
+                ax.scatter(x + offset, ours.reindex(methods).astype(float), **styles[label])
+            ax.set_xticks(x, methods, rotation=45, ha="right")
+            ax.set_ylim(-0.05, 1.05)
+            distance = frame.groupby("settings")["distance"].first()
+            ax.set_title(
+                f"{dataset}: {metric} (distance {distance['start']:.3f} at the start, "
+                f"{distance['best']:.3f} at the best)",
+                fontsize="medium",
+            )
+            ax.grid(axis="y", alpha=0.3)
+    axes[0, 0].legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    save_figure(fig, out)
+    plt.close(fig)
+
+
+ROUNDS_CAPTION = (
+    "One row per dataset and search round: `trials` scored in the round, the round's `best` "
+    "and `median` fingerprint distance of the calibration set under `protocol: paper` (mean "
+    "over the calibration methods of |TPR - paper TPR| + |FPR - paper FPR|, on the trial "
+    "seeds' small traces), and the `best_so_far` up to that round. Round 0's first trial is the "
+    "dataset's own generator settings. The default seed's data is never searched on: these "
+    "distances are the search's objective, not the fit's judgement (docs/calibration.md)."
+)
+
+
+def write_outputs(
+    *,
+    storages: dict[str, str],
+    knobs: list[str],
+    methods: list[str],
+    datasets: dict[str, dict],
+    out_trials: str,
+    out_rounds_csv: str,
+    out_rounds_md: str,
+    out_best: str,
+    out_methods_csv: str,
+    out_figure: str,
+) -> pd.DataFrame:
+    trials = pd.concat(
+        [read_trials(dataset, path, knobs) for dataset, path in storages.items()],
+        ignore_index=True,
+    )
+    write_csv_atomic(trials, out_trials)
+    write_table(
+        rounds_table(trials),
+        out_rounds_csv,
+        out_rounds_md,
+        "Calibration: fingerprint distance per round",
+        ROUNDS_CAPTION,
+        digits=4,
+    )
+    write_text_atomic(best_settings_yaml(trials, knobs, datasets), out_best)
+    rows = method_rows(trials, methods, _paper_rates(trials, methods))
+    write_csv_atomic(rows, out_methods_csv)
+    plot_methods(rows, out_figure)
+    return trials
+
+
+def _paper_rates(trials: pd.DataFrame, methods: list[str]) -> dict[str, dict]:
+    """The paper's TPR/FPR per dataset and method, as the trials recorded them."""
+    out: dict[str, dict] = {}
+    for row in scored(trials).groupby("dataset").head(1).to_dict("records"):
+        out[row["dataset"]] = {
+            m: {"TPR": row.get(f"{m}_paper_TPR"), "FPR": row.get(f"{m}_paper_FPR")} for m in methods
+        }
+    return out

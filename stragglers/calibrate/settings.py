@@ -1,0 +1,137 @@
+"""The `calibration` config section, checked when the workflow loads (docs/calibration.md).
+
+Every mistake stops the run before any job, naming the setting: a knob that is not a setting
+of the dataset's generator, a range the generator would reject, a trial seed equal to the seed
+the fit is judged on, a method outside the calibration set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import typing
+from dataclasses import fields
+from typing import Any
+
+from stragglers.evaluate.fingerprint import CALIBRATION_SET
+
+# The run's default seed: its data is where the fitted settings are judged, so no trial may
+# generate from it, whatever the config's own `seed` is.
+DEFAULT_SEED = 20220301
+# Knobs the search does not own: the trial size and the seed come from the section itself.
+RESERVED_KNOBS = ("n_jobs", "seed")
+GENERATED_KINDS = ("google-2011", "alibaba-2018")
+
+
+def generator_class(kind: str):
+    """The generator config class of a dataset kind."""
+    from stragglers.traces.generate import AlibabaGeneratorConfig, GoogleGeneratorConfig
+
+    classes = {"google-2011": GoogleGeneratorConfig, "alibaba-2018": AlibabaGeneratorConfig}
+    if kind not in classes:
+        raise ValueError(f"no generator for dataset kind {kind!r}; generated: {list(classes)}")
+    return classes[kind]
+
+
+def knob_type(kind: str, knob: str) -> type:
+    """int or float: how a knob is proposed (the generator field's type)."""
+    cls = generator_class(kind)
+    hints = typing.get_type_hints(cls)
+    return int if hints[knob] is int else float
+
+
+def active_calibration(config: dict) -> dict:
+    return config.get("calibration") or {}
+
+
+def _fail(where: str, message: str) -> None:
+    raise ValueError(f"config calibration.{where}: {message}")
+
+
+def check_calibration(config: dict) -> None:
+    """Check the section against the datasets and their generators; raises naming the setting."""
+    section = active_calibration(config)
+    if not section:
+        return
+    forbidden = {DEFAULT_SEED, int(config["seed"])}
+    for seed in section["seeds"]:
+        if int(seed) in forbidden:
+            _fail(
+                "seeds",
+                f"{seed} is the seed the fitted settings are judged on (the run's seed "
+                f"{config['seed']} and the default {DEFAULT_SEED} are never searched on)",
+            )
+    if len(set(section["seeds"])) != len(section["seeds"]):
+        _fail("seeds", f"repeated seed in {section['seeds']}")
+    for method in section["methods"]:
+        if method not in CALIBRATION_SET:
+            _fail(
+                "methods",
+                f"{method} is not in the calibration set {list(CALIBRATION_SET)} "
+                "(stragglers/evaluate/fingerprint.py): the search fits those rows only",
+            )
+    for dataset in section["datasets"]:
+        ds = config["datasets"].get(dataset)
+        if ds is None:
+            _fail("datasets", f"{dataset} is not a configured dataset: {list(config['datasets'])}")
+        if ds["source"] != "generate" or ds["kind"] not in GENERATED_KINDS:
+            _fail("datasets", f"{dataset} is not generated (source generate, a generated kind)")
+        generator_seed = (ds.get("generator") or {}).get("seed")
+        if generator_seed is not None and int(generator_seed) in section["seeds"]:
+            _fail("seeds", f"{generator_seed} is dataset {dataset}'s own generator seed")
+        cls = generator_class(ds["kind"])
+        known = {f.name for f in fields(cls)}
+        for knob, bounds in section["knobs"].items():
+            where = f"knobs.{knob}"
+            if knob in RESERVED_KNOBS:
+                _fail(where, "set by the section itself (n_jobs, seeds), not searched")
+            if knob not in known:
+                _fail(where, f"not a setting of {cls.__name__} ({dataset}); known: {sorted(known)}")
+            low, high = bounds["low"], bounds["high"]
+            if not low < high:
+                _fail(where, f"low {low} must be below high {high}")
+            if bounds.get("log") and low <= 0:
+                _fail(where, f"a log range needs low > 0, got {low}")
+            if knob_type(ds["kind"], knob) is int and not (
+                float(low).is_integer() and float(high).is_integer()
+            ):
+                _fail(where, f"{knob} is an integer setting; bounds {low}, {high} must be whole")
+            start = start_settings(ds, section["knobs"])
+            for value in (low, high):
+                try:
+                    cls.from_dict({**(ds.get("generator") or {}), **start, knob: value})
+                except ValueError as error:
+                    _fail(where, f"{value} is outside what the generator accepts: {error}")
+
+
+def start_settings(dataset: dict, knobs: dict[str, dict]) -> dict[str, Any]:
+    """The dataset's configured value of each knob (its generator's default where unset),
+    clipped into the knob's range: the search's first trial."""
+    generator = dataset.get("generator") or {}
+    cls = generator_class(dataset["kind"])
+    defaults = {f.name: f.default for f in fields(cls)}
+    start = {}
+    for knob, bounds in knobs.items():
+        if knob not in defaults:
+            continue
+        value = generator.get(knob, defaults[knob])
+        start[knob] = min(max(value, bounds["low"]), bounds["high"])
+    return start
+
+
+def search_fingerprint(section: dict, dataset: dict, replay: dict) -> str:
+    """A digest of everything that decides a search's trials (not `rounds`: raising the budget
+    continues the same search). The storage records it and refuses another config's trials."""
+    decisive = {
+        "knobs": section["knobs"],
+        "seeds": section["seeds"],
+        "n_jobs": section["n_jobs"],
+        "batch": section["batch"],
+        "sampler_seed": section["sampler_seed"],
+        "startup_trials": section["startup_trials"],
+        "methods": section["methods"],
+        "dataset": dataset,
+        "replay": replay,
+    }
+    text = json.dumps(decisive, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -1,0 +1,196 @@
+"""The `calibration` config section's load-time checks and the search's seeded rounds
+(stragglers/calibrate; docs/calibration.md), without a Snakemake run."""
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from stragglers.calibrate import search
+from stragglers.calibrate.settings import (
+    DEFAULT_SEED,
+    check_calibration,
+    search_fingerprint,
+    start_settings,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def default_config() -> dict:
+    """The default config as the workflow sees it: validated, the schema's defaults filled."""
+    from snakemake.utils import validate
+
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    validate(config, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
+    return config
+
+
+def with_calibration(**changes) -> dict:
+    config = default_config()
+    config["calibration"].update(changes)
+    return config
+
+
+def test_default_calibration_section_passes():
+    check_calibration(default_config())
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"seeds": [101, DEFAULT_SEED]}, "calibration.seeds: 20220301 is the seed"),
+        ({"knobs": {"signature_strengthh": {"low": 0, "high": 1}}}, "knobs.signature_strengthh"),
+        ({"knobs": {"n_jobs": {"low": 5, "high": 10}}}, "knobs.n_jobs: set by the section"),
+        ({"knobs": {"feature_noise": {"low": 2.0, "high": 1.0}}}, "low 2.0 must be below high"),
+        ({"knobs": {"decoy_fraction": {"low": 0.0, "high": 1.5}}}, "1.5 is outside what the"),
+        ({"knobs": {"feature_noise": {"low": 0.0, "high": 1.0, "log": True}}}, "log range"),
+        ({"knobs": {"max_tasks": {"low": 150, "high": 300.5}}}, "integer setting"),
+        ({"methods": ["PCA", "NURD"]}, "NURD is not in the calibration set"),
+        ({"datasets": ["nowhere"]}, "nowhere is not a configured dataset"),
+    ],
+)
+def test_bad_calibration_config_is_refused(changes, message):
+    with pytest.raises(ValueError, match="config calibration") as error:
+        check_calibration(with_calibration(**changes))
+    assert message in str(error.value)
+
+
+def test_the_runs_own_seed_is_refused_too():
+    config = with_calibration(seeds=[7])
+    config["seed"] = 7
+    with pytest.raises(ValueError, match="calibration.seeds: 7"):
+        check_calibration(config)
+
+
+def test_a_bad_section_stops_the_workflow_at_load(tmp_path):
+    config = with_calibration(seeds=[DEFAULT_SEED])
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(ROOT / "Snakefile"),
+            "--directory",
+            str(tmp_path),
+            "--configfile",
+            str(path),
+            "--replace-workflow-config",
+            "-n",
+            "calibrate",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode != 0
+    assert "calibration.seeds: 20220301" in run.stdout + run.stderr
+
+
+def test_start_settings_are_the_datasets_own_clipped_into_range():
+    config = default_config()
+    dataset = copy.deepcopy(config["datasets"]["google-synthetic"])
+    dataset["generator"]["signature_strength"] = 9.0
+    knobs = {
+        "signature_strength": {"low": 0.0, "high": 4.0},
+        "feature_noise": {"low": 0.5, "high": 2.0},
+    }
+    assert start_settings(dataset, knobs) == {"signature_strength": 4.0, "feature_noise": 1.0}
+
+
+KNOBS = {"signature_strength": {"low": 0.0, "high": 3.0}, "max_tasks": {"low": 150, "high": 400}}
+
+
+def propose(tmp_path, round_, name="study.db", out="p.json", fingerprint="f"):
+    return search.propose_round(
+        storage_path=tmp_path / name,
+        fingerprint=fingerprint,
+        kind="google-2011",
+        knobs=KNOBS,
+        start={"signature_strength": 1.0, "max_tasks": 400},
+        round_=round_,
+        batch=3,
+        sampler_seed=4,
+        startup_trials=2,
+        out=tmp_path / out,
+    )
+
+
+def tell(tmp_path, round_, proposals, name="study.db"):
+    results = [
+        {
+            "settings": p["settings"],
+            "distance": abs(p["settings"]["signature_strength"] - 2.0),
+            "seconds": 1.0,
+            "rows_scored": 1,
+            "methods": {},
+        }
+        for p in proposals
+    ]
+    return search.tell_round(
+        storage_path=tmp_path / name,
+        fingerprint="f",
+        round_=round_,
+        sampler_seed=4,
+        startup_trials=2,
+        proposals={"trials": proposals},
+        results=results,
+        out=tmp_path / f"told-{round_}.json",
+    )
+
+
+def test_rounds_are_seeded_repeatable_and_start_from_the_datasets_settings(tmp_path):
+    first = propose(tmp_path, 0)
+    assert first[0]["settings"] == {"signature_strength": 1.0, "max_tasks": 400}
+    assert all(isinstance(p["settings"]["max_tasks"], int) for p in first)
+    assert propose(tmp_path, 0) == first  # asked once: proposing again reads the storage
+    tell(tmp_path, 0, first)
+    tell(tmp_path, 0, first)  # told once: a second tell after a restart changes nothing
+    second = propose(tmp_path, 1)
+    # a second storage with the same config proposes the same trials
+    again = propose(tmp_path, 0, name="other.db", out="q.json")
+    tell(tmp_path, 0, again, name="other.db")
+    assert propose(tmp_path, 1, name="other.db", out="q.json") == second
+    assert json.loads((tmp_path / "p.json").read_text())["trials"] == second
+
+
+def test_a_round_cut_short_while_asked_is_asked_again_the_same(tmp_path):
+    import optuna
+
+    reference = propose(tmp_path, 0, name="ref.db")
+    study, _ = search.open_study(tmp_path / "cut.db", "f", 4, 0, startup_trials=2)
+    study.enqueue_trial(reference[0]["settings"])
+    trial = study.ask(search.distributions("google-2011", KNOBS))
+    trial.set_user_attr("round", 0)
+    trial.set_user_attr("index", 0)  # killed here, before the round's other asks
+    resumed = propose(tmp_path, 0, name="cut.db")
+    assert [p["settings"] for p in resumed] == [p["settings"] for p in reference]
+    states = [
+        t.state
+        for t in optuna.load_study(
+            study_name=search.STUDY_NAME, storage=f"sqlite:///{tmp_path / 'cut.db'}"
+        ).trials
+    ]
+    assert states[0] == optuna.trial.TrialState.FAIL  # kept, marked abandoned
+
+
+def test_a_storage_of_another_config_is_refused(tmp_path):
+    propose(tmp_path, 0)
+    with pytest.raises(ValueError, match="another calibration config"):
+        propose(tmp_path, 0, fingerprint="g")
+
+
+def test_the_search_fingerprint_ignores_the_number_of_rounds():
+    config = default_config()
+    section, dataset = config["calibration"], config["datasets"]["google-synthetic"]
+    section.setdefault("sampler_seed", 0)
+    base = search_fingerprint(section, dataset, config["replay"])
+    assert search_fingerprint({**section, "rounds": 99}, dataset, config["replay"]) == base
+    assert search_fingerprint({**section, "seeds": [1]}, dataset, config["replay"]) != base

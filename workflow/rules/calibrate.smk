@@ -1,0 +1,109 @@
+# The generator's calibration (`snakemake --cores N calibrate`, docs/calibration.md): per
+# generated dataset in calibration.datasets, a static chain of rounds. Round r's proposals
+# (asked of Optuna, seeded) need round r-1 told; each proposal is one trial job (small traces,
+# the calibration methods under `protocol: paper`, the fingerprint distance), so a round's
+# trials run in parallel on the cores or through a cluster profile; the round is told in
+# trial order. Every trial is kept in results/calibration/<dataset>/study.db.
+from stragglers.rules.calibrate import last_rounds, previous_round, round_trials, search_params
+
+CALIBRATION = config.get("calibration") or {}
+
+
+# the storage's readers and writers run where Snakemake runs, so on a cluster the SQLite file
+# is written by one process on one machine, never by compute nodes over a network file system
+localrules:
+    calibration_propose,
+    calibration_tell,
+    calibration_tables,
+    calibrate,
+
+
+CALIBRATION_DATASETS = list(CALIBRATION.get("datasets", []))
+
+
+rule calibration_propose:
+    input:
+        lambda wc: previous_round(wc.dataset, int(wc.round)),
+    output:
+        "results/calibration/{dataset}/round-{round}/proposals.json",
+    log:
+        "logs/calibration/{dataset}/round-{round}/propose.log",
+    conda:
+        "../../environment.yml"
+    params:
+        search=lambda wc: search_params(config, wc.dataset),
+    script:
+        "../../scripts/calibration_propose.py"
+
+
+rule calibration_trial:
+    input:
+        proposals="results/calibration/{dataset}/round-{round}/proposals.json",
+        paper=workflow.source_path("../../stragglers/data/paper_table3.csv"),
+    output:
+        "results/calibration/{dataset}/round-{round}/trial-{trial}.json",
+    log:
+        "logs/calibration/{dataset}/round-{round}/trial-{trial}.log",
+    benchmark:
+        "benchmarks/calibration/{dataset}/round-{round}/trial-{trial}.tsv"
+    conda:
+        "../../environment.yml"
+    threads: 1
+    # measured (docs/calibration.md): 2 seeds x 5 jobs, 11 methods: 44-83 CPU s, 520-560 MB peak
+    resources:
+        mem_mb=1024,
+        runtime=10,
+    params:
+        search=lambda wc: search_params(config, wc.dataset),
+    script:
+        "../../scripts/calibration_trial.py"
+
+
+rule calibration_tell:
+    input:
+        proposals="results/calibration/{dataset}/round-{round}/proposals.json",
+        results=lambda wc: round_trials(wc.dataset, int(wc.round), CALIBRATION["batch"]),
+    output:
+        "results/calibration/{dataset}/round-{round}/told.json",
+    log:
+        "logs/calibration/{dataset}/round-{round}/tell.log",
+    conda:
+        "../../environment.yml"
+    params:
+        search=lambda wc: search_params(config, wc.dataset),
+    script:
+        "../../scripts/calibration_tell.py"
+
+
+rule calibration_tables:
+    input:
+        lambda wc: last_rounds(CALIBRATION),
+    output:
+        trials="results/calibration/trials.csv",
+        rounds_csv="results/calibration/rounds.csv",
+        rounds_md=report(
+            "results/calibration/rounds.md",
+            caption="../report/calibration_rounds.rst",
+            category="Calibration",
+        ),
+        best="results/calibration/best_settings.yaml",
+        methods_csv="results/calibration/methods.csv",
+        figure=report(
+            "results/calibration/methods.png",
+            caption="../report/calibration_methods.rst",
+            category="Calibration",
+        ),
+    log:
+        "logs/calibration/tables.log",
+    conda:
+        "../../environment.yml"
+    params:
+        calibration=CALIBRATION,
+        datasets={d: config["datasets"][d] for d in CALIBRATION_DATASETS},
+    script:
+        "../../scripts/calibration_tables.py"
+
+
+rule calibrate:
+    input:
+        rules.calibration_tables.output,
