@@ -217,7 +217,7 @@ def run_paper_protocol(
     from stragglers.formats.datasets import last_columns
     from stragglers.formats.jobs import iter_shard_jobs
     from stragglers.formats.predictions import KEYS
-    from stragglers.methods import get_method
+    from stragglers.methods import get_method, method_entry
     from stragglers.replay.core import ReplaySettings
     from stragglers.replay.runner import run_method_on_jobs
 
@@ -229,14 +229,16 @@ def run_paper_protocol(
     jobs = list(iter_shard_jobs(converted_dir, kind, None))
     frames = []
     for name in chosen:
+        method, params = method_entry(name, method_params.get(name))
         tasks, job_rows = run_method_on_jobs(
             iter(jobs),
-            get_method(name),
-            dict(method_params.get(name) or {}),
+            get_method(method),
+            params,
             settings,
             last_columns(kind),
             seed,
             dataset,
+            label=name,
         )
         metrics = evaluate.job_metrics(tasks, job_rows).merge(
             timing.timing_job_metrics(tasks, job_rows, validated=True), on=KEYS, how="left"
