@@ -234,7 +234,7 @@ def run_paper_protocol(
             get_method(name),
             dict(method_params.get(name) or {}),
             settings,
-            last_columns(kind),
+            last_columns(kind, converted_dir),
             seed,
             dataset,
         )
