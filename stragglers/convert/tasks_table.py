@@ -61,14 +61,14 @@ KIND = "tasks-table"
 
 
 def reserved_columns() -> set[str]:
-    """Column names the conversion makes, which a usage measurement may not take."""
+    """Column names the conversion makes, which a usage measurement may not take
+    (machine_load is made only without a usage table: a usage table may measure it)."""
     machine_state = [f.column for kind in MACHINE_STATE_BY_KIND.values() for f in kind]
     return {
         *WINDOW_COLUMNS,
         *TASK_FACT_COLUMNS,
         EVICTIONS_SO_FAR,
         FAILURES_SO_FAR,
-        MACHINE_LOAD,
         *machine_state,
         *launch_columns(machine_state),
         "task_key",

@@ -51,10 +51,14 @@ def column_schema(table: str) -> dict[str, Any]:
     row = full["$defs"][TABLES[table]]
 
     def as_array(item):
-        return item if isinstance(item, bool) else {"type": "array", "items": item}
+        if isinstance(item, bool):
+            return item
+        if "$ref" in item:  # inlined: a referenced definition costs a function call per cell
+            name = item["$ref"].removeprefix("#/$defs/")
+            item = {**full["$defs"][name], **{k: v for k, v in item.items() if k != "$ref"}}
+        return {"type": "array", "items": item}
 
     return {
-        "$defs": full["$defs"],
         "type": "object",
         "required": row["required"],
         "properties": {name: as_array(item) for name, item in row["properties"].items()},
