@@ -174,12 +174,14 @@ def _usage_windows(
     usage_path: Path,
     attempts: pd.DataFrame,
     tasks: pd.DataFrame,
+    every_attempt: pd.DataFrame,
     report: ConversionReport,
 ) -> pd.DataFrame:
     """The usage rows of kept tasks inside their life, keyed by task_key, with the attempt's
-    row (`attempt_row`, into `attempts`) for its requests."""
+    row (`attempt_row`, into `attempts`) for its requests. A row naming an attempt the tasks
+    table does not have is an error."""
     known = usage.merge(
-        attempts[["job_id", "task_id", "attempt"]].assign(_known=True),
+        every_attempt[["job_id", "task_id", "attempt"]].assign(_known=True),
         on=["job_id", "task_id", "attempt"],
         how="left",
     )
@@ -287,7 +289,7 @@ def spill_tasks_table(
     attempts = _attempts_of_kept(every_attempt, tasks)
     with_machine = "machine_id" in _raw_columns(tasks_path)
     if usage is not None:
-        windows = _usage_windows(usage, usage_path, attempts, tasks, report)
+        windows = _usage_windows(usage, usage_path, attempts, tasks, every_attempt, report)
         measures = table_format.measurement_columns(usage.columns)
     else:
         windows = _grid_task_windows(

@@ -237,7 +237,9 @@ def read_tasks(path: Path | str) -> pd.DataFrame:
                 else ""
             ),
             "speculative": (
-                frame["speculative"].fillna(False).astype(bool) if "speculative" in frame else False
+                np.array([value is True for value in frame["speculative"]])
+                if "speculative" in frame
+                else False
             ),
         }
     )
