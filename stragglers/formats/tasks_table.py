@@ -192,7 +192,7 @@ def validate(frame: pd.DataFrame, table: str, path: Path) -> pd.DataFrame:
             missing = [c for c in required if c not in frame.columns]
             raise TaskTableError(
                 f"{path}: column {', '.join(missing) or '?'} missing (a {table} table needs "
-                f"{', '.join(required)}; {error.message})"
+                f"{', '.join(required)})"
             ) from None
         column, row = path_parts[0], int(path_parts[1])
         raise TaskTableError(
