@@ -338,3 +338,43 @@ def test_snakemake_on_a_task_table(tmp_path):
     assert set(rows.index) >= {"NURD", "Elapsed", "LATE", "Oracle"}
     assert rows["F1"].notna().all()
     assert rows.loc["Oracle", "F1"] == 1.0
+
+
+def test_docs_spark_recipe_writes_a_valid_table(tmp_path, monkeypatch):
+    """The by-hand Spark recipe of docs/your-own-trace.md, run on a small event log: a stage
+    whose task 1 got a speculative copy (the copy won, the original was killed)."""
+    page = (ROOT / "docs" / "your-own-trace.md").read_text()
+    blocks = page.split("```python\n")[1:]
+    recipe = next(block.split("```")[0] for block in blocks if "SparkListenerTaskEnd" in block)
+
+    def task_end(index, attempt, launch, finish, reason, speculative=False, host="h1"):
+        info = {"Index": index, "Attempt": attempt, "Launch Time": launch}
+        info |= {"Finish Time": finish, "Host": host, "Speculative": speculative}
+        return {
+            "Event": "SparkListenerTaskEnd",
+            "Stage ID": 3,
+            "Stage Attempt ID": 0,
+            "Task End Reason": {"Reason": reason},
+            "Task Info": info,
+        }
+
+    events = [
+        {"Event": "SparkListenerApplicationStart", "App Name": "test"},
+        task_end(0, 0, 1_000, 2_500, "Success"),
+        task_end(1, 1, 4_000, 5_000, "Success", speculative=True, host="h2"),
+        task_end(1, 0, 1_000, 5_001, "TaskKilled"),
+        task_end(2, 0, 1_200, 1_900, "ExceptionFailure"),
+        task_end(2, 1, 2_000, 3_000, "Success"),
+    ]
+    (tmp_path / "eventlogs").mkdir()
+    log = tmp_path / "eventlogs" / "app-20240101000000-0001"
+    log.write_text("".join(json.dumps(event) + "\n" for event in events))
+    (tmp_path / "my-trace").mkdir()
+    monkeypatch.chdir(tmp_path)
+    exec(compile(recipe, "docs/your-own-trace.md", "exec"), {})
+    summary = convert(tmp_path / "my-trace", tmp_path / "out", min_tasks=3, window_seconds=0.5)
+    assert summary["counts"]["tasks_kept"] == 3
+    job = only_job(tmp_path / "out")
+    assert job.job_id == "3.0"
+    assert job.latency.tolist() == [1.5, 4.0, 1.8]  # task 1: from the original's launch
+    assert job.machine_id.tolist() == ["h1", "h2", "h1"] and job.failures.tolist() == [0, 0, 1]
