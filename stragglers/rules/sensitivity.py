@@ -235,7 +235,7 @@ def run_paper_protocol(
             get_method(method),
             params,
             settings,
-            last_columns(kind),
+            last_columns(kind, converted_dir),
             seed,
             dataset,
             label=name,
