@@ -52,6 +52,7 @@ ALIBABA_MACHINE_ARCHIVES = {
 TASK_TABLE_KIND = (
     "tasks-table"  # a folder with tasks.* and usage.* (stragglers/formats/tasks_table.py)
 )
+SPARK_KIND = "spark-eventlog"  # a folder of Spark event logs (stragglers/convert/spark_eventlog.py)
 GOOGLE_TABLES_NEEDED = {
     "google-2011": ["task_events", "task_usage"],
     "google-2011-events": ["task_events"],
@@ -80,6 +81,8 @@ class RawLayout:
             return [self.tables["task_events"]]
         if self.kind == TASK_TABLE_KIND:
             return [self.tables["tasks"]]
+        if self.kind == SPARK_KIND:
+            return [self.tables["eventlogs"]]
         return [self.tables["batch_instance"]]
 
     @functools.cached_property
@@ -110,6 +113,11 @@ def raw_layout(kind: str, dataset_config: dict[str, Any], raw_dir: str | None) -
     parts_per_job = int((dataset_config.get("convert") or {}).get("parts_per_job", 1))
     if kind == TASK_TABLE_KIND:
         return RawLayout(kind, task_table_files(source, raw_dir), parts_per_job)
+    if kind == SPARK_KIND:
+        from stragglers.convert.spark_eventlog import event_log_entries
+
+        _local_only(kind, source, "a folder of event logs")
+        return RawLayout(kind, {"eventlogs": event_log_entries(raw_dir)}, parts_per_job)
     if kind in ALIBABA_KINDS:
         # one part: the table inside the tarball (or an extracted CSV found at run time); a
         # download lists every archive it fetches (the machine tables' too)
@@ -157,11 +165,7 @@ def task_table_files(source: str, raw_dir: str | None) -> dict[str, list[str]]:
     """A task table's files, found when the DAG is built: `tasks` (one of tasks.csv,
     tasks.csv.gz, tasks.parquet) and the optional `usage`; a missing tasks table or two
     versions of one are errors naming the folder, before anything runs."""
-    if source != "local":
-        raise ValueError(
-            f"dataset kind {TASK_TABLE_KIND}: a task table is read from a folder (source: "
-            f"local, raw_dir: <folder>), not source: {source}"
-        )
+    _local_only(TASK_TABLE_KIND, source, "a task table")
     from stragglers.formats.tasks_table import find_table
 
     tables = {"tasks": [find_table(raw_dir, "tasks").name]}
@@ -169,6 +173,14 @@ def task_table_files(source: str, raw_dir: str | None) -> dict[str, list[str]]:
     if usage is not None:
         tables["usage"] = [usage.name]
     return tables
+
+
+def _local_only(kind: str, source: str, what: str) -> None:
+    if source != "local":
+        raise ValueError(
+            f"dataset kind {kind}: {what} is read from a folder (source: local, raw_dir: "
+            f"<folder>), not source: {source}"
+        )
 
 
 def machine_tables_wanted(download: dict[str, Any]) -> bool:
@@ -334,6 +346,18 @@ def convert_part(
             min_tasks=min_tasks,
             grid_origin=float(grid.get("grid_origin", 600.0)),
             window_seconds=float(grid.get("checkpoint_interval", 300.0)),
+        )
+    elif kind == SPARK_KIND:
+        from stragglers.convert.spark_eventlog import spill_spark_eventlog
+
+        report = spill_spark_eventlog(
+            check_parts_present(raw_dir, parts),
+            out_dir,
+            dataset=dataset,
+            n_shards=n_shards,
+            min_tasks=min_tasks,
+            grid_origin=float(grid.get("grid_origin", 0.0)),
+            window_seconds=float(grid.get("checkpoint_interval", 1.0)),
         )
     elif kind in ALIBABA_KINDS:
         report = convert.spill_alibaba(

@@ -42,6 +42,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from stragglers.convert.common import _cleaning_up_on_failure
+
 log = logging.getLogger(__name__)
 
 KIND = "spark-eventlog"
@@ -213,10 +215,30 @@ def iter_lines(path: Path) -> Iterator[bytes]:
 # --- finding the logs -----------------------------------------------------------------------
 
 
+def event_log_entries(folder: Path | str) -> list[str]:
+    """The event logs in a folder, by name: single files and rolling folders
+    (`eventlog_v2_<app id>/`); hidden files, checksums and other folders are skipped. None is
+    an error naming the folder (the workflow asks this when it loads)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise EventLogError(f"{folder}: not a folder of Spark event logs")
+    entries = [
+        child.name
+        for child in sorted(folder.iterdir())
+        if not child.name.startswith((".", "_"))
+        and not child.name.endswith(".crc")
+        and (child.is_file() or child.name.startswith(ROLLING_PREFIX))
+    ]
+    if not entries:
+        raise EventLogError(
+            f"{folder}: no Spark event log (a file, or a folder {ROLLING_PREFIX}<app id>/)"
+        )
+    return entries
+
+
 def log_files(paths) -> list[list[Path]]:
     """One list of files per application, in reading order: a rolling folder's parts sorted by
-    their index, a single file alone. A folder that is not a rolling log is searched (not
-    recursively below rolling folders) for both; hidden files and checksums are skipped."""
+    their index, a single file alone, a folder's event logs (event_log_entries) each so."""
     apps: list[list[Path]] = []
     for raw in [paths] if isinstance(paths, (str, Path)) else paths:
         path = Path(raw)
@@ -232,12 +254,7 @@ def log_files(paths) -> list[list[Path]]:
                 raise EventLogError(f"{path}: a rolling event log folder with no events_<n>_ part")
             apps.append([p for _, p in parts])
         elif path.is_dir():
-            for child in sorted(path.iterdir()):
-                if child.name.startswith((".", "_")) or child.name.endswith(".crc"):
-                    continue
-                if child.is_dir() and not child.name.startswith(ROLLING_PREFIX):
-                    continue
-                apps.extend(log_files([child]))
+            apps.extend(log_files([path / name for name in event_log_entries(path)]))
         else:
             apps.append([path])
     return apps
@@ -356,6 +373,64 @@ def write_task_table(paths, out: Path | str) -> dict[str, int]:
     write_parquet_atomic(table, out / "tasks.parquet")
     log.info("%s: %s", out / "tasks.parquet", counts)
     return counts
+
+
+def _with_counts(summary: dict[str, Any], logs, counts: dict[str, int]) -> dict[str, Any]:
+    """The task-table stage's report, naming the event-log files read (not the temporary
+    table) and adding what they held."""
+    summary["files_read"] = [str(p) for files in log_files(logs) for p in files]
+    summary["counts"] = dict(
+        sorted({**summary["counts"], **{f"spark_{k}": v for k, v in counts.items()}}.items())
+    )
+    return summary
+
+
+def spill_spark_eventlog(logs: list[Path], spill_dir: Path | str, **task_table) -> dict:
+    """The `convert_part` stage of a spark-eventlog dataset: the logs as a task table (in a
+    temporary folder), then the task table's own stage (spill_tasks_table; `task_table`: its
+    keyword arguments)."""
+    import tempfile
+
+    from stragglers.convert.tasks_table import spill_tasks_table
+
+    with tempfile.TemporaryDirectory(prefix="spark-task-table-") as folder:
+        counts = write_task_table(logs, folder)
+        summary = spill_tasks_table(folder, spill_dir, **task_table)
+    return _with_counts(summary, logs, counts)
+
+
+@_cleaning_up_on_failure
+def convert_spark_eventlog(
+    logs,
+    out_dir: Path | str,
+    *,
+    dataset: str,
+    n_shards: int,
+    min_tasks: int = 100,
+    grid_origin: float = 0.0,
+    window_seconds: float = 1.0,
+) -> dict:
+    """Event logs -> the converted layout in `out_dir`, in one process, as convert_tasks_table
+    (written under `<out_dir>.tmp`, renamed only when complete)."""
+    from stragglers.convert.gather import _convert_in_one_process
+
+    paths = [Path(p) for p in ([logs] if isinstance(logs, (str, Path)) else logs)]
+    return _convert_in_one_process(
+        Path(out_dir),
+        KIND,
+        dataset,
+        n_shards,
+        min_tasks,
+        spill=lambda folder: spill_spark_eventlog(
+            paths,
+            folder,
+            dataset=dataset,
+            n_shards=n_shards,
+            min_tasks=min_tasks,
+            grid_origin=grid_origin,
+            window_seconds=window_seconds,
+        ),
+    )
 
 
 if __name__ == "__main__":

@@ -123,7 +123,8 @@ FEATURES_BY_KIND = {
 # Kinds converted from a task table (stragglers/formats/tasks_table.py): their features are
 # the table's own columns (request_*, the usage measurements or the machine load, then EV and
 # FL), so they are known only once converted: the manifest's metadata lists them.
-TASK_TABLE_KINDS = ("tasks-table",)
+# spark-eventlog: Spark event logs, read into a task table first (stragglers/convert/spark_eventlog.py)
+TASK_TABLE_KINDS = ("tasks-table", "spark-eventlog")
 EVICTIONS_SO_FAR = "evictions_so_far"
 FAILURES_SO_FAR = "failures_so_far"
 MACHINE_LOAD = "machine_load"

@@ -136,4 +136,15 @@ def convert_trace(
             grid_origin=float(grid.get("grid_origin", 600.0)),
             window_seconds=float(grid.get("checkpoint_interval", 300.0)),
         )
+    if kind == "spark-eventlog":
+        from stragglers.convert.spark_eventlog import convert_spark_eventlog
+
+        grid = grid or {}
+        return convert_spark_eventlog(
+            raw_dir,
+            out_dir,
+            **common,
+            grid_origin=float(grid.get("grid_origin", 0.0)),
+            window_seconds=float(grid.get("checkpoint_interval", 1.0)),
+        )
     raise ValueError(f"no converter for dataset kind {kind!r}")
