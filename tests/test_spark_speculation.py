@@ -139,3 +139,25 @@ def test_a_label_names_the_rows_and_seeds_the_method():
     # Spark 3's lower multiplier and quantile flag at least as many tasks as Spark 4's
     flagged = {label: int(t["flagged"].sum()) for label, (t, _) in runs.items()}
     assert flagged["Spark 3 speculation"] >= flagged["Spark-speculation"]
+
+
+@pytest.mark.parametrize(
+    "methods,message",
+    [
+        ("{a/b: {method: LATE}}", "cannot name a folder of results/"),
+        (
+            "{Spark 2: {method: Spark-speculation, multipler: 2}}",
+            "method Spark-speculation: unknown parameter 'multipler'; known: executor_slots, "
+            "min_task_runtime, multiplier, quantile, task_duration_threshold "
+            "(config methods.Spark 2)",
+        ),
+        ("{Spark 2: {method: Spark}}", "config methods: unknown method(s) ['Spark']"),
+    ],
+)
+def test_the_workflow_checks_labelled_entries_when_it_loads(tmp_path, methods, message):
+    from test_config_params import DEFAULT, dry_run
+
+    dry = dry_run(tmp_path, *DEFAULT, "--config", f"methods={methods}")
+    assert dry.returncode != 0
+    assert message in dry.stdout, dry.stdout[-2000:]
+    assert "Building DAG of jobs" not in dry.stdout
