@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from stragglers.convert.layout import raw_layout
-from stragglers.convert.tasks_table import convert_tasks_table
+from stragglers.convert.tasks_table import convert_tasks_table, count_at_or_before
 from stragglers.formats.datasets import dataset_features, last_columns
 from stragglers.formats.jobs import iter_shard_jobs, read_manifest
 from stragglers.formats.tasks_table import TaskTableError
@@ -74,6 +74,14 @@ def only_job(out: Path):
     jobs = list(iter_shard_jobs(out, "tasks-table", None))
     assert len(jobs) == 1
     return jobs[0]
+
+
+def test_count_at_or_before_against_a_loop():
+    rng = np.random.default_rng(0)
+    event_key, event_time = rng.integers(0, 5, 200), rng.integers(0, 20, 200) / 2
+    key, time = rng.integers(0, 6, 300), rng.integers(0, 20, 300) / 2
+    expected = [np.sum((event_key == k) & (event_time <= t)) for k, t in zip(key, time)]
+    assert count_at_or_before(event_key, event_time, key, time).tolist() == expected
 
 
 def test_hand_computed_conversion(tmp_path):
