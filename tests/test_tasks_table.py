@@ -386,3 +386,15 @@ def test_docs_spark_recipe_writes_a_valid_table(tmp_path, monkeypatch):
     assert job.job_id == "3.0"
     assert job.latency.tolist() == [1.5, 4.0, 1.8]  # task 1: from the original's launch
     assert job.machine_id.tolist() == ["h1", "h2", "h1"] and job.failures.tolist() == [0, 0, 1]
+
+
+def test_docs_page_shows_every_column_of_the_schema():
+    from stragglers.formats.tasks_table import schema
+
+    page = (ROOT / "docs" / "your-own-trace.md").read_text()
+    for definition in ("task_attempt", "usage_window"):
+        row = schema()["$defs"][definition]
+        assert f"`{definition}`" in page
+        for column in [*row["properties"], *row.get("patternProperties", {})]:
+            shown = column.removeprefix("^") + ("<name>" if column.startswith("^") else "")
+            assert f"`{shown}`" in page, (definition, column)
