@@ -398,3 +398,12 @@ def test_docs_page_shows_every_column_of_the_schema():
         for column in [*row["properties"], *row.get("patternProperties", {})]:
             shown = column.removeprefix("^") + ("<name>" if column.startswith("^") else "")
             assert f"`{shown}`" in page, (definition, column)
+
+
+def test_a_date_column_is_not_seconds(tmp_path):
+    frame = attempts_frame()
+    frame["start_time"] = pd.to_datetime(frame["start_time"], unit="s")
+    path = write(frame, tmp_path / "raw", suffix=".parquet")
+    with pytest.raises(TaskTableError, match="row 1, column start_time: Timestamp") as error:
+        convert(tmp_path / "raw", tmp_path / "out")
+    assert str(path) in str(error.value) and not (tmp_path / "out").exists()

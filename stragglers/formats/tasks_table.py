@@ -157,7 +157,8 @@ def _typed(values: pd.Series, kind: str | None) -> pd.Series:
     stays as it was, so that the validator reports it. Missing cells become None."""
     present = values.notna()
     out = values.astype(object)
-    if kind in ("number", "integer"):
+    if kind in ("number", "integer") and values.dtype.kind not in "mM":
+        # (a date or duration column is not seconds: left as it is, the validator refuses it)
         parsed = pd.to_numeric(values, errors="coerce")
         out = out.where(present & parsed.isna(), parsed.astype(object))
         if kind == "integer":
