@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from stragglers.convert.layout import raw_layout
-from stragglers.convert.tasks_table import convert_tasks_table
+from stragglers.convert.tasks_table import convert_tasks_table, count_at_or_before
 from stragglers.formats.datasets import dataset_features, last_columns
 from stragglers.formats.jobs import iter_shard_jobs, read_manifest
 from stragglers.formats.tasks_table import TaskTableError
@@ -74,6 +74,14 @@ def only_job(out: Path):
     jobs = list(iter_shard_jobs(out, "tasks-table", None))
     assert len(jobs) == 1
     return jobs[0]
+
+
+def test_count_at_or_before_against_a_loop():
+    rng = np.random.default_rng(0)
+    event_key, event_time = rng.integers(0, 5, 200), rng.integers(0, 20, 200) / 2
+    key, time = rng.integers(0, 6, 300), rng.integers(0, 20, 300) / 2
+    expected = [np.sum((event_key == k) & (event_time <= t)) for k, t in zip(key, time)]
+    assert count_at_or_before(event_key, event_time, key, time).tolist() == expected
 
 
 def test_hand_computed_conversion(tmp_path):
@@ -378,3 +386,24 @@ def test_docs_spark_recipe_writes_a_valid_table(tmp_path, monkeypatch):
     assert job.job_id == "3.0"
     assert job.latency.tolist() == [1.5, 4.0, 1.8]  # task 1: from the original's launch
     assert job.machine_id.tolist() == ["h1", "h2", "h1"] and job.failures.tolist() == [0, 0, 1]
+
+
+def test_docs_page_shows_every_column_of_the_schema():
+    from stragglers.formats.tasks_table import schema
+
+    page = (ROOT / "docs" / "your-own-trace.md").read_text()
+    for definition in ("task_attempt", "usage_window"):
+        row = schema()["$defs"][definition]
+        assert f"`{definition}`" in page
+        for column in [*row["properties"], *row.get("patternProperties", {})]:
+            shown = column.removeprefix("^") + ("<name>" if column.startswith("^") else "")
+            assert f"`{shown}`" in page, (definition, column)
+
+
+def test_a_date_column_is_not_seconds(tmp_path):
+    frame = attempts_frame()
+    frame["start_time"] = pd.to_datetime(frame["start_time"], unit="s")
+    path = write(frame, tmp_path / "raw", suffix=".parquet")
+    with pytest.raises(TaskTableError, match="row 1, column start_time: Timestamp") as error:
+        convert(tmp_path / "raw", tmp_path / "out")
+    assert str(path) in str(error.value) and not (tmp_path / "out").exists()

@@ -112,7 +112,6 @@ def task_outcomes(attempts: pd.DataFrame, report: ConversionReport) -> pd.DataFr
     first_finish = finished[~several].set_index(key)
     tasks["task_end"] = first_finish["end_time"]
     tasks["machine_id"] = first_finish["machine_id"]
-    tasks["finished_attempt"] = first_finish["attempt"]
     running = attempts[attempts["status"] == ""].groupby(key, sort=False).size()
     tasks["running"] = running.reindex(tasks.index).fillna(0).to_numpy() > 0
     outcome = np.where(
