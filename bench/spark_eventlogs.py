@@ -95,7 +95,7 @@ def run_app(master: str, log_dir: Path, layout: str, quick: bool) -> None:
         .config("spark.eventLog.dir", log_dir.resolve().as_uri())
         .config("spark.speculation", "true")
         .config("spark.speculation.interval", "100ms")
-        # Spark 3's settings: speculative copies come sooner than with Spark 4's 3 / 0.9
+        # Spark 3's multiplier and a low quantile: copies sooner than with Spark 4's 3 / 0.9
         .config("spark.speculation.multiplier", "1.5")
         .config("spark.speculation.quantile", "0.5")
         .config("spark.executor.memory", "512m")
