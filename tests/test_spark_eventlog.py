@@ -134,6 +134,23 @@ def test_conversion_features_are_known_at_launch(tmp_path):
     assert not Path(f"{out}.tmp").exists()
 
 
+def test_a_log_still_being_written(tmp_path):
+    """An `.inprogress` log cut in the middle of a line: the complete lines are read, and the
+    attempts whose end event is not written yet are running (no end, no status)."""
+    text = _plain_log().read_bytes()
+    cut = text.index(b'"SparkListenerTaskEnd"', len(text) // 2) + 40
+    (tmp_path / "app-1.inprogress").write_bytes(text[:cut])
+    table, counts = read_event_logs(tmp_path)
+    whole, _ = read_event_logs([_plain_log()])
+    assert counts["applications"] == 1 and 0 < len(table) <= len(whole)
+    keys = ["job_id", "task_id", "attempt", "start_time"]
+    pd.testing.assert_frame_equal(table[keys], whole[keys].iloc[: len(table)])
+    running = table["status"].isna().to_numpy()
+    assert running.any() and table.loc[running, "end_time"].isna().all()
+    ended = whole.iloc[: len(table)][~running]
+    assert (table[~running]["status"].to_numpy() == ended["status"].to_numpy()).all()
+
+
 def test_lzf_by_hand():
     # a literal run "abc" (control 2: 3 bytes), then a back-reference: control 0b001_00000
     # (length 1 + 2 = 3, offset high bits 0) and offset byte 2: from 2 + 1 = 3 bytes back

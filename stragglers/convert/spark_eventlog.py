@@ -208,7 +208,8 @@ def iter_lines(path: Path) -> Iterator[bytes]:
         raise
     except Exception as error:  # a corrupt stream: name the file
         raise EventLogError(f"{path}: cannot be read ({type(error).__name__}: {error})") from None
-    if rest:
+    # an application still running (`.inprogress`) may end in a line being written: not an event
+    if rest and not path.name.endswith(".inprogress"):
         yield rest
 
 
