@@ -296,3 +296,29 @@ def test_dag_of_a_download_scatters_per_file_part_and_shard(tmp_path):
         "input:" in line and machine_marker in line and "task_events" in line
         for line in run.stdout.splitlines()
     )
+
+
+@pytest.mark.parametrize("with_usage", [False, True])
+def test_task_table_scattered_equals_single_process(tmp_path, with_usage):
+    from test_tasks_table import generated_task_table
+
+    raw = generated_task_table(tmp_path / "raw", seed=4)
+    if with_usage:  # a usage table: each finished task sampled once over its life
+        tasks = pd.read_csv(raw / "tasks.csv")
+        done = tasks[tasks["status"] == "finished"]
+        usage = done[["job_id", "task_id", "attempt"]].assign(
+            window_start=done["start_time"], window_end=done["end_time"], cpu=done["request_cpu"]
+        )
+        usage.to_parquet(raw / "usage.parquet", index=False)
+    config = {"kind": "tasks-table", "n_shards": 3, "min_tasks": 50}
+    config["replay"] = {"grid_origin": 0, "checkpoint_interval": 10}
+    single = run_single("tasks-table", raw, tmp_path / "single", config)
+    scattered, _, layout = run_scattered("tasks-table", raw, tmp_path / "work", config)
+    expected = ["tasks.csv", "usage.parquet"] if with_usage else ["tasks.csv"]
+    assert layout.groups == [["tasks.csv"]] and layout.group_inputs(0) == expected
+    assert_same_conversion(single, scattered)
+    from stragglers.formats.datasets import feature_columns
+
+    features = feature_columns("tasks-table", scattered)
+    assert features == feature_columns("tasks-table", single)
+    assert ("cpu" in features) == with_usage and ("machine_load" in features) != with_usage

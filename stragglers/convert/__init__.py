@@ -10,5 +10,6 @@ from stragglers import flat_api
 
 # the flat API: every public name of these modules, loaded on first use
 __getattr__ = flat_api(
-    __name__, ("common", "google", "google_events", "alibaba", "gather", "one_process")
+    __name__,
+    ("common", "google", "google_events", "alibaba", "gather", "one_process", "tasks_table"),
 )

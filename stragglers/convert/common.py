@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from stragglers.convert import machines
 from stragglers.formats import raw as schema
+from stragglers.formats.datasets import FEATURES_METADATA_KEY, TASK_TABLE_KINDS
 from stragglers.formats.jobs import (
     MANIFEST_WORKLOAD_COLUMNS,
     TASK_FACT_COLUMNS,
@@ -187,6 +188,10 @@ LOOKUP_FILE = "trace_key_lookup.npz"
 REPORT_FILE = "report.json"
 
 
+# a task-table stage report's feature columns (write_manifest puts them in the manifest)
+FEATURES_KEY = "features"
+
+
 def _assign_shards(tasks: pd.DataFrame, n_shards: int) -> pd.DataFrame:
     """task_key = row position; jobs dealt round-robin to shards in job id order."""
     tasks["task_key"] = np.arange(len(tasks), dtype=np.int64)
@@ -242,6 +247,14 @@ def write_manifest(
     if kind in ALIBABA_LAYOUTS:
         manifest = manifest.sort_values("job_id", ignore_index=True)
     summary = merge_reports(dataset, reports)
+    table = pa.Table.from_pandas(manifest, preserve_index=False)
+    if kind in TASK_TABLE_KINDS:
+        # a task table's features are its own columns: the stage that read it reports them
+        features = next(piece[FEATURES_KEY] for piece in reports if FEATURES_KEY in piece)
+        summary[FEATURES_KEY] = features
+        table = table.replace_schema_metadata(
+            {**(table.schema.metadata or {}), FEATURES_METADATA_KEY: json.dumps(features)}
+        )
     kept = {
         "jobs_kept": len(manifest),
         "tasks_kept": int(manifest["n_tasks"].sum()) if len(manifest) else 0,
@@ -250,7 +263,7 @@ def write_manifest(
         kept["windows_kept"] = int(manifest["n_windows"].sum()) if len(manifest) else 0
     summary["counts"] = dict(sorted({**summary["counts"], **kept}.items()))
     out_dir.mkdir(parents=True, exist_ok=True)
-    write_atomic(out_dir / "manifest.parquet", lambda path: manifest.to_parquet(path, index=False))
+    write_atomic(out_dir / "manifest.parquet", lambda path: pq.write_table(table, path))
     write_atomic(out_dir / REPORT_FILE, lambda path: _write_report(path, summary))
     log.info("converted %s: %s", dataset, summary["counts"])
     return summary

@@ -27,6 +27,7 @@ from stragglers.convert.google import (
     google_task_table,
     read_spilled_shard,
 )
+from stragglers.formats.datasets import TASK_TABLE_KINDS
 from stragglers.formats.jobs import manifest_columns
 
 
@@ -60,7 +61,8 @@ def gather_shard(
             tasks = tasks[tasks["shard"].to_numpy() == shard]
             if kind == "google-2011":
                 windows, tasks = add_machine_usage(windows, tasks, spill_dirs, report)
-            task_table = google_task_table(tasks)
+            # a task table's spill holds the facts in the converted format already
+            task_table = tasks if kind in TASK_TABLE_KINDS else google_task_table(tasks)
             rows = _write_shard_jobs(
                 windows,
                 shard,
@@ -92,7 +94,7 @@ def _convert_in_one_process(
     staging = _fresh_staging(out_dir)
     reports = [prepared_report] if prepared_report else []
     reports.append(spill(staging / "_spill"))
-    if tasks_path is None and kind == "google-2011-events":
+    if tasks_path is None and (kind == "google-2011-events" or kind in TASK_TABLE_KINDS):
         tasks_path = staging / "_spill" / TASKS_FILE
     manifests = []
     for shard in range(n_shards):

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stragglers.formats.datasets import TASK_TABLE_KINDS
 from stragglers.formats.raw import GOOGLE_MACHINE_EVENTS_PART, google_part_name
 from stragglers.io import dump_json, write_parquet_atomic
 
@@ -48,6 +49,10 @@ ALIBABA_MACHINE_ARCHIVES = {
         "machine_usage": ("machine_usage.tar.gz", "machine_usage_sha256"),
     },
 }
+TASK_TABLE_KIND = (
+    "tasks-table"  # a folder with tasks.* and usage.* (stragglers/formats/tasks_table.py)
+)
+SPARK_KIND = "spark-eventlog"  # a folder of Spark event logs (stragglers/convert/spark_eventlog.py)
 GOOGLE_TABLES_NEEDED = {
     "google-2011": ["task_events", "task_usage"],
     "google-2011-events": ["task_events"],
@@ -74,6 +79,10 @@ class RawLayout:
             ]
         if self.kind == "google-2011-events":
             return [self.tables["task_events"]]
+        if self.kind == TASK_TABLE_KIND:
+            return [self.tables["tasks"]]
+        if self.kind == SPARK_KIND:
+            return [self.tables["eventlogs"]]
         return [self.tables["batch_instance"]]
 
     @functools.cached_property
@@ -93,6 +102,8 @@ class RawLayout:
         files = self.groups[group]
         if self.kind == "google-2011-events" or self.kind in ALIBABA_KINDS:
             files = files + self.machine_files
+        if self.kind == TASK_TABLE_KIND:
+            files = files + self.tables.get("usage", [])
         return files
 
 
@@ -100,6 +111,13 @@ def raw_layout(kind: str, dataset_config: dict[str, Any], raw_dir: str | None) -
     """The raw files a dataset will have, from its config (and, for `local`, its folder)."""
     source = dataset_config["source"]
     parts_per_job = int((dataset_config.get("convert") or {}).get("parts_per_job", 1))
+    if kind == TASK_TABLE_KIND:
+        return RawLayout(kind, task_table_files(source, raw_dir), parts_per_job)
+    if kind == SPARK_KIND:
+        from stragglers.convert.spark_eventlog import event_log_entries
+
+        _local_only(kind, source, "a folder of event logs")
+        return RawLayout(kind, {"eventlogs": event_log_entries(raw_dir)}, parts_per_job)
     if kind in ALIBABA_KINDS:
         # one part: the table inside the tarball (or an extracted CSV found at run time); a
         # download lists every archive it fetches (the machine tables' too)
@@ -141,6 +159,28 @@ def raw_layout(kind: str, dataset_config: dict[str, Any], raw_dir: str | None) -
                 str(path.relative_to(raw_dir)) for path in convert.list_parts(Path(raw_dir), table)
             ]
     return RawLayout(kind, tables, parts_per_job)
+
+
+def task_table_files(source: str, raw_dir: str | None) -> dict[str, list[str]]:
+    """A task table's files, found when the DAG is built: `tasks` (one of tasks.csv,
+    tasks.csv.gz, tasks.parquet) and the optional `usage`; a missing tasks table or two
+    versions of one are errors naming the folder, before anything runs."""
+    _local_only(TASK_TABLE_KIND, source, "a task table")
+    from stragglers.formats.tasks_table import find_table
+
+    tables = {"tasks": [find_table(raw_dir, "tasks").name]}
+    usage = find_table(raw_dir, "usage", required=False)
+    if usage is not None:
+        tables["usage"] = [usage.name]
+    return tables
+
+
+def _local_only(kind: str, source: str, what: str) -> None:
+    if source != "local":
+        raise ValueError(
+            f"dataset kind {kind}: {what} is read from a folder (source: local, raw_dir: "
+            f"<folder>), not source: {source}"
+        )
 
 
 def machine_tables_wanted(download: dict[str, Any]) -> bool:
@@ -296,6 +336,29 @@ def convert_part(
             window_seconds=float(grid.get("checkpoint_interval", 300.0)),
             machine_event_parts=check_parts_present(raw_dir, list(machine_event_parts)),
         )
+    elif kind == TASK_TABLE_KIND:
+        check_parts_present(raw_dir, parts)
+        report = convert.spill_tasks_table(
+            raw_dir,
+            out_dir,
+            dataset=dataset,
+            n_shards=n_shards,
+            min_tasks=min_tasks,
+            grid_origin=float(grid.get("grid_origin", 600.0)),
+            window_seconds=float(grid.get("checkpoint_interval", 300.0)),
+        )
+    elif kind == SPARK_KIND:
+        from stragglers.convert.spark_eventlog import spill_spark_eventlog
+
+        report = spill_spark_eventlog(
+            check_parts_present(raw_dir, parts),
+            out_dir,
+            dataset=dataset,
+            n_shards=n_shards,
+            min_tasks=min_tasks,
+            grid_origin=float(grid.get("grid_origin", 0.0)),
+            window_seconds=float(grid.get("checkpoint_interval", 1.0)),
+        )
     elif kind in ALIBABA_KINDS:
         report = convert.spill_alibaba(
             raw_dir,
@@ -331,7 +394,7 @@ def gather(
     tasks_path = None
     if kind == "google-2011":
         tasks_path = Path(prepared_dir) / convert.TASKS_FILE
-    elif kind == "google-2011-events":
+    elif kind == "google-2011-events" or kind in TASK_TABLE_KINDS:
         tasks_path = Path(spill_dirs[0]) / convert.TASKS_FILE
     manifest, report = convert.gather_shard(
         [Path(p) for p in spill_dirs],

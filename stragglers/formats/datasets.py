@@ -120,6 +120,54 @@ FEATURES_BY_KIND = {
     "alibaba-2017": ALIBABA_FEATURES,
 }
 
+# Kinds converted from a task table (stragglers/formats/tasks_table.py): their features are
+# the table's own columns (request_*, the usage measurements or the machine load, then EV and
+# FL), so they are known only once converted: the manifest's metadata lists them.
+# spark-eventlog: Spark event logs, read into a task table first (stragglers/convert/spark_eventlog.py)
+TASK_TABLE_KINDS = ("tasks-table", "spark-eventlog")
+EVICTIONS_SO_FAR = "evictions_so_far"
+FAILURES_SO_FAR = "failures_so_far"
+MACHINE_LOAD = "machine_load"
+FEATURES_METADATA_KEY = b"stragglers.features"
+
+
+def task_table_features(columns: list[str]) -> tuple[Feature, ...]:
+    """A task table's feature columns -> Features: EV and FL take the latest window's value
+    (counts so far), every other column the duration-weighted mean."""
+    names = {EVICTIONS_SO_FAR: "EV", FAILURES_SO_FAR: "FL"}
+    return tuple(Feature(c, names.get(c, c), "last" if c in names else "mean") for c in columns)
+
+
+def dataset_features(kind: str, converted_dir=None) -> tuple[Feature, ...]:
+    """The features of a dataset of `kind`: the kind's own, or for a task-table kind those
+    its conversion wrote into the manifest of `converted_dir`."""
+    if kind in FEATURES_BY_KIND:
+        return FEATURES_BY_KIND[kind]
+    if kind not in TASK_TABLE_KINDS:
+        raise ValueError(f"unknown dataset kind {kind!r}; known kinds: {known_kinds()}")
+    if converted_dir is None:
+        raise ValueError(
+            f"dataset kind {kind!r}: its features are its task table's columns, read from "
+            "its converted folder's manifest; none was given"
+        )
+    import json
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    path = Path(converted_dir) / "manifest.parquet"
+    metadata = pq.read_schema(path).metadata or {}
+    if FEATURES_METADATA_KEY not in metadata:
+        raise ValueError(
+            f"{path}: no feature list in its metadata (a {kind} conversion writes one); "
+            "rebuild the conversion"
+        )
+    return task_table_features(json.loads(metadata[FEATURES_METADATA_KEY]))
+
+
+def known_kinds() -> list[str]:
+    return sorted([*FEATURES_BY_KIND, *TASK_TABLE_KINDS])
+
 
 # The state of the machine a task runs on (stragglers.convert.machines: every job's attempts on it and
 # the machine_events table), per window at the window's end, and per task just before it
@@ -216,22 +264,20 @@ MACHINE_STATE_BY_KIND = {
     "google-2011-events": GOOGLE_MACHINE_STATE,
     "alibaba-2018": ALIBABA_MACHINE_STATE,
     "alibaba-2017": (),  # the 2017 trace's machine tables are not converted
+    **{kind: () for kind in TASK_TABLE_KINDS},  # a task table has no machine table
 }
 
 
 def machine_state_columns(kind: str) -> list[str]:
-    feature_columns(kind)  # the same error for an unknown kind
+    if kind not in MACHINE_STATE_BY_KIND:
+        raise ValueError(f"unknown dataset kind {kind!r}; known kinds: {known_kinds()}")
     return [f.column for f in MACHINE_STATE_BY_KIND[kind]]
 
 
-def feature_columns(kind: str) -> list[str]:
-    try:
-        return [f.column for f in FEATURES_BY_KIND[kind]]
-    except KeyError:
-        raise ValueError(
-            f"unknown dataset kind {kind!r}; known kinds: {sorted(FEATURES_BY_KIND)}"
-        ) from None
+def feature_columns(kind: str, converted_dir=None) -> list[str]:
+    """`converted_dir`: needed for a task-table kind (see `dataset_features`)."""
+    return [f.column for f in dataset_features(kind, converted_dir)]
 
 
-def last_columns(kind: str) -> np.ndarray:
-    return np.array([f.aggregation == "last" for f in FEATURES_BY_KIND[kind]])
+def last_columns(kind: str, converted_dir=None) -> np.ndarray:
+    return np.array([f.aggregation == "last" for f in dataset_features(kind, converted_dir)])

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from stragglers.formats.datasets import FEATURES_BY_KIND, machine_state_columns
+from stragglers.formats.datasets import TASK_TABLE_KINDS, feature_columns, machine_state_columns
 
 WINDOW_COLUMNS = ["task", "window_start", "window_end", "available_from"]
 # per-task facts, repeated on each of the task's window rows of a converted job file
@@ -67,6 +67,7 @@ MANIFEST_WORKLOAD_COLUMNS = {
     "google-2011-events": ["workload_user", "workload_scheduling_class"],
     "alibaba-2018": ["workload_task_type", "workload_task_family"],
     "alibaba-2017": [],
+    **{kind: [] for kind in TASK_TABLE_KINDS},
 }
 
 
@@ -250,7 +251,7 @@ def iter_shard_jobs(
     """Jobs of one shard (None: all shards), without the tuning jobs, or only `only_jobs`;
     with `machine_state`, the kind's machine state columns too."""
     manifest = read_manifest(converted_dir)
-    features = [f.column for f in FEATURES_BY_KIND[kind]]
+    features = feature_columns(kind, converted_dir)
     machine = machine_state_columns(kind) if machine_state else []
     selected = manifest if shard is None else manifest[manifest["shard"] == shard]
     if only_jobs is not None:

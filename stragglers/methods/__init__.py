@@ -38,6 +38,7 @@ __all__ = [
     "declared_params",
     "get_method",
     "load_method_dirs",
+    "method_entry",
 ]
 
 _external: dict[str, type[Method]] = {}
@@ -141,6 +142,31 @@ def check_method_params(name: str, params: dict | None) -> dict[str, object]:
     parameter and what it takes. The same check the constructor runs, without importing the
     method (the workflow checks the config with it when it loads)."""
     return merged_params(f"method {name}", declared_params(name), params)
+
+
+def method_entry(label: str, entry: dict | None) -> tuple[str, dict]:
+    """The method a config `methods` entry runs and that method's parameters.
+
+    An entry is `<method name>: {parameters}`, or `<label>: {method: <method name>,
+    parameters}`, which runs the named method under the label (one method under several
+    settings in one run, each its own row: `Spark 3 speculation: {method: Spark-speculation,
+    multiplier: 1.5, quantile: 0.75}`). The label is the method's name in every output and a
+    folder of results/, so it may not hold a slash, and may not be another method's name."""
+    params = dict(entry or {})
+    name = params.pop("method", label)
+    if not isinstance(name, str):
+        raise ValueError(f"config methods.{label}: 'method' must be a method's name, got {name!r}")
+    if not label or "/" in label or "\\" in label or label != label.strip() or label[0] == ".":
+        raise ValueError(
+            f"config methods: {label!r} cannot name a folder of results/ (no slash or "
+            "backslash, no leading dot, no surrounding spaces)"
+        )
+    if name != label and label in available_methods():
+        raise ValueError(
+            f"config methods.{label}: the label is the name of another method; "
+            f"choose a label that is not a method's name to run {name!r}"
+        )
+    return name, params
 
 
 @cache

@@ -280,7 +280,10 @@ class LASER(Method):
                 if len(_earlier_examples) >= _EARLIER_CACHE_SIZE:
                     _earlier_examples.pop(next(iter(_earlier_examples)))
                 _earlier_examples[key] = earlier_job_examples(
-                    history.load(job_id, time), last_columns(history.kind), fractions, with_progress
+                    history.load(job_id, time),
+                    last_columns(history.kind, history.converted_dir),
+                    fractions,
+                    with_progress,
                 )
             x, y = _earlier_examples[key]
             inputs.append(x)

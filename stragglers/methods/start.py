@@ -300,7 +300,7 @@ class Start(StartMLE):
             job = history.load(job_id, time)
             checkpoints = history.checkpoints(
                 job,
-                last_columns(history.kind),
+                last_columns(history.kind, history.converted_dir),
                 float(self.params["start_fraction"]),
                 float(self.job.checkpoint_interval),
                 float(self.job.grid_origin),

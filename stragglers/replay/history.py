@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from stragglers.formats.datasets import FEATURES_BY_KIND, machine_state_columns
+from stragglers.formats.datasets import feature_columns, known_kinds, machine_state_columns
 from stragglers.formats.jobs import Job, read_job
 from stragglers.replay.core import ReplaySettings
 from stragglers.replay.wallclock import iterate_checkpoints
@@ -37,7 +37,7 @@ class JobHistory:
         missing = [c for c in ("job_id", "path", "job_start", "job_end") if c not in manifest]
         if missing:
             raise ValueError(f"JobHistory: manifest lacks columns {missing}")
-        if kind not in FEATURES_BY_KIND:
+        if kind not in known_kinds():
             raise ValueError(f"JobHistory: unknown dataset kind {kind!r}")
         frame = manifest.copy()
         frame["job_id"] = frame["job_id"].astype(str)
@@ -49,7 +49,7 @@ class JobHistory:
         self._path = dict(zip(self.manifest["job_id"], self.manifest["path"]))
         self.converted_dir = Path(converted_dir)
         self.kind = kind
-        self.feature_names = [f.column for f in FEATURES_BY_KIND[kind]]
+        self.feature_names = feature_columns(kind, converted_dir)
         # jobs are read with the machine's state for methods that use it
         self.machine_state = machine_state_columns(kind) if machine_state else []
         self.cache_size = int(cache_size)

@@ -148,7 +148,7 @@ def dataset_predictability(
     ids = sorted(read_manifest(converted_dir)["job_id"].astype(str))
     chosen = ids[:n_jobs] if n_jobs > 0 else ids
     rows = [
-        job_predictability(job, last_columns(kind), settings, seed)
+        job_predictability(job, last_columns(kind, converted_dir), settings, seed)
         for job in iter_shard_jobs(converted_dir, kind, None, only_jobs=chosen)
     ]
     per_job = pd.DataFrame(rows).sort_values("job_id", kind="stable").reset_index(drop=True)

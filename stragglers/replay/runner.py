@@ -58,17 +58,21 @@ def run_method_on_jobs(
     seed: int,
     dataset: str,
     history: Any = None,
+    label: str | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Replay every job; a job on which the method raises is recorded as failed with its reason.
-    `history` (JobHistory of the dataset) is handed to cross-job methods."""
+    `history` (JobHistory of the dataset) is handed to cross-job methods. `label` (default: the
+    method's name) names the method in the output and seeds it: a config entry that runs a
+    method under its own label (stragglers.methods.method_entry) is its own row."""
+    label = label or method_class.name
     task_frames: list[pd.DataFrame] = []
     job_rows: list[dict[str, Any]] = []
     for job in jobs:
-        method = method_class(params, seed=derive_seed(seed, method_class.name, job.job_id))
+        method = method_class(params, seed=derive_seed(seed, label, job.job_id))
         began = time.perf_counter()
         row: dict[str, Any] = {
             "dataset": dataset,
-            "method": method_class.name,
+            "method": label,
             "family": method_class.family,
             "privileged": bool(method_class.privileged),
             "job_id": job.job_id,
@@ -95,7 +99,7 @@ def run_method_on_jobs(
             )
             log.error(
                 "method %s failed on job %s: %s\n%s",
-                method_class.name,
+                label,
                 job.job_id,
                 row["reason"],
                 traceback.format_exc(),
@@ -119,7 +123,7 @@ def run_method_on_jobs(
             pd.DataFrame(
                 {
                     "dataset": dataset,
-                    "method": method_class.name,
+                    "method": label,
                     "job_id": job.job_id,
                     "task": np.arange(job.n_tasks, dtype=np.int32),
                     "latency": latency,
@@ -139,7 +143,7 @@ def run_method_on_jobs(
         )
         log.info(
             "%s on job %s: %d checkpoints, %d flagged, %.2fs",
-            method_class.name,
+            label,
             job.job_id,
             run.n_checkpoints,
             int((~np.isnan(run.flag_time)).sum()),

@@ -192,7 +192,7 @@ def run_variant(
             method_class,
             dict(entry.get("params") or {}),
             settings,
-            last_columns(kind),
+            last_columns(kind, converted_dir),
             seed,
             dataset,
         )
@@ -550,7 +550,7 @@ def diagnose(
     settings = ReplaySettings(**{**replay, "protocol": "paper"})
     job_ids = audit_jobs(read_manifest(converted_dir), n_jobs)
     rows = [
-        step0_diagnostics(job, last_columns(kind), settings, seed)
+        step0_diagnostics(job, last_columns(kind, converted_dir), settings, seed)
         for job in iter_shard_jobs(converted_dir, kind, None, only_jobs=job_ids)
     ]
     return pd.DataFrame(rows)

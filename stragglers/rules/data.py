@@ -125,4 +125,26 @@ def convert_trace(
         )
     if kind in ("alibaba-2018", "alibaba-2017"):
         return convert_alibaba(raw_dir, out_dir, **common, kind=kind)
+    if kind == "tasks-table":
+        from stragglers.convert.tasks_table import convert_tasks_table
+
+        grid = grid or {}
+        return convert_tasks_table(
+            raw_dir,
+            out_dir,
+            **common,
+            grid_origin=float(grid.get("grid_origin", 600.0)),
+            window_seconds=float(grid.get("checkpoint_interval", 300.0)),
+        )
+    if kind == "spark-eventlog":
+        from stragglers.convert.spark_eventlog import convert_spark_eventlog
+
+        grid = grid or {}
+        return convert_spark_eventlog(
+            raw_dir,
+            out_dir,
+            **common,
+            grid_origin=float(grid.get("grid_origin", 0.0)),
+            window_seconds=float(grid.get("checkpoint_interval", 1.0)),
+        )
     raise ValueError(f"no converter for dataset kind {kind!r}")

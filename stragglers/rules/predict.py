@@ -43,9 +43,12 @@ def predict_shard(
     method_dirs: list[str] | None = None,
     tuning_jobs: int = 0,
     tuned_params: str | None = None,
+    label: str | None = None,
 ) -> pd.DataFrame:
     """Replay one method over a shard. With `tuning_jobs`, the tuning jobs are left out; with
-    `tuned_params` (a tune_method output), its best parameters override `params`."""
+    `tuned_params` (a tune_method output), its best parameters override `params`; `label` (the
+    config's entry, default the method's name) names it in the output."""
+    label = label or method
     # imported here: evaluation code paths never import method code
     from stragglers.methods import get_method, load_method_dirs
 
@@ -54,7 +57,7 @@ def predict_shard(
     if tuned_params:
         tuned = json.loads(Path(tuned_params).read_text())
         params = {**params, **tuned["best_params"]}
-        log.info("%s: tuned parameters %s", method, tuned["best_params"])
+        log.info("%s: tuned parameters %s", label, tuned["best_params"])
     history = None
     if method_class.cross_job:  # learns from earlier jobs of every shard (CONTRACT B)
         from stragglers.replay.history import JobHistory
@@ -77,16 +80,17 @@ def predict_shard(
         method_class,
         params,
         settings,
-        last_columns(kind),
+        last_columns(kind, converted_dir),
         seed,
         dataset,
         history=history,
+        label=label,
     )
     write_parquet_atomic(tasks, out_tasks)
     write_parquet_atomic(jobs, out_jobs)
     failed = jobs[jobs["status"] == "failed"]
     log.info(
-        "%s / %s / shard %d: %d jobs, %d failed", dataset, method, shard, len(jobs), len(failed)
+        "%s / %s / shard %d: %d jobs, %d failed", dataset, label, shard, len(jobs), len(failed)
     )
     return jobs
 
@@ -115,9 +119,12 @@ def tune_method(
     n_jobs: int,
     out: Path | str,
     method_dirs: list[str] | None = None,
+    label: str | None = None,
 ) -> dict[str, Any]:
     """The paper's protocol: each grid point on the tuning jobs only; best mean F1 wins
-    (ties: the first in grid order). The tuning jobs are left out of every evaluation."""
+    (ties: the first in grid order). The tuning jobs are left out of every evaluation. `label`
+    as for predict_shard."""
+    label = label or method
     from stragglers import evaluate
     from stragglers.methods import get_method, load_method_dirs
 
@@ -151,10 +158,11 @@ def tune_method(
             method_class,
             {**params, **point},
             settings,
-            last_columns(kind),
+            last_columns(kind, converted_dir),
             seed,
             dataset,
             history=history,
+            label=label,
         )
         metrics = evaluate.job_metrics(tasks, job_rows)
         scored = metrics[metrics["status"] == "ok"]
@@ -166,14 +174,14 @@ def tune_method(
                 "jobs_failed": int((job_rows["status"] == "failed").sum()),
             }
         )
-        log.info("%s %s: mean F1 %s", method, point, scores[-1]["mean_F1"])
+        log.info("%s %s: mean F1 %s", label, point, scores[-1]["mean_F1"])
     usable = [s for s in scores if s["mean_F1"] is not None]
     if not usable:
-        raise RuntimeError(f"{method}: no grid point could be scored on the tuning jobs {job_ids}")
+        raise RuntimeError(f"{label}: no grid point could be scored on the tuning jobs {job_ids}")
     best = max(usable, key=lambda s: s["mean_F1"])  # max keeps the first of equal scores
     result = {
         "dataset": dataset,
-        "method": method,
+        "method": label,
         "tuning_jobs": job_ids,
         "base_params": params,
         "grid": scores,
@@ -202,21 +210,24 @@ def protocol_job_metrics(
     from stragglers import evaluate
     from stragglers.evaluate import timing
     from stragglers.formats.predictions import KEYS
-    from stragglers.methods import get_method
+    from stragglers.methods import get_method, method_entry
 
     plain = {k: v for k, v in replay.items() if k not in ("protocol", "overrides")}
     settings = ReplaySettings(**{**plain, "protocol": protocol})
     frames = []
-    for name, params in methods.items():
+    for name, entry in methods.items():
+        # a labelled entry ({method: ..., params}) runs its method under the label
+        method, params = method_entry(name, entry)
         # the jobs read again per method, one at a time: memory holds one job, not the trace
         tasks, job_rows = run_method_on_jobs(
             iter_shard_jobs(converted_dir, kind, None, skip_tuning_jobs=tuning_jobs),
-            get_method(name),
-            dict(params or {}),
+            get_method(method),
+            params,
             settings,
-            last_columns(kind),
+            last_columns(kind, converted_dir),
             seed,
             dataset,
+            label=name,
         )
         frames.append(
             evaluate.job_metrics(tasks, job_rows).merge(

@@ -5,15 +5,27 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir)))  # the stragglers package, even when not installed
 
-from stragglers.methods import available_methods, declared_cross_job, load_method_dirs
+from stragglers.methods import (
+    available_methods,
+    declared_cross_job,
+    load_method_dirs,
+    method_entry,
+)
 
 load_method_dirs(config.get("method_dirs", []))
 
 DATASETS = list(config["datasets"])
 PROTOCOL = config["replay"].get("protocol", "causal")  # figure titles name it
-METHODS = list(config["methods"])
+METHODS = list(config["methods"])  # labels: a method's name, or an entry's own label
 
-_unknown = sorted(set(METHODS) - set(available_methods()))
+
+def method_of(label):
+    """(method name, parameters) a label runs: its `methods` entry, or the method of that
+    name with its defaults (a sensitivity method the config does not list)."""
+    return method_entry(label, config["methods"].get(label))
+
+
+_unknown = sorted({method_of(m)[0] for m in METHODS} - set(available_methods()))
 if _unknown:
     raise ValueError(
         f"config methods: unknown method(s) {_unknown}; available: {available_methods()}"
@@ -45,8 +57,8 @@ def _check_params(check, name, params, where):
         raise ValueError(f"{error} (config {where})") from None
 
 
-for _name, _params in config["methods"].items():
-    _check_params(check_method_params, _name, _params, f"methods.{_name}")
+for _label in METHODS:
+    _check_params(check_method_params, *method_of(_label), f"methods.{_label}")
 for _label, _entry in ((config.get("audit") or {}).get("methods") or {}).items():
     if _entry["method"] not in available_methods():
         raise ValueError(
@@ -60,7 +72,10 @@ for _name, _grid in ((config.get("tuning") or {}).get("grids") or {}).items():
     for _key, _values in _grid.items():
         for _value in _values:
             _check_params(
-                check_method_params, _name, {_key: _value}, f"tuning.grids.{_name}.{_key}"
+                check_method_params,
+                method_of(_name)[0],
+                {_key: _value},
+                f"tuning.grids.{_name}.{_key}",
             )
 if LAUNCH_METHODS:
     from stragglers.launch.methods import check_launch_params
@@ -78,7 +93,7 @@ for _name, _ds in config["datasets"].items():
 # traces): ordinary datasets the default run does not ask for (workflow/rules/sensitivity.smk)
 from stragglers.rules.sensitivity import check_sensitivity, derived_datasets
 
-check_sensitivity(config, available_methods())
+check_sensitivity(config, sorted(set(available_methods()) | set(METHODS)))
 DERIVED_DATASETS = derived_datasets(config)
 
 # the generator's calibration (workflow/rules/calibrate.smk): knobs, ranges and seeds
@@ -307,7 +322,7 @@ def converted_shard(wildcards):
     Google run for each of its 84 jobs made Snakemake compare each with the 500 inputs of
     their gather_shard job when building the DAG: 14,000 such scans per method
     (docs/performance.md)."""
-    if declared_cross_job(wildcards.method):
+    if declared_cross_job(method_of(wildcards.method)[0]):
         return []
     return f"resources/converted/{wildcards.dataset}/jobs/shard-{wildcards.shard}"
 

@@ -28,7 +28,8 @@ rule predict:
         runtime=7,
     params:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
-        method_params=lambda wc: config["methods"].get(wc.method) or {},
+        method=lambda wc: method_of(wc.method)[0],
+        method_params=lambda wc: method_of(wc.method)[1],
         replay=lambda wc: {**config["replay"], **dataset_config(wc.dataset).get("replay", {})},
         seed=config["seed"],
         kill_delay=resume_kill_delay(),
@@ -53,7 +54,8 @@ rule tune_method:
         "../../environment.yml"
     params:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
-        method_params=lambda wc: config["methods"].get(wc.method) or {},
+        method=lambda wc: method_of(wc.method)[0],
+        method_params=lambda wc: method_of(wc.method)[1],
         grid=lambda wc: TUNING["grids"][wc.method],
         replay=lambda wc: {**config["replay"], **dataset_config(wc.dataset).get("replay", {})},
         seed=config["seed"],
