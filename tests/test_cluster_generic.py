@@ -131,7 +131,15 @@ def run_snakemake(workdir: Path, config: Path, *args: str) -> None:
 
 
 # rules with inputs only: Snakemake runs them in the scheduler, never submits them
-TARGET_ONLY_RULES = {"all", "tuning", "audit", "sensitivity", "replicates", "fingerprint", "calibrate"}
+TARGET_ONLY_RULES = {
+    "all",
+    "tuning",
+    "audit",
+    "sensitivity",
+    "replicates",
+    "fingerprint",
+    "calibrate",
+}
 # the reproduction audit is its own target (README), not part of the default run tested here;
 # its rules read the same converted files through the same input functions as predict;
 # download_trace is the download-only target (resources/download/<dataset>.done.json), which
