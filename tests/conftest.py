@@ -1,6 +1,7 @@
 """Test-suite ordering for parallel runs (`pytest` runs `-n auto --maxschedchunk 1`,
-pyproject.toml; `auto` is one worker more than CPUs, below), and the SLURM client config of
-the tests (below).
+pyproject.toml; `auto` is one worker more than CPUs, below), the SLURM client config of
+the tests, and the fixtures of the Snakemake runs (below; tests/workflow_runs.py, the configs
+in tests/configs/).
 
 pytest-xdist hands each worker two tests at a time, in collection order. A long test collected
 late would keep one worker busy after the other has finished, and two long tests handed to one
@@ -29,6 +30,8 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 # Known longest first (wall time on 2 cores, docs/cost.md): only the order depends on this.
+# The three share the session's local reference run: test_workflow's worker starts it at once,
+# while the other two run their executors side by side with it.
 LONGEST_MODULES = ("test_slurm", "test_cluster_generic", "test_workflow")
 
 
