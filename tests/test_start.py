@@ -388,6 +388,7 @@ def test_predict_jobs_of_a_cross_job_method_come_after_every_shard(
     config = yaml.safe_load(path.read_text())
     config["methods"] = {"START-MLE": {}, "Elapsed": {}}
     config["method_dirs"] = []
+    config["datasets"]["google-tiny"]["n_shards"] = 2
     del config["tuning"]  # its grid is NURD's
     path.write_text(yaml.safe_dump(config))
     run = run_snakemake(tmp_path, path, "-n", timeout=300)
