@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 import yaml
 from test_cluster_generic import TARGET_ONLY_RULES, comparable
-from workflow_runs import ROOT, snakemake_command
+from workflow_runs import ROOT, RUN_TIMEOUT_S, snakemake_command
 
 LOCAL_CLUSTER = ROOT / "workflow" / "profiles" / "slurm" / "local"
 PROFILES = ["workflow/profiles/slurm", "workflow/profiles/slurm-local"]
@@ -159,7 +159,7 @@ def test_workflow_on_slurm_recovers_a_cancelled_job_and_equals_local_run(
         try:
             cancelled = running_prediction_job(slurm_run, cluster, deadline=started + 900)
             subprocess.run(["scancel", cancelled], check=True)
-            returncode = slurm_run.wait(timeout=1800)
+            returncode = slurm_run.wait(timeout=RUN_TIMEOUT_S)
         finally:
             if slurm_run.poll() is None:
                 slurm_run.terminate()
