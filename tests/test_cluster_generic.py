@@ -125,8 +125,9 @@ def comparable(path: Path) -> pd.DataFrame | str | bytes:
 def test_workflow_through_cluster_generic_equals_local_run(
     tmp_path, tiny_config, run_snakemake, reference_run
 ):
-    config = tiny_config(tmp_path / "config.yaml")
     cluster, state = tmp_path / "cluster", tmp_path / "submitted"
+    # in the working directory, as the reference run's: the findings quote its relative path
+    config = tiny_config(cluster / "config.yaml")
     # the cluster run first: the session's local run goes side by side with it (another
     # worker's test starts it) while this one mostly waits for submitted processes and polls
     run = run_snakemake(cluster, config, *cluster_generic_args(state, jobs=3))

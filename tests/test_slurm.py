@@ -142,8 +142,9 @@ def slurm_job(job_id: str) -> dict[str, str]:
 def test_workflow_on_slurm_recovers_a_cancelled_job_and_equals_local_run(
     tmp_path, slurm_cluster, tiny_config, reference_run
 ):
-    config = tiny_config(tmp_path / "config.yaml")
     cluster, log_path = tmp_path / "cluster", tmp_path / "slurm-run.log"
+    # in the working directory, as the reference run's: the findings quote its relative path
+    config = tiny_config(cluster / "config.yaml")
     started = time.monotonic()
     # the SLURM run first: the session's local run goes side by side with it (another worker's
     # test starts it) while this one mostly waits for the queue and its status polls
