@@ -1,6 +1,7 @@
 """Test-suite ordering for parallel runs (`pytest` runs `-n auto --maxschedchunk 1`,
-pyproject.toml; `auto` is one worker more than CPUs, below), and the SLURM client config of
-the tests (below).
+pyproject.toml; `auto` is one worker more than CPUs, below), the SLURM client config of
+the tests, and the fixtures of the Snakemake runs (below; tests/workflow_runs.py, the configs
+in tests/configs/).
 
 pytest-xdist hands each worker two tests at a time, in collection order. A long test collected
 late would keep one worker busy after the other has finished, and two long tests handed to one
@@ -10,8 +11,15 @@ test starts on whichever worker is free next. The order of the others is unchang
 """
 
 import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
+import workflow_runs
+from filelock import FileLock
+from served_bucket import served_folder, write_google_bucket
+from workflow_runs import ROOT, ReferenceRun, load_config, write_config, xdist_worker
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
@@ -22,6 +30,8 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 # Known longest first (wall time on 2 cores, docs/cost.md): only the order depends on this.
+# The three share the session's local reference run: test_workflow's worker starts it at once,
+# while the other two run their executors side by side with it.
 LONGEST_MODULES = ("test_slurm", "test_cluster_generic", "test_workflow")
 
 
@@ -63,3 +73,56 @@ def slurm_client_fails_fast(tmp_path_factory: pytest.TempPathFactory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SLURM_CONF", str(conf))
         yield
+
+
+# --- Snakemake runs (tests/workflow_runs.py; the configs are in tests/configs/) ---
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def shared_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder every pytest-xdist worker of this session sees (one process: its own)."""
+    if xdist_worker():
+        return tmp_path_factory.getbasetemp().parent
+    return tmp_path_factory.mktemp("shared")
+
+
+@pytest.fixture(scope="session")
+def tiny_bucket(shared_tmp: Path):
+    """The Google bucket of the tiny config (tests/served_bucket.py), written once per
+    session and served over HTTP by this worker: (folder, base URL)."""
+    folder = shared_tmp / "tiny-bucket"
+    with FileLock(str(shared_tmp / "tiny-bucket.lock")):
+        if not (folder / "SHA256SUM").exists():  # written last
+            write_google_bucket(folder, n_jobs=4)
+    with served_folder(folder) as url:
+        yield folder, url
+
+
+@pytest.fixture(scope="session")
+def tiny_config(tiny_bucket) -> Callable[[Path], Path]:
+    """Writes tests/configs/tiny/config.yaml, filled in for this worker, to the given path."""
+    bucket, url = tiny_bucket
+
+    def write(path: Path) -> Path:
+        return write_config(load_config("tiny", bucket=str(bucket), bucket_url=url), path)
+
+    return write
+
+
+@pytest.fixture(scope="session")
+def run_snakemake() -> Callable[..., subprocess.CompletedProcess]:
+    """run_snakemake(workdir, config, *args): `snakemake` on this repository's workflow."""
+    return workflow_runs.run_snakemake
+
+
+@pytest.fixture(scope="session")
+def reference_run(shared_tmp: Path, tiny_bucket) -> Callable[[], ReferenceRun]:
+    """The session's local run of the tiny config, run by whichever test asks first (call the
+    fixture's value when the run is needed: an executor test starts its own run first)."""
+    bucket, url = tiny_bucket
+    return lambda: workflow_runs.reference_run(shared_tmp, bucket, url)

@@ -1,12 +1,14 @@
 """The workflow through Snakemake's cluster-generic executor: every job is submitted by
 workflow/profiles/local-processes/submit.py as its own detached local process (a fresh Python
 and Snakemake, nothing shared in memory with the scheduler), polled by status.py. Outputs must
-equal a local run's on the same config, wall-time columns aside.
+equal the session's local run of the same config (tests/workflow_runs.py), wall-time columns
+aside.
 
-The config exercises every rule type of the default run (the test compares the submitted rules
-with `snakemake --list-rules`): generation, per-file downloads from a local HTTP server, a
-verified local folder, the scattered conversion, tuning, prediction, evaluation, tables, the
-completion-time and mitigation-policy simulations and the results index.
+The config (tests/configs/tiny/config.yaml) exercises every rule type of the default run (the
+test compares the submitted rules with `snakemake --list-rules`): generation, per-file
+downloads from a local HTTP server, a verified local folder, the scattered conversion, tuning,
+prediction, evaluation, tables, the completion-time and mitigation-policy simulations and the
+results index.
 """
 
 import json
@@ -18,10 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
-from served_bucket import served_folder, write_google_bucket
+from workflow_runs import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PROFILE = ROOT / "workflow" / "profiles" / "local-processes"
 
 pytestmark = pytest.mark.e2e
@@ -29,59 +29,6 @@ pytestmark = pytest.mark.e2e
 # Columns measured by the clock, not computed from the data (the same rule as the determinism
 # checks: compare everything else).
 WALL_TIME_COLUMNS = ("seconds", "rule_seconds", "max_rss", "s", "cpu_time")
-
-
-@pytest.fixture
-def served_trace(tmp_path):
-    """Generated Google parts with a SHA256SUM, served on 127.0.0.1 and usable as a local folder."""
-    source = write_google_bucket(tmp_path / "bucket")
-    with served_folder(source) as url:
-        yield source, url
-
-
-def write_config(path: Path, source: Path, url: str) -> Path:
-    n_parts = len(list((source / "task_events").glob("part-*")))
-    google = {
-        "kind": "google-2011",
-        "min_tasks": 100,
-        "replay": {"grid_origin": 600, "checkpoint_interval": 300},
-    }
-    config = {
-        "seed": 7,
-        "datasets": {
-            "generated": {
-                **google,
-                "source": "generate",
-                "generator": {"n_jobs": 4},
-                "n_shards": 1,
-            },
-            "local": {
-                **google,
-                "source": "local",
-                "raw_dir": str(source),
-                "sha256sum": str(source / "SHA256SUM"),
-                "n_shards": 1,
-            },
-            "downloaded": {
-                **google,
-                "source": "download",
-                "n_shards": 1,
-                "download": {
-                    "parts": f"0-{n_parts - 1}",
-                    "base_url": url,
-                    "parts_per_table": n_parts,
-                },
-            },
-        },
-        "replay": {"start_fraction": 0.04, "straggler_quantile": 0.9, "protocol": "causal"},
-        "methods": {"NURD": {"n_estimators": 10}},
-        "tuning": {"n_jobs": 1, "apply": True, "grids": {"NURD": {"alpha": [0.3, 0.5]}}},
-        "evaluation": {"f1_time_points": 5},
-        "simulation": {"repeats": 2, "machines": [100, 300]},
-        "launch": {"methods": {"MTL-f0": {}}, "min_train_tasks": 20, "train_shares": [0.5]},
-    }
-    path.write_text(yaml.safe_dump(config))
-    return path
 
 
 def cluster_generic_args(state_dir: Path, jobs: int) -> list[str]:
@@ -106,28 +53,6 @@ def cluster_generic_args(state_dir: Path, jobs: int) -> list[str]:
         "--seconds-between-status-checks",
         "1",
     ]
-
-
-def snakemake_command(workdir: Path, config: Path, *args: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(workdir),
-        "--configfile",
-        str(config),
-        "--replace-workflow-config",
-        *args,
-    ]
-
-
-def run_snakemake(workdir: Path, config: Path, *args: str) -> None:
-    command = snakemake_command(workdir, config, *args)
-    run = subprocess.run(command, capture_output=True, text=True, timeout=900)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-6000:]
 
 
 # rules with inputs only: Snakemake runs them in the scheduler, never submits them
@@ -213,27 +138,19 @@ def comparable(path: Path) -> pd.DataFrame | str | bytes:
     return frame.drop(columns=[c for c in frame.columns if c in WALL_TIME_COLUMNS])
 
 
-def test_workflow_through_cluster_generic_equals_local_run(tmp_path, served_trace):
-    source, url = served_trace
-    config = write_config(tmp_path / "config.yaml", source, url)
-    local, cluster = tmp_path / "local", tmp_path / "cluster"
-    state = tmp_path / "submitted"
-    # the local run to compare with goes side by side with the cluster run, which mostly
-    # waits for its submitted processes and status polls
-    with (tmp_path / "local-run.log").open("w") as local_log:
-        local_run = subprocess.Popen(
-            snakemake_command(local, config, "--cores", "2"),
-            stdout=subprocess.DEVNULL,
-            stderr=local_log,
-        )
-        try:
-            run_snakemake(cluster, config, *cluster_generic_args(state, jobs=3))
-            local_returncode = local_run.wait(timeout=900)
-        finally:
-            if local_run.poll() is None:
-                local_run.terminate()
-                local_run.wait(timeout=60)
-    assert local_returncode == 0, (tmp_path / "local-run.log").read_text()[-6000:]
+def test_workflow_through_cluster_generic_equals_local_run(
+    tmp_path, tiny_config, run_snakemake, reference_run
+):
+    cluster, state = tmp_path / "cluster", tmp_path / "submitted"
+    # in the working directory, as the reference run's: the findings quote its relative path
+    config = tiny_config(cluster / "config.yaml")
+    # the cluster run first: the session's local run goes side by side with it (another
+    # worker's test starts it) while this one mostly waits for submitted processes and polls
+    run = run_snakemake(cluster, config, *cluster_generic_args(state, jobs=3))
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-6000:]
+    reference = reference_run()
+    reference.check()
+    local = reference.workdir
 
     # every job ran in its own submitted process, and every rule type was among them
     submitted = sorted(state.iterdir())

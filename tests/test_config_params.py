@@ -4,14 +4,12 @@ message naming the method, the parameter and what is allowed."""
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
+from workflow_runs import ROOT
 
 from stragglers.rules.launch import launch_settings
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def dry_run(tmp_path, *extra):

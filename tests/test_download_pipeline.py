@@ -349,65 +349,26 @@ def test_alibaba_machine_archives_are_downloaded_verified_and_converted(served_a
     assert list(other.glob("machine_usage.tar.gz.bad-sha256-*"))
 
 
-def download_workflow_config(work, google_url, n_parts, alibaba_base, digests):
-    """The tiny workflow config of test_workflow with two download datasets instead."""
-    import yaml
-    from test_workflow import tiny_config
+def download_workflow_config(google_url, n_parts, alibaba_base, digests):
+    """tests/configs/download/config.yaml for the given servers."""
+    from workflow_runs import load_config
 
-    work.mkdir(exist_ok=True)
-    config = yaml.safe_load(tiny_config(work).read_text())
-    config["datasets"] = {
-        "google-dl": {
-            "kind": "google-2011",
-            "source": "download",
-            "n_shards": 1,
-            "download": {
-                "parts": f"0-{n_parts - 1}",
-                "base_url": google_url,
-                "parts_per_table": n_parts,
-            },
-        },
-        "alibaba-dl": {
-            "kind": "alibaba-2018",
-            "source": "download",
-            "n_shards": 1,
-            "replay": {"grid_origin": 0, "checkpoint_interval": 60},
-            "download": {
-                "url": f"{alibaba_base}/batch_instance.tar.gz",
-                "sha256": digests["batch_instance"],
-                "machine_meta_sha256": digests["machine_meta"],
-                "machine_usage_sha256": digests["machine_usage"],
-            },
-        },
-    }
-    return config
+    return load_config(
+        "download",
+        google_url=google_url,
+        google_parts=n_parts,
+        google_last_part=n_parts - 1,
+        alibaba_base=alibaba_base,
+        **{f"{table}_sha256": digest for table, digest in digests.items()},
+    )
 
 
 def run_snakemake(work, config, *args):
-    import subprocess
-    import sys
+    from workflow_runs import run_snakemake, write_config
 
-    import yaml
-    from test_workflow import ROOT
-
-    config_path = work / "config.yaml"
-    config_path.write_text(yaml.safe_dump(config))
-    command = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(work),
-        "--configfile",
-        str(config_path),
-        "--replace-workflow-config",
-        "--cores",
-        "2",
-        *args,
-    ]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    run = run_snakemake(
+        work, write_config(config, work / "config.yaml"), "--cores", "2", *args, timeout=300
+    )
     return run.returncode, run.stdout + run.stderr
 
 
@@ -423,7 +384,7 @@ def test_snakemake_dag_has_the_machine_table_jobs(tmp_path):
         for table in ("batch_instance", "machine_meta", "machine_usage")
     }
     config = download_workflow_config(
-        work, "http://127.0.0.1:9", 2, "http://127.0.0.1:9/v2018Traces", digests
+        "http://127.0.0.1:9", 2, "http://127.0.0.1:9/v2018Traces", digests
     )
     code, output = run_snakemake(work, config, "-n", *CONVERTED)
     assert code == 0, output[-3000:]
@@ -460,7 +421,7 @@ def test_snakemake_downloads_and_converts_the_machine_tables(
     _, _, alibaba_base, digests = served_alibaba
     n_parts = len(list((source / "task_events").glob("part-*")))
     work = tmp_path / "work"
-    config = download_workflow_config(work, url, n_parts, alibaba_base, digests)
+    config = download_workflow_config(url, n_parts, alibaba_base, digests)
     targets = CONVERTED
     code, output = run_snakemake(work, config, *targets)
     assert code == 0, output[-4000:]

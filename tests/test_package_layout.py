@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 
 import pytest
+from workflow_runs import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "stragglers"
 
 # Stages from the ground floor up: a module may import its own stage or a lower one. Stages on

@@ -4,12 +4,11 @@ validation of `replay.overrides`."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 from jobfactory import LAST, make_job
+from workflow_runs import ROOT
 
 from stragglers import simulate
 from stragglers.formats.jobs import job_from_frame
@@ -22,8 +21,6 @@ from stragglers.replay.core import ReplaySettings, pruned_tasks
 from stragglers.replay.protocols import PRESETS, resolve_rules
 from stragglers.replay.runner import replay_job, run_method_on_jobs
 from stragglers.report.audit import VARIANTS
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def hand_job(windows: list[list[tuple[float, float]]], name: str = "hand"):

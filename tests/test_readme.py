@@ -2,13 +2,12 @@
 generated from the schema that is complete and current."""
 
 import re
-from pathlib import Path
 
 import pytest
+from workflow_runs import ROOT
 
 from stragglers.report import config_docs
 
-ROOT = Path(__file__).resolve().parents[1]
 README_MAX_LINES = 300
 
 # Phrases that tell the project's history ("this round", "was 5 min before", "now 10 jobs").

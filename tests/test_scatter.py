@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from workflow_runs import ROOT
 
 from stragglers.convert import layout as scatter
 from stragglers.convert.common import ShardSpill, list_parts
@@ -20,7 +21,6 @@ from stragglers.traces.generate import (
     generate_google,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
 SHARED_GOOGLE = ROOT.parent / "shared" / "data" / "google-2011"
 DEFAULT_CONFIG = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
 

@@ -1,58 +1,20 @@
-"""The `replicates` and `sensitivity` targets end to end on a tiny config (docs/sensitivity.md):
-both run through the ordinary stage rules, and their tables agree with a recomputation from
-the per-dataset job metrics the same run wrote."""
+"""The `replicates` and `sensitivity` targets end to end on tests/configs/sensitivity/config.yaml
+(docs/sensitivity.md): both run through the ordinary stage rules, and their tables agree with
+a recomputation from the per-dataset job metrics the same run wrote."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
-
-ROOT = Path(__file__).resolve().parents[1]
+from workflow_runs import CONFIGS
 
 pytestmark = pytest.mark.e2e
 
-METHODS = ["NURD", "Elapsed", "Oracle"]
-
-
-def tiny_config(path: Path) -> Path:
-    config = {
-        "seed": 11,
-        "datasets": {
-            "google-tiny": {
-                "kind": "google-2011",
-                "source": "generate",
-                "generator": {"n_jobs": 4},
-                "n_shards": 1,
-                "min_tasks": 100,
-                "replay": {"grid_origin": 600, "checkpoint_interval": 300},
-            },
-        },
-        "replay": {"start_fraction": 0.04, "straggler_quantile": 0.9, "protocol": "causal"},
-        "methods": {"NURD": {"n_estimators": 20}, "Elapsed": {}, "Oracle": {}},
-        "evaluation": {"f1_time_points": 5},
-        "simulation": {"repeats": 2, "machines": [100, 300]},
-        "launch": {"methods": {}},
-        "replicates": 2,
-        "sensitivity": {
-            "base": "google-tiny",
-            "n_jobs": 4,
-            "signal": [
-                {"signature_strength": 0.0, "feature_noise": 1.0},
-                {"signature_strength": 3.0, "feature_noise": 0.5},
-            ],
-            "tail": [{"heavy_tail_job_fraction": 0.3, "heavy_tail_severity": 1.5}],
-            "methods": METHODS,
-            "paper_methods": ["NURD"],
-            "place": {},
-        },
-    }
-    path.write_text(yaml.safe_dump(config))
-    return path
+CONFIG = CONFIGS / "sensitivity" / "config.yaml"
+METHODS = yaml.safe_load(CONFIG.read_text())["sensitivity"]["methods"]
 
 
 def scored_mean(job_metrics: Path, metric: str = "F1") -> pd.Series:
@@ -62,25 +24,8 @@ def scored_mean(job_metrics: Path, metric: str = "F1") -> pd.Series:
     return frame[frame["status"] == "ok"].groupby("method")[metric].mean()
 
 
-def test_replicates_and_sensitivity_targets(tmp_path):
-    config = tiny_config(tmp_path / "config.yaml")
-    command = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(tmp_path),
-        "--configfile",
-        str(config),
-        "--replace-workflow-config",
-        "--cores",
-        "2",
-        "replicates",
-        "sensitivity",
-    ]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=1200)
+def test_replicates_and_sensitivity_targets(tmp_path, run_snakemake):
+    run = run_snakemake(tmp_path, CONFIG, "--cores", "2", "replicates", "sensitivity")
     assert run.returncode == 0, run.stderr[-6000:]
     results = tmp_path / "results"
 

@@ -2,7 +2,8 @@
 job with sbatch to the one-node cluster that workflow/profiles/slurm/local/up.sh starts on
 this machine (docs/cluster.md). While the run goes, a running prediction job is cancelled
 with scancel: Snakemake must report it (rule and SLURM log) and the profile's retry must
-complete it; the outputs must then equal a local run's, wall-time columns aside.
+complete it; the outputs must then equal the session's local run of the same config
+(tests/configs/tiny/config.yaml, tests/workflow_runs.py), wall-time columns aside.
 
 Needs root and Debian's slurm-wlm and munge (up.sh installs them). Without them the test is
 skipped with the reason, unless STRAGGLERS_REQUIRE_SLURM=1 (set by .ci/run): then it fails.
@@ -13,7 +14,6 @@ Cost here (2 cores, shared, load average 7-8): 491 s wall, 401 s of it the SLURM
 import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,8 +21,8 @@ import pandas as pd
 import pytest
 import yaml
 from test_cluster_generic import TARGET_ONLY_RULES, comparable
+from workflow_runs import ROOT, RUN_TIMEOUT_S, snakemake_command
 
-ROOT = Path(__file__).resolve().parents[1]
 LOCAL_CLUSTER = ROOT / "workflow" / "profiles" / "slurm" / "local"
 PROFILES = ["workflow/profiles/slurm", "workflow/profiles/slurm-local"]
 
@@ -83,55 +83,6 @@ def slurm_cluster(machine_slurm_conf):
         subprocess.run([str(LOCAL_CLUSTER / "down.sh")], check=True, timeout=300)
 
 
-def write_config(path: Path) -> Path:
-    """Both trace formats, two prediction methods (one of them in two shards), the launch
-    models, the simulations and the tables: every rule type of the default run."""
-    config = {
-        "seed": 7,
-        "datasets": {
-            "google-small": {
-                "kind": "google-2011",
-                "source": "generate",
-                "generator": {"n_jobs": 4},
-                "n_shards": 2,
-                "min_tasks": 100,
-                "replay": {"grid_origin": 600, "checkpoint_interval": 300},
-            },
-            "alibaba-small": {
-                "kind": "alibaba-2018",
-                "source": "generate",
-                "generator": {"n_jobs": 4},
-                "n_shards": 1,
-                "min_tasks": 100,
-                "replay": {"grid_origin": 0, "checkpoint_interval": 60},
-            },
-        },
-        "replay": {"start_fraction": 0.04, "straggler_quantile": 0.9, "protocol": "causal"},
-        "methods": {"NURD": {"n_estimators": 10}, "Elapsed": {}},
-        "evaluation": {"f1_time_points": 5},
-        "simulation": {"repeats": 2, "machines": [100, 300]},
-        "launch": {"methods": {"MTL-f0": {}}, "min_train_tasks": 20, "train_shares": [0.5]},
-    }
-    path.write_text(yaml.safe_dump(config))
-    return path
-
-
-def snakemake_command(workdir: Path, config: Path, *args: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(workdir),
-        "--configfile",
-        str(config),
-        "--replace-workflow-config",
-        *args,
-    ]
-
-
 def running_prediction_job(run: subprocess.Popen, workdir: Path, deadline: float) -> str:
     """The SLURM id of a prediction job (alone or a `predict` group) of the run in `workdir`
     once it runs (its SLURM log is under workdir: other runs may share the cluster)."""
@@ -167,6 +118,16 @@ def submitted_as(slurm_log: Path) -> str:
     return name if kind == "rule" else "group " + name.split("_", 1)[0]
 
 
+def profile_groups() -> dict[str, set[str]]:
+    """The rules of each group of workflow/profiles/slurm (`groups: [rule=group, ...]`)."""
+    profile = yaml.safe_load((ROOT / PROFILES[0] / "config.yaml").read_text())
+    groups: dict[str, set[str]] = {}
+    for entry in profile.get("groups", []):
+        rule, group = entry.split("=")
+        groups.setdefault(group, set()).add(rule)
+    return groups
+
+
 def slurm_job(job_id: str) -> dict[str, str]:
     """`scontrol show job` as a dict (finished jobs stay for MinJobAge, 3600 s here)."""
     shown = subprocess.run(
@@ -178,19 +139,16 @@ def slurm_job(job_id: str) -> dict[str, str]:
     return dict(word.split("=", 1) for word in shown.stdout.split() if "=" in word)
 
 
-def test_workflow_on_slurm_recovers_a_cancelled_job_and_equals_local_run(tmp_path, slurm_cluster):
-    config = write_config(tmp_path / "config.yaml")
-    local, cluster = tmp_path / "local", tmp_path / "cluster"
-    log_path, local_log = tmp_path / "slurm-run.log", tmp_path / "local-run.log"
+def test_workflow_on_slurm_recovers_a_cancelled_job_and_equals_local_run(
+    tmp_path, slurm_cluster, tiny_config, reference_run
+):
+    cluster, log_path = tmp_path / "cluster", tmp_path / "slurm-run.log"
+    # in the working directory, as the reference run's: the findings quote its relative path
+    config = tiny_config(cluster / "config.yaml")
     started = time.monotonic()
-    # the local run that the SLURM run must equal goes side by side with it: the SLURM run
-    # spends most of its time waiting for the queue and its status polls
-    with local_log.open("w") as local_out, log_path.open("w") as log:
-        local_run = subprocess.Popen(
-            snakemake_command(local, config, "--cores", "2"),
-            stdout=subprocess.DEVNULL,
-            stderr=local_out,
-        )
+    # the SLURM run first: the session's local run goes side by side with it (another worker's
+    # test starts it) while this one mostly waits for the queue and its status polls
+    with log_path.open("w") as log:
         slurm_run = subprocess.Popen(
             snakemake_command(
                 cluster, config, *(arg for p in PROFILES for arg in ("--profile", p))
@@ -202,18 +160,17 @@ def test_workflow_on_slurm_recovers_a_cancelled_job_and_equals_local_run(tmp_pat
         try:
             cancelled = running_prediction_job(slurm_run, cluster, deadline=started + 900)
             subprocess.run(["scancel", cancelled], check=True)
-            returncode = slurm_run.wait(timeout=1800)
-            local_returncode = local_run.wait(timeout=1800)
+            returncode = slurm_run.wait(timeout=RUN_TIMEOUT_S)
         finally:
-            for process in (slurm_run, local_run):
-                if process.poll() is None:
-                    process.terminate()
-                    process.wait(timeout=60)
-    local_output = local_log.read_text()
-    assert local_returncode == 0, local_output[-6000:]
+            if slurm_run.poll() is None:
+                slurm_run.terminate()
+                slurm_run.wait(timeout=60)
     output = log_path.read_text()
     print(f"SLURM run: {time.monotonic() - started:.0f} s wall; cancelled SLURM job {cancelled}")
     assert returncode == 0, output[-8000:]
+    reference = reference_run()
+    reference.check()
+    local, local_output = reference.workdir, reference.log
 
     # the cancelled job is reported as failed with its rule (or group) and its SLURM log, then
     # retried (the profile's retries: 1); SLURM itself says it was cancelled
@@ -226,12 +183,15 @@ def test_workflow_on_slurm_recovers_a_cancelled_job_and_equals_local_run(tmp_pat
     retried = [j for j, log in submissions.items() if log.parent == cancelled_log.parent]
     assert len(retried) >= 2 and max(retried, key=int) != cancelled
 
-    # every rule type that is not a target was submitted through sbatch, with the resources
-    # the rule declares (generate_trace: mem_mb=1792, runtime=5 in workflow/rules/data.smk)
-    submitted_rules = {submitted_as(log) for log in submissions.values()} - {"group predict"}
-    expected_rules = rules_run(local_output) - TARGET_ONLY_RULES
-    # predict jobs run inside `predict` group jobs (group-components in the profile)
-    assert submitted_rules | {"predict"} == expected_rules | {"predict"}
+    # every rule type that is not a target was submitted through sbatch (the rules of the
+    # profile's groups inside group jobs), with the resources the rule declares
+    # (generate_trace: mem_mb=1792, runtime=5 in workflow/rules/data.smk)
+    groups = profile_groups()
+    submitted_rules = set()
+    for log in submissions.values():
+        name = submitted_as(log)
+        submitted_rules |= groups[name.split()[1]] if name.startswith("group ") else {name}
+    assert submitted_rules == rules_run(local_output) - TARGET_ONLY_RULES
     generate = next(j for j, log in submissions.items() if submitted_as(log) == "generate_trace")
     declared = slurm_job(generate)
     assert declared["TimeLimit"] == "00:05:00" and declared["MinMemoryNode"] == "1792M"
@@ -240,7 +200,8 @@ def test_workflow_on_slurm_recovers_a_cancelled_job_and_equals_local_run(tmp_pat
     # same outputs as the local run
     outputs = sorted(p.relative_to(local) for p in (local / "results").rglob("*") if p.is_file())
     assert any(p.name == "table3.csv" for p in outputs)
-    assert sum(p.name == "job_metrics.csv" for p in outputs) == 2
+    datasets = yaml.safe_load(config.read_text())["datasets"]
+    assert sum(p.name == "job_metrics.csv" for p in outputs) == len(datasets)
     for relative in outputs:
         if relative.suffix == ".png" or relative.name.startswith("cost."):
             continue  # figures' bytes carry no data beyond the CSVs; cost tables are wall time

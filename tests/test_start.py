@@ -374,41 +374,25 @@ def test_start_mle_rule_on_hand_made_checkpoints(monkeypatch):
     assert decisions[-1] and not decisions[0]  # the rule fires only late in the job
 
 
-def test_predict_jobs_of_a_cross_job_method_come_after_every_shard(tmp_path):
+def test_predict_jobs_of_a_cross_job_method_come_after_every_shard(
+    tmp_path, tiny_config, run_snakemake
+):
     """The workflow (dry run) runs START-MLE's predict jobs after every shard is gathered: they
     read the manifest, which convert_manifest writes from every shard's; others get their own
     shard's folder."""
     import re
-    import subprocess
-    import sys
 
     import yaml
-    from test_workflow import ROOT, tiny_config
 
-    path = tiny_config(tmp_path)
+    path = tiny_config(tmp_path / "config.yaml")
     config = yaml.safe_load(path.read_text())
     config["methods"] = {"START-MLE": {}, "Elapsed": {}}
     config["method_dirs"] = []
+    config["datasets"]["google-tiny"]["n_shards"] = 2
+    del config["tuning"]  # its grid is NURD's
     path.write_text(yaml.safe_dump(config))
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "--snakefile",
-            str(ROOT / "Snakefile"),
-            "--directory",
-            str(tmp_path),
-            "--configfile",
-            str(path),
-            "--replace-workflow-config",
-            "-n",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
+    run = run_snakemake(tmp_path, path, "-n", timeout=300)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     inputs = {}
     for block in re.split(r"\n\s*\n|\[[^\]]*\]\n", run.stdout + run.stderr):
         wildcards = re.search(r"wildcards: dataset=google-tiny, method=([^,]+), shard=0", block)

@@ -3,19 +3,17 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
+from workflow_runs import ROOT
 
 from stragglers.convert.one_process import convert_google
 from stragglers.formats.jobs import read_manifest, tuning_job_ids
 from stragglers.replay.core import ReplaySettings
 from stragglers.rules.predict import parameter_grid, predict_shard, tune_method
 from stragglers.traces.generate import GoogleGeneratorConfig, generate_google
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")

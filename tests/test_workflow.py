@@ -1,84 +1,17 @@
-"""One small end-to-end `snakemake` run of the whole pipeline on a tiny generated config."""
-
-import subprocess
-import sys
-from pathlib import Path
+"""The whole pipeline end to end: the session's local run of tests/configs/tiny/config.yaml
+(tests/workflow_runs.py; the cluster-generic and SLURM tests compare their runs with it)."""
 
 import pandas as pd
 import pytest
-import yaml
-
-ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.e2e
 
 
-def tiny_config(tmp_path: Path) -> Path:
-    config = {
-        "seed": 11,
-        "method_dirs": [str(ROOT / "tests" / "extra_methods")],
-        "datasets": {
-            "google-tiny": {
-                "kind": "google-2011",
-                "source": "generate",
-                "generator": {"n_jobs": 4},
-                "n_shards": 2,
-                "min_tasks": 100,
-                "replay": {"grid_origin": 600, "checkpoint_interval": 300},
-            },
-            "alibaba-tiny": {
-                "kind": "alibaba-2018",
-                "source": "generate",
-                "generator": {"n_jobs": 3},
-                "n_shards": 1,
-                "min_tasks": 100,
-                "replay": {"grid_origin": 0, "checkpoint_interval": 60},
-            },
-        },
-        "replay": {"start_fraction": 0.04, "straggler_quantile": 0.9, "protocol": "causal"},
-        "methods": {
-            "NURD": {"n_estimators": 20},
-            "GBTR": {"n_estimators": 20},
-            "Oracle": {},
-            "AlwaysFails": {},
-            "Elapsed": {},
-            "LATE": {},
-        },
-        "evaluation": {"f1_time_points": 10},
-        "simulation": {"repeats": 2, "machines": [100, 300]},
-        "launch": {
-            "methods": {"MTL-f0nl": {}, "Wrangler-node": {}},
-            "min_train_tasks": 20,
-            "train_shares": [0.3, 0.6],
-            "refit_every": 1,
-        },
-    }
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
-
-
-def snakemake(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    command = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(ROOT / "Snakefile"),
-        "--directory",
-        str(tmp_path),
-        "--configfile",
-        str(tiny_config(tmp_path)),
-        "--replace-workflow-config",
-        *args,
-    ]
-    return subprocess.run(command, capture_output=True, text=True, timeout=900)
-
-
-def test_pipeline_end_to_end(tmp_path):
-    run = snakemake(tmp_path, "--cores", "2")
-    assert run.returncode == 0, run.stderr[-4000:]
-    results = tmp_path / "results"
+def test_pipeline_end_to_end(reference_run, run_snakemake):
+    reference = reference_run()
+    reference.check()
+    workdir = reference.workdir
+    results = workdir / "results"
     for name in ("table3.md", "table3.csv", "cost.md", "completion_time.md"):
         assert (results / "tables" / name).stat().st_size > 0
     assert "NURD" in (results / "README.md").read_text()
@@ -87,7 +20,7 @@ def test_pipeline_end_to_end(tmp_path):
 
     page = (results / "findings.md").read_text()
     sources = pd.read_csv(results / "findings.sources.csv", dtype=str)
-    sources["file"] = [str(tmp_path / f) for f in sources["file"]]
+    sources["file"] = [str(workdir / f) for f in sources["file"]]
     assert "## google-tiny" in page and "NURD ranks" in page
     assert verify_findings(page, sources) == []
     assert (results / "figures" / "overview.png").stat().st_size > 1000
@@ -135,20 +68,18 @@ def test_pipeline_end_to_end(tmp_path):
     paired = pd.read_csv(results / "tables" / "paired_comparisons.csv")
     assert set(paired["metric"]) == {"F1", "early_F1"}
     assert set(paired["reference_kind"]) == {"best", "NURD"}
-    assert (tmp_path / "logs" / "tables" / "paired_comparisons.log").exists()
+    assert (workdir / "logs" / "tables" / "paired_comparisons.log").exists()
     jobs = pd.read_parquet(
         results / "google-tiny" / "predictions" / "AlwaysFails" / "shard-0.jobs.parquet"
     )
     assert (jobs["status"] == "failed").all()
     assert jobs["reason"].str.contains("fails on purpose").all()
-    log = (
-        tmp_path / "logs" / "predict" / "google-tiny" / "AlwaysFails" / "shard-0.log"
-    ).read_text()
+    log = (workdir / "logs" / "predict" / "google-tiny" / "AlwaysFails" / "shard-0.log").read_text()
     assert "fails on purpose" in log
-    report = (tmp_path / "resources" / "converted" / "google-tiny" / "report.json").read_text()
+    report = (workdir / "resources" / "converted" / "google-tiny" / "report.json").read_text()
     assert "jobs_kept" in report
 
     # nothing left to do on a rerun of the same config
-    dry = snakemake(tmp_path, "-n")
+    dry = run_snakemake(workdir, reference.config, "-n")
     assert dry.returncode == 0, dry.stderr[-2000:]
     assert "Nothing to be done" in dry.stdout + dry.stderr
