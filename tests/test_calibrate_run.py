@@ -13,53 +13,17 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from test_cluster_generic import snakemake_command
+from workflow_runs import ROOT, load_config, snakemake_command, write_config
 
-ROOT = Path(__file__).resolve().parents[1]
-DATASET = "google-tiny"
+DATASET = "google-tiny"  # as in tests/configs/generated
 METHODS = ["GBTR", "PCA"]
-KNOBS = ["signature_strength", "feature_noise"]
 
 pytestmark = pytest.mark.e2e
 
 
 def tiny_config(folder: Path) -> Path:
-    config = {
-        "seed": 11,
-        "datasets": {
-            DATASET: {
-                "kind": "google-2011",
-                "source": "generate",
-                "generator": {"n_jobs": 4, "signature_strength": 1.5},
-                "n_shards": 1,
-                "min_tasks": 100,
-                "replay": {"grid_origin": 600, "checkpoint_interval": 300},
-            },
-        },
-        "replay": {"start_fraction": 0.04, "straggler_quantile": 0.9, "protocol": "causal"},
-        "methods": {"Elapsed": {}, "Oracle": {}},
-        "evaluation": {"f1_time_points": 5},
-        "simulation": {"repeats": 2, "machines": [100, 300]},
-        "launch": {"methods": {}},
-        "calibration": {
-            "datasets": [DATASET],
-            "knobs": {
-                "signature_strength": {"low": 0.0, "high": 3.0},
-                "feature_noise": {"low": 0.5, "high": 2.0, "log": True},
-            },
-            "seeds": [5],
-            "n_jobs": 3,
-            "rounds": 2,
-            "batch": 2,
-            "startup_trials": 2,
-            "sampler_seed": 3,
-            "methods": METHODS,
-        },
-    }
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "config.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
+    """tests/configs/generated, written into the run's folder."""
+    return write_config(load_config("generated"), folder / "config.yaml")
 
 
 def command(folder: Path, cores: int, *extra: str) -> list[str]:

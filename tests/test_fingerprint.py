@@ -2,13 +2,12 @@
 a few generated jobs, and the `fingerprint` target's DAG (docs/fingerprint.md)."""
 
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
+from workflow_runs import ROOT, load_config, snakemake_command, write_config
 
 from stragglers.evaluate.fingerprint import SETS
 from stragglers.report.fingerprint import (
@@ -27,7 +26,6 @@ from stragglers.rules.fingerprint import (
     run_fingerprint_table,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
 PAPER = str(ROOT / "stragglers" / "data" / "paper_table3.csv")
 
 
@@ -220,16 +218,11 @@ def test_paper_replay_then_table(converted, tmp_path):
     assert (scored["TPR_lo"] <= scored["TPR"]).all() and (scored["TPR"] <= scored["TPR_hi"]).all()
 
 
-def dry_run(folder: Path, config: dict, *targets: str) -> dict[str, int]:
-    """Jobs per rule of `snakemake -n` on `config` (run in `folder`)."""
-    (folder / "config.yaml").write_text(yaml.safe_dump(config))
+def dry_run(folder: Path, *targets: str) -> dict[str, int]:
+    """Jobs per rule of `snakemake -n` on tests/configs/generated (run in `folder`)."""
+    config = write_config(load_config("generated"), folder / "config.yaml")
     run = subprocess.run(
-        [
-            *(sys.executable, "-m", "snakemake", "-n", *targets),
-            *("--snakefile", str(ROOT / "Snakefile"), "--directory", str(folder)),
-            *("--configfile", str(folder / "config.yaml"), "--replace-workflow-config"),
-            *("--quiet", "rules"),
-        ],
+        snakemake_command(folder, config, "-n", *targets, "--quiet", "rules"),
         capture_output=True,
         text=True,
         timeout=300,
@@ -242,18 +235,9 @@ def dry_run(folder: Path, config: dict, *targets: str) -> dict[str, int]:
 def test_fingerprint_target_dag(tmp_path):
     """Every method with a paper row, once per dataset, whatever the config's methods; the
     default target writes the run's own fingerprint and replays nothing more."""
-    dataset = {"source": "generate", "generator": {"n_jobs": 2}, "n_shards": 1, "min_tasks": 100}
-    config = {
-        "seed": 3,
-        "datasets": {"gs": {"kind": "google-2011", **dataset}},
-        "replay": {"protocol": "causal"},
-        "methods": {"NURD": {"alpha": 0.25}, "Elapsed": {}},
-        "evaluation": {"f1_time_points": 5},
-        "simulation": {"repeats": 1, "machines": [10]},
-    }
-    counts = dry_run(tmp_path, config, "fingerprint")
+    counts = dry_run(tmp_path, "fingerprint")
     assert counts["fingerprint_replay"] == 23
     assert counts["fingerprint_paper_table"] == counts["fingerprint"] == 1
     assert "predict" not in counts
-    counts = dry_run(tmp_path, config)
+    counts = dry_run(tmp_path)
     assert counts["fingerprint_table"] == 1 and "fingerprint_replay" not in counts
