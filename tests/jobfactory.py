@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from stragglers.formats.datasets import Feature
 from stragglers.formats.jobs import job_from_frame
 from stragglers.replay.history import JobHistory
 
@@ -107,9 +108,13 @@ class RecordingHistory(JobHistory):
         return super().load(job_id, time)
 
 
-class _Feature:
-    def __init__(self, column):
-        self.column = column
+# the features as a dataset kind's (aggregation as LAST says), for tests that register a kind
+FEATURES_KIND = tuple(Feature(c, c, "last" if last else "mean") for c, last in zip(FEATURES, LAST))
 
 
-FEATURES_KIND = tuple(_Feature(c) for c in FEATURES)
+def register_test_kind(monkeypatch) -> None:
+    """Make "test" a dataset kind with these features and no machine state."""
+    from stragglers.formats import datasets
+
+    monkeypatch.setitem(datasets.FEATURES_BY_KIND, "test", FEATURES_KIND)
+    monkeypatch.setitem(datasets.MACHINE_STATE_BY_KIND, "test", ())

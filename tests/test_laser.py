@@ -6,7 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 from jobfactory import FEATURES as FACTORY_FEATURES
-from jobfactory import FEATURES_KIND, LAST, RecordingHistory, make_job, make_job_frame, write_jobs
+from jobfactory import (
+    LAST,
+    RecordingHistory,
+    make_job,
+    make_job_frame,
+    register_test_kind,
+    write_jobs,
+)
 
 from stragglers.formats.jobs import job_from_frame
 from stragglers.methods import Checkpoint, JobInfo, get_method
@@ -233,8 +240,7 @@ def earlier_trace(tmp_path, monkeypatch):
     import stragglers.methods.laser as laser
 
     monkeypatch.setattr(laser, "_earlier_examples", {})
-    monkeypatch.setattr("stragglers.formats.datasets.last_columns", lambda kind: LAST)
-    monkeypatch.setattr("stragglers.replay.history.FEATURES_BY_KIND", {"test": FEATURES_KIND})
+    register_test_kind(monkeypatch)
     return tmp_path, write_jobs(tmp_path, n_jobs=5, n_tasks=50)
 
 

@@ -7,7 +7,14 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from jobfactory import FEATURES, FEATURES_KIND, LAST, RecordingHistory, make_job_frame, write_jobs
+from jobfactory import (
+    FEATURES,
+    LAST,
+    RecordingHistory,
+    make_job_frame,
+    register_test_kind,
+    write_jobs,
+)
 
 from stragglers.formats.jobs import job_from_frame
 from stragglers.methods import declared_cross_job, get_method
@@ -143,8 +150,7 @@ def trace(tmp_path, monkeypatch):
     monkeypatch.setattr(start, "_sequence_cache", {})
     monkeypatch.setattr(start, "_model_cache", {})
     manifest = write_jobs(tmp_path)
-    monkeypatch.setattr("stragglers.formats.datasets.last_columns", lambda kind: LAST)
-    monkeypatch.setattr("stragglers.replay.history.FEATURES_BY_KIND", {"test": FEATURES_KIND})
+    register_test_kind(monkeypatch)
     return tmp_path, manifest
 
 
