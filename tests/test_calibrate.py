@@ -17,6 +17,7 @@ from stragglers.calibrate.settings import (
     search_fingerprint,
     start_settings,
 )
+from stragglers.rules.calibrate import last_rounds
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,13 +52,19 @@ def test_default_calibration_section_passes():
         ({"knobs": {"feature_noise": {"low": 0.0, "high": 1.0, "log": True}}}, "log range"),
         ({"knobs": {"max_tasks": {"low": 150, "high": 300.5}}}, "integer setting"),
         ({"methods": ["PCA", "NURD"]}, "NURD is not in the calibration set"),
-        ({"datasets": ["nowhere"]}, "nowhere is not a configured dataset"),
     ],
 )
 def test_bad_calibration_config_is_refused(changes, message):
     with pytest.raises(ValueError, match="config calibration") as error:
         check_calibration(with_calibration(**changes))
     assert message in str(error.value)
+
+
+def test_a_calibration_dataset_outside_the_run_loads_and_the_target_names_it():
+    config = with_calibration(datasets=["nowhere"])
+    check_calibration(config)  # a config with other datasets loads
+    with pytest.raises(ValueError, match="calibration.datasets: nowhere is not a configured"):
+        last_rounds(config["calibration"], config["datasets"])
 
 
 def test_the_runs_own_seed_is_refused_too():

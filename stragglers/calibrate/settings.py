@@ -73,7 +73,9 @@ def check_calibration(config: dict) -> None:
     for dataset in section["datasets"]:
         ds = config["datasets"].get(dataset)
         if ds is None:
-            _fail("datasets", f"{dataset} is not a configured dataset: {list(config['datasets'])}")
+            # a config with other datasets still loads; `snakemake calibrate` names the setting
+            # (stragglers.rules.calibrate.last_rounds)
+            continue
         if ds["source"] != "generate" or ds["kind"] not in GENERATED_KINDS:
             _fail("datasets", f"{dataset} is not generated (source generate, a generated kind)")
         generator_seed = (ds.get("generator") or {}).get("seed")

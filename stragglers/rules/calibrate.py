@@ -34,12 +34,18 @@ def round_trials(dataset: str, round_: int, batch: int) -> list[str]:
     return [f"{round_folder(dataset, round_)}/trial-{index}.json" for index in range(batch)]
 
 
-def last_rounds(calibration: dict) -> list[str]:
+def last_rounds(calibration: dict, config_datasets: dict) -> list[str]:
     """Each dataset's last round told: the tables are written once every round is."""
     if not calibration:
         raise ValueError(
             "config has no `calibration` section: `snakemake calibrate` has nothing to search "
             "(docs/calibration.md)"
+        )
+    missing = [d for d in calibration["datasets"] if d not in config_datasets]
+    if missing:
+        raise ValueError(
+            f"config calibration.datasets: {missing[0]} is not a configured dataset: "
+            f"{sorted(config_datasets)}"
         )
     last = calibration["rounds"] - 1
     return [f"{round_folder(d, last)}/told.json" for d in calibration["datasets"]]

@@ -77,7 +77,7 @@ rule calibration_tell:
 
 rule calibration_tables:
     input:
-        lambda wc: last_rounds(CALIBRATION),
+        lambda wc: last_rounds(CALIBRATION, config["datasets"]),
     output:
         trials="results/calibration/trials.csv",
         rounds_csv="results/calibration/rounds.csv",
@@ -99,7 +99,7 @@ rule calibration_tables:
         "../../environment.yml"
     params:
         calibration=CALIBRATION,
-        datasets={d: config["datasets"][d] for d in CALIBRATION_DATASETS},
+        datasets={d: config["datasets"].get(d) for d in CALIBRATION_DATASETS},
     script:
         "../../scripts/calibration_tables.py"
 
