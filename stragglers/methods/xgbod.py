@@ -12,8 +12,8 @@ tos_detectors="compact" (default) uses 12 of the same kinds (listed in `compact_
 tos_detectors="pyod_default" restores PyOD's list.
 
 Under the replay rule `xgbod: script` (`replay.protocol: paper`) it runs as the authors'
-`code/run_od.py`: PyOD's default list whatever `tos_detectors` says, labels latency > tau
-(strict), and a fit on a single class too.
+`code/run_od.py`: PyOD's default list whatever `tos_detectors` says, PyOD's default random
+state (0), labels latency > tau (strict), and a fit on a single class too.
 """
 
 from __future__ import annotations
@@ -91,7 +91,8 @@ class XGBOD(OutlierDetectionMethod):
             n_estimators=self.params["n_estimators"],
             max_depth=self.params["max_depth"],
             learning_rate=self.params["learning_rate"],
-            random_state=seed,
+            # the script passes no random state: PyOD's default, 0 (its isolation forests' too)
+            random_state=0 if self.job.xgbod == "script" else seed,
             n_jobs=1,
         )
 

@@ -37,8 +37,8 @@ each the authors' `code/run_od.py` way (`paper`) or ours (`causal`, `reference`)
   (a seed per job and checkpoint, derived from the config's seed).
 - `abod_object`: `reused` (one PyOD ABOD object per job, refit at every fit: PyOD lowers its
   n_neighbors for good after a fit on too few rows) or `fresh` (a new object per fit).
-- `xgbod`: `script` (PyOD's default list of 41 detectors, labels latency > tau, fit on a single
-  class too) or `compact` (the method's `tos_detectors`, labels latency >= tau, no fit until
+- `xgbod`: `script` (PyOD's default list of 41 detectors and random state 0, labels
+  latency > tau, fit on a single class too) or `compact` (the method's `tos_detectors`, labels latency >= tau, no fit until
   both classes have finished).
 - `outlier_refit`: `every_checkpoint` (refit at every checkpoint, as the script) or `growth`
   (the detector's `refit_growth` schedule).
