@@ -679,3 +679,14 @@ def test_outlier_constant_columns_keep_fits_pca_on_every_column():
     np.testing.assert_array_equal(method._state.columns, [True, False, True])
     method, _ = outlier_run("PCA", {**rules, "outlier_constant_columns": "keep"}, finished, running)
     np.testing.assert_array_equal(method._state.columns, [True, True, True])
+
+
+def test_config_schema_accepts_exactly_the_rules_and_their_choices():
+    import yaml
+
+    schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+    overrides = schema["properties"]["replay"]["properties"]["overrides"]["properties"]
+    assert set(overrides) == set(RULE_CHOICES)
+    for name, choices in RULE_CHOICES.items():
+        if "enum" in overrides[name]:
+            assert overrides[name]["enum"] == list(choices), name
