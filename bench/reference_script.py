@@ -29,7 +29,9 @@ For every dataset and job (the first `--n-jobs` by id, as the audit; 0 = all):
      (`ipwnc`) and GBTR (`gb`) do not read them, and no random state is shared (GBR has
      random_state=42, lbfgs is deterministic). A package that is not installed is always
      stubbed. With `--real-baselines` they run as written (PU-EN, PU-BG: pulearn; Tobit: the
-     script's tobit.py; Grabit: KTBoost) and are compared too.
+     script's tobit.py; Grabit: KTBoost) and are compared too; the one shim there is
+     `BaggingPuClassifier(base_estimator=...)`, pulearn's keyword before 0.1, passed as
+     `estimator` (pulearn 0.2 rejects the old name).
    - run_od.py: its missing `from utils_ts import *` (it calls fun_df_cumsum, get_TPR_FPR and
      get_PCT_new without importing them) is supplied by putting utils_ts's names in its
      namespace; and a guard around its fourteen detectors, the documented reading of a
@@ -234,6 +236,13 @@ def load_script(path: Path, real_baselines: bool):
     if "KTBoost.KTBoost" in sys.modules and not hasattr(sys.modules["KTBoost"], "KTBoost"):
         sys.modules["KTBoost"].KTBoost = sys.modules["KTBoost.KTBoost"]
     module = _exec_script(path, "nurd_run_ts")
+    if real_baselines and _importable("pulearn"):
+        import pulearn
+
+        def bagging_pu(base_estimator=None, **kwargs):  # pulearn < 0.1's keyword
+            return pulearn.BaggingPuClassifier(estimator=base_estimator, **kwargs)
+
+        module.BaggingPuClassifier = bagging_pu
     if not real_baselines:
         for name in ("ElkanotoPuClassifier", "BaggingPuClassifier", "TobitModel"):
             setattr(module, name, _StubBaseline)
