@@ -31,7 +31,12 @@ For every dataset and job (the first `--n-jobs` by id, as the audit; 0 = all):
      stubbed. With `--real-baselines` they run as written (PU-EN, PU-BG: pulearn; Tobit: the
      script's tobit.py; Grabit: KTBoost) and are compared too; the one shim there is
      `BaggingPuClassifier(base_estimator=...)`, pulearn's keyword before 0.1, passed as
-     `estimator` (pulearn 0.2 rejects the old name).
+     `estimator` (pulearn 0.2 rejects the old name), and tobit.py's LinearRegression fed
+     its frame as an array (scikit-learn >= 1.2 rejects its mix of int and str column
+     names; older versions ignored the names). PU-BG, Tobit and Grabit get the guard of
+     run_od.py below: a fit or predict that raises at a step flags nothing there (pulearn
+     0.2's BaggingPuClassifier raises when a bag leaves no out-of-bag row, on the small
+     early training sets); Elkan-Noto is not guarded, the script catches its failure itself.
    - run_od.py: its missing `from utils_ts import *` (it calls fun_df_cumsum, get_TPR_FPR and
      get_PCT_new without importing them) is supplied by putting utils_ts's names in its
      namespace; and a guard around its fourteen detectors, the documented reading of a
@@ -242,12 +247,64 @@ def load_script(path: Path, real_baselines: bool):
         def bagging_pu(base_estimator=None, **kwargs):  # pulearn < 0.1's keyword
             return pulearn.BaggingPuClassifier(estimator=base_estimator, **kwargs)
 
-        module.BaggingPuClassifier = bagging_pu
+        # predicting 1 (finished) flags nothing: the script flags 1 - prediction (PU-BG)
+        # and, where Elkan-Noto failed, 0.5 - prediction / 2 (PU-EN)
+        module.BaggingPuClassifier = _guarded_factory(bagging_pu, quiet=1)
+    if real_baselines and "tobit" in sys.modules:
+        from sklearn.linear_model import LinearRegression
+
+        class PlainLinearRegression(LinearRegression):
+            """scikit-learn < 1.2 ignored column names; tobit.py's mix of int and str
+            names ('intercept') now raises."""
+
+            def fit(self, X, y, sample_weight=None):
+                return super().fit(np.asarray(X), y, sample_weight)
+
+            def predict(self, X):
+                return super().predict(np.asarray(X))
+
+        sys.modules["tobit"].LinearRegression = PlainLinearRegression
+    if real_baselines:
+        # a predicted latency of 0 is below tau: flags nothing
+        module.TobitModel = _guarded_factory(module.TobitModel, quiet=0.0)
+        booster = getattr(module.KTBoost, "BoostingRegressor", None)
+        if booster is not None and booster is not _StubBaseline:
+            module.KTBoost = types.SimpleNamespace(
+                BoostingRegressor=_guarded_factory(booster, quiet=0.0)
+            )
     if not real_baselines:
         for name in ("ElkanotoPuClassifier", "BaggingPuClassifier", "TobitModel"):
             setattr(module, name, _StubBaseline)
         module.KTBoost = types.SimpleNamespace(BoostingRegressor=_StubBaseline)
     return module, _record_scores(module)
+
+
+class _GuardedModel:
+    """A baseline model whose fit or predict, if it raises, predicts `quiet` (a value that
+    flags nothing) at that step, as the guard of the PyOD detectors below."""
+
+    def __init__(self, model, quiet: float):
+        self.model, self.quiet, self.failed = model, quiet, False
+
+    def fit(self, *args, **kwargs):
+        try:
+            self.model.fit(*args, **kwargs)
+            self.failed = False
+        except Exception:
+            self.failed = True
+        return self
+
+    def predict(self, X):
+        if not self.failed:
+            try:
+                return np.asarray(self.model.predict(X))
+            except Exception:
+                pass
+        return np.full(len(X), self.quiet)
+
+
+def _guarded_factory(make, quiet: float):
+    return lambda *args, **kwargs: _GuardedModel(make(*args, **kwargs), quiet)
 
 
 _GUARD_DEPTH = [0]  # nesting of guarded calls: only the script's own (outermost) call is guarded
