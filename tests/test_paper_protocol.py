@@ -690,3 +690,56 @@ def test_config_schema_accepts_exactly_the_rules_and_their_choices():
     for name, choices in RULE_CHOICES.items():
         if "enum" in overrides[name]:
             assert overrides[name]["enum"] == list(choices), name
+
+
+# ----------------------------------------------------------------------------- bench shims
+
+
+def _reference_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "reference_script", ROOT / "bench" / "reference_script.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_reference_script_guard_flags_nothing_where_a_detector_raises():
+    from pyod.models.knn import KNN as PyodKNN
+
+    bench = _reference_script()
+    guarded = bench.guarded(PyodKNN)
+    detector = guarded().fit(unit_rows(3))  # 5 neighbours on 3 rows: PyOD raises, guarded
+    np.testing.assert_array_equal(detector.predict(unit_rows(4, seed=1)), np.zeros(4))
+    train, test = unit_rows(30), unit_rows(6, seed=1) + np.r_[0, 0, 0, 5, 5, 5][:, None]
+    np.testing.assert_array_equal(
+        guarded().fit(train).predict(test), PyodKNN().fit(train).predict(test)
+    )
+
+    class Inner:
+        def fit(self, X, y=None):
+            raise ValueError("inner")
+
+    class Outer:
+        def __init__(self):
+            self.inner = bench.guarded(Inner)()
+            self.seen = None
+
+        def fit(self, X, y=None):
+            try:
+                self.inner.fit(X)
+            except ValueError as error:  # a nested guarded call raises to its caller
+                self.seen = str(error)
+            return self
+
+    outer = bench.guarded(Outer)().fit(unit_rows(3))
+    assert outer.seen == "inner" and not outer._guard_failed
+
+
+def test_reference_script_reads_the_flags_get_tpr_fpr_scores():
+    bench = _reference_script()
+    pred = [[0, 1, 0, 0], [1, 0, 0, 0.2], [0, 0, 1, 0]]  # the last step is not scored
+    np.testing.assert_array_equal(bench.script_flags(pred, 0.5), [True, True, False, False])
+    np.testing.assert_array_equal(bench.script_flags(pred, 0.1), [True, True, False, True])
