@@ -1,36 +1,63 @@
-"""Audit step 0 against the authors' own script, job by job.
+"""Audit step 0 against the authors' own scripts, job by job and task by task.
 
-    python bench/reference_script.py --script PATH/run_ts.py [--config config/config.yaml]
+    python bench/reference_script.py [--script PATH/run_ts.py] [--od-script PATH/run_od.py]
+        [--config config/config.yaml] [--converted resources/converted]
         [--datasets google-synthetic alibaba-synthetic] [--alphas 0 0.5] [--n-jobs 0]
-        [--out bench/out/reference_script] [--real-baselines]
+        [--only-jobs ID ...] [--out bench/out/reference_script] [--real-baselines]
 
-`PATH/run_ts.py` is a copy of `code/run_ts.py` of y-ding/nurd-mlsys22-code that you supply
-(with `utils_ts.py` and `tobit.py` beside it, as in that repository); nothing of it is part of
-this repository. Run after `snakemake` has converted the datasets (resources/converted/).
+`PATH/run_ts.py` and `PATH/run_od.py` are copies of `code/run_ts.py` and `code/run_od.py` of
+y-ding/nurd-mlsys22-code that you supply (with `utils_ts.py` and `tobit.py` beside them, as in
+that repository); nothing of them is part of this repository. Give either or both. Run after
+`snakemake` has converted the datasets (`--converted`, default resources/converted/). The
+real baselines of run_ts.py need the optional extra: `pip install -e '.[reference]'`.
 
 For every dataset and job (the first `--n-jobs` by id, as the audit; 0 = all):
 
-1. The converted job is written in the script's input layout: `<out>/<dataset>/input/<job>/<i>`,
+1. The converted job is written in the scripts' input layout: `<out>/<dataset>/input/<job>/<i>`,
    one headerless 22-column CSV per task i (its position in our job), one row per window in
-   time order, ST / ET counted from the task's start (stragglers.formats.datasets.SCRIPT_LAYOUT; windows longer than the dataset's
-   checkpoint_interval cut into pieces, missing values 0, evictions / failures per window:
-   what `replay.protocol: paper` reads, docs/protocols.md). Columns the dataset has no value
-   for are 0 (the script drops constant columns).
-2. The script runs on it, in this process, once per gamma (`--alphas`), with only these
-   run-time shims (nothing in the file is edited):
-   - `pandas.DataFrame.append` (removed in pandas 2.0) as `pandas.concat`, which is what it did;
-   - the baseline-only imports (`imblearn`, `pulearn`, `KTBoost`) and the Tobit model: unless
-     `--real-baselines`, its PU, Tobit and Grabit baselines are replaced by stubs predicting 0.
-     They fill their own prediction lists only; NURD (its `ipw`), NURD-NC (`ipwnc`) and GBTR
-     (`gb`) do not read them, and no random state is shared (GBR has random_state=42, lbfgs
-     is deterministic). A package that is not installed is always stubbed.
-   The script writes no results (its `to_csv` lines are commented out), so its scores are
-   read from its own `get_TPR_FPR` calls (gb, ipwnc, ipw, en, bg, tb, kt in that order).
-3. The pipeline's audit step 0 (`replay.protocol: paper`, no overrides) runs NURD with
-   alpha = gamma and epsilon 0.05, NURD-NC and GBTR on the same jobs.
+   time order, ST / ET counted from the task's start (stragglers.formats.datasets.SCRIPT_LAYOUT;
+   windows longer than the dataset's checkpoint_interval cut into pieces, missing values 0,
+   evictions / failures per window: what `replay.protocol: paper` reads, docs/protocols.md).
+   Columns the dataset has no value for are 0 (the scripts drop constant columns).
+2. The scripts run on it, in this process (run_ts.py once per gamma, `--alphas`), with only
+   these run-time shims (nothing in the files is edited):
+   - both: `pandas.DataFrame.append` (removed in pandas 2.0) as `pandas.concat`, which is what
+     it did;
+   - run_ts.py: the baseline-only imports (`imblearn`, `pulearn`, `KTBoost`) and the Tobit
+     model: unless `--real-baselines`, its PU, Tobit and Grabit baselines are replaced by stubs
+     predicting 0. They fill their own prediction lists only; NURD (its `ipw`), NURD-NC
+     (`ipwnc`) and GBTR (`gb`) do not read them, and no random state is shared (GBR has
+     random_state=42, lbfgs is deterministic). A package that is not installed is always
+     stubbed and left out of the comparison (KTBoost 0.2.2 does not import with the
+     pipeline's scikit-learn: it uses old private tree internals, `sklearn.tree._tree.DTYPE`
+     and `_criterion.FriedmanMSE`; so Grabit is not compared). With `--real-baselines` they run as written (PU-EN, PU-BG: pulearn; Tobit:
+     the script's tobit.py; Grabit: KTBoost) and are compared too; the one shim there is
+     `BaggingPuClassifier(base_estimator=...)`, pulearn's keyword before 0.1, passed as
+     `estimator` (pulearn 0.2 rejects the old name), and tobit.py's LinearRegression fed
+     its frame as an array (scikit-learn >= 1.2 rejects its mix of int and str column
+     names; older versions ignored the names). PU-BG, Tobit and Grabit get the guard of
+     run_od.py below: a fit or predict that raises at a step flags nothing there (pulearn
+     0.2's BaggingPuClassifier raises when a bag leaves no out-of-bag row, on the small
+     early training sets); Elkan-Noto is not guarded, the script catches its failure itself.
+   - run_od.py: its missing `from utils_ts import *` (it calls fun_df_cumsum, get_TPR_FPR and
+     get_PCT_new without importing them) is supplied by putting utils_ts's names in its
+     namespace; and a guard around its fourteen detectors, the documented reading of a
+     detector that raises: a detector whose fit or predict raises at a time step flags
+     nothing at that step (unguarded, the script stops at its first step on every job:
+     LSCP, CBLOF, KNN, SOD and COF raise on training sets of 3-16 tasks). The guard wraps
+     the script's outer calls only; a detector that another one uses inside (LSCP's LOFs)
+     raises as usual to that outer detector.
+   The scripts write no results (their `to_csv` lines are commented out), so their scores
+   are read from their own `get_TPR_FPR` calls (run_ts.py: gb, ipwnc, ipw, en, bg, tb, kt;
+   run_od.py: its `clf_list` order), with the per-task flags these calls receive.
+3. The pipeline's audit step 0 (`replay.protocol: paper`, no overrides) runs the same methods
+   on the same jobs: NURD with alpha = gamma and epsilon 0.05, NURD-NC and GBTR (and PU-EN,
+   PU-BG, Tobit, Grabit with `--real-baselines`) for run_ts.py, the fourteen PyOD baselines
+   for run_od.py, each with the config's parameters.
 
 Writes `<out>/<dataset>/comparison.csv` (one row per job, method and alpha: script and
-pipeline TPR / FPR / F1, equal or not) and `<out>/summary.md`, and prints the summary.
+pipeline TPR / FPR / F1, equal or not, and the scored tasks whose flag differs) and
+`<out>/summary.md`, and prints the summary.
 """
 
 from __future__ import annotations
@@ -68,7 +95,27 @@ from stragglers.rules.predict import replay_settings  # noqa: E402
 
 SCRIPT_METHODS = ("gb", "ipwnc", "ipw", "en", "bg", "tb", "kt")  # its get_TPR_FPR call order
 COMPARED = {"GBTR": "gb", "NURD-NC": "ipwnc", "NURD": "ipw"}
+REAL_BASELINES = {"PU-EN": "en", "PU-BG": "bg", "Tobit": "tb", "Grabit": "kt"}
+# run_od.py's clf_list (its get_TPR_FPR call order) -> our method names
+OD_METHODS = {
+    "abod": "ABOD",
+    "cblof": "CBLOF",
+    "hbos": "HBOS",
+    "iforest": "IFOREST",
+    "knn": "KNN",
+    "lof": "LOF",
+    "mcd": "MCD",
+    "ocsvm": "OCSVM",
+    "pca": "PCA",
+    "sos": "SOS",
+    "lscp": "LSCP",
+    "cof": "COF",
+    "sod": "SOD",
+    "xgbod": "XGBOD",
+}
 EQUAL = 1e-9
+STUBBED_BY_PACKAGE = {"pulearn": ("PU-EN", "PU-BG"), "KTBoost.KTBoost": ("Grabit",)}
+STUBBED: set[str] = set()  # real baselines that could not run (load_script)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,15 +188,49 @@ def _importable(name: str) -> bool:
         return False
 
 
-def load_script(path: Path, real_baselines: bool):
-    """The script as a module, with the shims of the module docstring; returns (module, scores)
-    where `scores` collects the (TPR, FPR, FNR, AUC, F1) of each get_TPR_FPR call."""
+def _restore_append() -> None:
     if not hasattr(pd.DataFrame, "append"):
 
         def append(self, other, ignore_index=False):  # pandas < 2.0's DataFrame.append
             return pd.concat([self, other], ignore_index=ignore_index)
 
         pd.DataFrame.append = append
+
+
+def script_flags(pred, alpha: float) -> np.ndarray:
+    """The per-task flags get_TPR_FPR scores: flagged at any step but the last (row -2 of its
+    cumulative matrix), in the script's test order (stragglers first)."""
+    return (np.asarray(pred, dtype=float) >= alpha)[:-1].any(axis=0)
+
+
+def _record_scores(module) -> list:
+    """Wrap the module's get_TPR_FPR; the returned list collects ((TPR, FPR, FNR, AUC, F1),
+    per-task flags) of each call."""
+    scores: list[tuple] = []
+    original = module.get_TPR_FPR
+
+    def recording(pred, alpha, n_stra):
+        result = original(pred, alpha, n_stra)
+        scores.append((result, script_flags(pred, alpha)))
+        return result
+
+    module.get_TPR_FPR = recording
+    return scores
+
+
+def _exec_script(path: Path, name: str, namespace: dict | None = None):
+    sys.path.insert(0, str(path.parent))  # its utils_ts.py and tobit.py
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    module.__dict__.update(namespace or {})
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_script(path: Path, real_baselines: bool):
+    """run_ts.py as a module, with the shims of the module docstring; returns (module, scores)
+    where `scores` collects each get_TPR_FPR call (see _record_scores)."""
+    _restore_append()
     stubs = {
         "imblearn": {},
         "imblearn.over_sampling": {"SMOTE": _StubBaseline},
@@ -161,45 +242,161 @@ def load_script(path: Path, real_baselines: bool):
     for name, attributes in stubs.items():
         if not _importable(name):
             _stub_module(name, **attributes)
+            # a baseline whose package does not import is stubbed and left out of the
+            # comparison (KTBoost 0.2.2 uses old private scikit-learn internals)
+            STUBBED.update(STUBBED_BY_PACKAGE.get(name, ()))
     if "KTBoost.KTBoost" in sys.modules and not hasattr(sys.modules["KTBoost"], "KTBoost"):
         sys.modules["KTBoost"].KTBoost = sys.modules["KTBoost.KTBoost"]
-    sys.path.insert(0, str(path.parent))  # its utils_ts.py and tobit.py
-    spec = importlib.util.spec_from_file_location("nurd_run_ts", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _exec_script(path, "nurd_run_ts")
+    if real_baselines and _importable("pulearn"):
+        import pulearn
+
+        def bagging_pu(base_estimator=None, **kwargs):  # pulearn < 0.1's keyword
+            return pulearn.BaggingPuClassifier(estimator=base_estimator, **kwargs)
+
+        # predicting 1 (finished) flags nothing: the script flags 1 - prediction (PU-BG)
+        # and, where Elkan-Noto failed, 0.5 - prediction / 2 (PU-EN)
+        module.BaggingPuClassifier = _guarded_factory(bagging_pu, quiet=1)
+    if real_baselines and "tobit" in sys.modules:
+        from sklearn.linear_model import LinearRegression
+
+        class PlainLinearRegression(LinearRegression):
+            """scikit-learn < 1.2 ignored column names; tobit.py's mix of int and str
+            names ('intercept') now raises."""
+
+            def fit(self, X, y, sample_weight=None):
+                return super().fit(np.asarray(X), y, sample_weight)
+
+            def predict(self, X):
+                return super().predict(np.asarray(X))
+
+        sys.modules["tobit"].LinearRegression = PlainLinearRegression
+    if real_baselines:
+        # a predicted latency of 0 is below tau: flags nothing
+        module.TobitModel = _guarded_factory(module.TobitModel, quiet=0.0)
+        booster = getattr(module.KTBoost, "BoostingRegressor", None)
+        if booster is not None and booster is not _StubBaseline:
+            module.KTBoost = types.SimpleNamespace(
+                BoostingRegressor=_guarded_factory(booster, quiet=0.0)
+            )
     if not real_baselines:
         for name in ("ElkanotoPuClassifier", "BaggingPuClassifier", "TobitModel"):
             setattr(module, name, _StubBaseline)
         module.KTBoost = types.SimpleNamespace(BoostingRegressor=_StubBaseline)
-    scores: list[tuple] = []
-    original = module.get_TPR_FPR
-
-    def recording(pred, alpha, n_stra):
-        result = original(pred, alpha, n_stra)
-        scores.append(result)
-        return result
-
-    module.get_TPR_FPR = recording
-    return module, scores
+    return module, _record_scores(module)
 
 
-def run_script(module, scores: list, data: Path, job_id: str, gamma: float, log: Path) -> dict:
-    """{script method: (TPR, FPR, F1)} for one job and gamma (rates as fractions)."""
+class _GuardedModel:
+    """A baseline model whose fit or predict, if it raises, predicts `quiet` (a value that
+    flags nothing) at that step, as the guard of the PyOD detectors below."""
+
+    def __init__(self, model, quiet: float):
+        self.model, self.quiet, self.failed = model, quiet, False
+
+    def fit(self, *args, **kwargs):
+        try:
+            self.model.fit(*args, **kwargs)
+            self.failed = False
+        except Exception:
+            self.failed = True
+        return self
+
+    def predict(self, X):
+        if not self.failed:
+            try:
+                return np.asarray(self.model.predict(X))
+            except Exception:
+                pass
+        return np.full(len(X), self.quiet)
+
+
+def _guarded_factory(make, quiet: float):
+    return lambda *args, **kwargs: _GuardedModel(make(*args, **kwargs), quiet)
+
+
+_GUARD_DEPTH = [0]  # nesting of guarded calls: only the script's own (outermost) call is guarded
+
+
+def guarded(cls):
+    """`cls` whose fit and predict, called by the script, never raise: a failed fit or
+    predict flags nothing (zeros) at that step. Calls nested inside another guarded call
+    (LSCP fitting its LOFs) raise as usual, to the outer detector."""
+
+    class Guarded(cls):
+        _guard_failed = False
+
+        def fit(self, X, y=None):
+            _GUARD_DEPTH[0] += 1
+            try:
+                super().fit(X, y)
+                self._guard_failed = False
+            except Exception:
+                if _GUARD_DEPTH[0] > 1:
+                    raise
+                self._guard_failed = True
+            finally:
+                _GUARD_DEPTH[0] -= 1
+            return self
+
+        def predict(self, X, *args, **kwargs):
+            if self._guard_failed:
+                return np.zeros(len(X), dtype=int)
+            _GUARD_DEPTH[0] += 1
+            try:
+                return super().predict(X, *args, **kwargs)
+            except Exception:
+                if _GUARD_DEPTH[0] > 1:
+                    raise
+                return np.zeros(len(X), dtype=int)
+            finally:
+                _GUARD_DEPTH[0] -= 1
+
+    Guarded.__name__ = Guarded.__qualname__ = cls.__name__
+    return Guarded
+
+
+OD_CLASSES = (
+    "ABOD",
+    "CBLOF",
+    "HBOS",
+    "IForest",
+    "KNN",
+    "LOF",
+    "MCD",
+    "OCSVM",
+    "PCA",
+    "SOS",
+    "LSCP",
+    "COF",
+    "SOD",
+    "XGBOD",
+)
+
+
+def load_od_script(path: Path):
+    """run_od.py as a module, with the shims of the module docstring; (module, scores)."""
+    _restore_append()
+    sys.path.insert(0, str(path.parent))
+    utils = importlib.import_module("utils_ts")
+    public = {k: v for k, v in vars(utils).items() if not k.startswith("_")}  # import *
+    module = _exec_script(path, "nurd_run_od", public)
+    for name in OD_CLASSES:
+        setattr(module, name, guarded(getattr(module, name)))
+    return module, _record_scores(module)
+
+
+def run_script(
+    module, scores: list, data: Path, job_id: str, gamma: float | None, log: Path, names
+) -> dict:
+    """{script method: (TPR, FPR, F1, per-task flags)} for one job (and gamma: run_ts.py;
+    None: run_od.py); rates as fractions."""
     scores.clear()
     scratch = log.parent / "script-out"
     scratch.mkdir(parents=True, exist_ok=True)
     argv = sys.argv
-    sys.argv = [
-        "run_ts.py",
-        "--data_path",
-        f"{data}/",
-        "--jobid",
-        job_id,
-        "--gamma",
-        repr(float(gamma)),
-        "--out",
-        str(scratch),
-    ]
+    sys.argv = ["run.py", "--data_path", f"{data}/", "--jobid", job_id, "--out", str(scratch)]
+    if gamma is not None:
+        sys.argv += ["--gamma", repr(float(gamma))]
     text = io.StringIO()
     try:
         with contextlib.redirect_stdout(text):
@@ -207,10 +404,13 @@ def run_script(module, scores: list, data: Path, job_id: str, gamma: float, log:
     finally:
         sys.argv = argv
         log.write_text(text.getvalue())
-    if len(scores) != len(SCRIPT_METHODS):
-        raise RuntimeError(f"job {job_id}: the script scored {len(scores)} methods, expected 7")
+    if len(scores) != len(names):
+        raise RuntimeError(
+            f"job {job_id}: the script scored {len(scores)} methods, expected {len(names)}"
+        )
     return {
-        name: (s[0] / 100.0, s[1] / 100.0, float(s[4])) for name, s in zip(SCRIPT_METHODS, scores)
+        name: (s[0] / 100.0, s[1] / 100.0, float(s[4]), flags)
+        for name, (s, flags) in zip(names, scores)
     }
 
 
@@ -221,67 +421,128 @@ def run_script(module, scores: list, data: Path, job_id: str, gamma: float, log:
 def pipeline_step0(
     jobs, kind: str, settings: ReplaySettings, seed: int, dataset: str, method: str, params: dict
 ) -> pd.DataFrame:
+    """Per job: step 0's metrics, and its per-task flags in the scripts' test order."""
     tasks, rows = run_method_on_jobs(
         iter(jobs), get_method(method), params, settings, last_columns(kind), seed, dataset
     )
-    return evaluate.job_metrics(tasks, rows).set_index("job_id")
+    metrics = evaluate.job_metrics(tasks, rows).set_index("job_id")
+    scored = tasks[tasks["evaluated"]].sort_values(
+        ["job_id", "is_straggler", "task"], ascending=[True, False, True]
+    )
+    flags = {str(j): part["flagged"].to_numpy(bool) for j, part in scored.groupby("job_id")}
+    metrics["flags"] = [flags.get(str(j), np.zeros(0, dtype=bool)) for j in metrics.index]
+    return metrics
 
 
-def compare_dataset(config: dict, dataset: str, args, module, scores) -> pd.DataFrame:
+def comparison_row(dataset, job_id, method, alpha, mine, theirs) -> dict:
+    row = {
+        "dataset": dataset,
+        "job_id": job_id,
+        "method": method,
+        "alpha": alpha,
+        "pipeline_status": mine["status"],
+        "pipeline_TPR": mine["TPR"],
+        "pipeline_FPR": mine["FPR"],
+        "pipeline_F1": mine["F1"],
+    }
+    if isinstance(theirs, str):
+        row.update(script_error=theirs)
+        return row
+    tpr, fpr, f1, flags = theirs
+    ours = mine["flags"]
+    row.update(
+        script_TPR=tpr,
+        script_FPR=fpr,
+        script_F1=f1,
+        script_error="",
+        # scored tasks whose flag differs (the scored sets in the scripts' test order)
+        tasks_differing=int((flags != ours).sum()) if len(flags) == len(ours) else np.nan,
+    )
+    return row
+
+
+def run_jobs(module, scores, jobs, data: Path, out: Path, gamma, names, tag: str) -> dict:
+    """{job id: the script's run_script result, or its error as text}."""
+    results = {}
+    for job in jobs:
+        log = out / "logs" / f"{job.job_id}-{tag}.txt"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            results[job.job_id] = run_script(module, scores, data, job.job_id, gamma, log, names)
+        except Exception as error:  # reported, not hidden
+            results[job.job_id] = f"{type(error).__name__}: {error}"
+    return results
+
+
+def compare_dataset(config: dict, dataset: str, args, scripts: dict) -> pd.DataFrame:
     entry = config["datasets"][dataset]
     kind = entry["kind"]
-    converted = ROOT / "resources" / "converted" / dataset
+    converted = args.converted / dataset
+    if not (converted / "manifest.parquet").is_file():
+        raise SystemExit(f"--converted: no {converted / 'manifest.parquet'}; run snakemake first")
     settings = replay_settings(entry, config["replay"])
     settings = ReplaySettings(**{**settings.__dict__, "protocol": "paper", "overrides": None})
     job_ids = audit_jobs(read_manifest(converted), args.n_jobs)
+    if args.only_jobs:
+        job_ids = [j for j in job_ids if j in set(args.only_jobs)]
     jobs = list(iter_shard_jobs(converted, kind, None, only_jobs=job_ids))
     out = args.out / dataset
     data = out / "input"
     for job in jobs:
         write_layout(job, kind, settings.checkpoint_interval, data / job.job_id)
+
+    def ours(method, params):
+        params = {**(config["methods"].get(method) or {}), **params}
+        return pipeline_step0(jobs, kind, settings, config["seed"], dataset, method, params)
+
     rows = []
-    for alpha in args.alphas:
+    if "ts" in scripts:
+        module, scores = scripts["ts"]
+        real = {m: n for m, n in REAL_BASELINES.items() if m not in STUBBED}
+        compared = {**COMPARED, **(real if args.real_baselines else {})}
+        for alpha in args.alphas:
+            began = time.perf_counter()
+            script = run_jobs(module, scores, jobs, data, out, alpha, SCRIPT_METHODS, f"ts{alpha}")
+            print(f"{dataset} run_ts.py gamma {alpha}: {time.perf_counter() - began:.0f} s")
+            methods = {"NURD": {"alpha": float(alpha), "epsilon": 0.05}}
+            if alpha == args.alphas[0]:  # the others do not depend on gamma
+                methods.update({m: {} for m in compared if m != "NURD"})
+            for method, params in methods.items():
+                mine = ours(method, params)
+                for job in jobs:
+                    theirs = script[job.job_id]
+                    if not isinstance(theirs, str):
+                        theirs = theirs[compared[method]]
+                    rows.append(
+                        comparison_row(
+                            dataset,
+                            job.job_id,
+                            method,
+                            float(alpha) if method == "NURD" else np.nan,
+                            mine.loc[job.job_id],
+                            theirs,
+                        )
+                    )
+    if "od" in scripts:
+        module, scores = scripts["od"]
         began = time.perf_counter()
-        script = {}
-        for job in jobs:
-            log = out / "logs" / f"{job.job_id}-gamma{alpha}.txt"
-            log.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                script[job.job_id] = run_script(module, scores, data, job.job_id, alpha, log)
-            except Exception as error:  # reported, not hidden
-                script[job.job_id] = f"{type(error).__name__}: {error}"
-        script_seconds = time.perf_counter() - began
-        methods = {"NURD": {"alpha": float(alpha), "epsilon": 0.05}}
-        if alpha == args.alphas[0]:  # GBTR and NURD-NC do not depend on gamma
-            methods.update({"NURD-NC": {}, "GBTR": {}})
-        for method, params in methods.items():
-            ours = pipeline_step0(jobs, kind, settings, config["seed"], dataset, method, params)
+        script = run_jobs(module, scores, jobs, data, out, None, tuple(OD_METHODS), "od")
+        print(f"{dataset} run_od.py: {time.perf_counter() - began:.0f} s", flush=True)
+        for name, method in OD_METHODS.items():
+            mine = ours(method, {})
             for job in jobs:
                 theirs = script[job.job_id]
-                row = {
-                    "dataset": dataset,
-                    "job_id": job.job_id,
-                    "method": method,
-                    "alpha": float(alpha) if method == "NURD" else np.nan,
-                }
-                mine = ours.loc[job.job_id]
-                row.update(
-                    pipeline_status=mine["status"],
-                    pipeline_TPR=mine["TPR"],
-                    pipeline_FPR=mine["FPR"],
-                    pipeline_F1=mine["F1"],
+                if not isinstance(theirs, str):
+                    theirs = theirs[name]
+                rows.append(
+                    comparison_row(
+                        dataset, job.job_id, method, np.nan, mine.loc[job.job_id], theirs
+                    )
                 )
-                if isinstance(theirs, str):
-                    row.update(script_error=theirs)
-                else:
-                    tpr, fpr, f1 = theirs[COMPARED[method]]
-                    row.update(script_TPR=tpr, script_FPR=fpr, script_F1=f1, script_error="")
-                rows.append(row)
-        print(
-            f"{dataset} alpha {alpha}: script {script_seconds:.0f} s for {len(jobs)} jobs",
-            flush=True,
-        )
     frame = pd.DataFrame(rows)
+    for column in ("script_TPR", "script_FPR", "script_F1", "tasks_differing"):
+        if column not in frame:
+            frame[column] = np.nan
     diff = np.maximum.reduce(
         [
             (frame[f"script_{m}"] - frame[f"pipeline_{m}"]).abs().fillna(np.inf).to_numpy()
@@ -290,6 +551,7 @@ def compare_dataset(config: dict, dataset: str, args, module, scores) -> pd.Data
     )
     frame["equal"] = diff <= EQUAL
     frame["abs_F1_difference"] = (frame["script_F1"] - frame["pipeline_F1"]).abs()
+    out.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out / "comparison.csv", index=False)
     return frame
 
@@ -297,8 +559,8 @@ def compare_dataset(config: dict, dataset: str, args, module, scores) -> pd.Data
 def summary(frame: pd.DataFrame) -> str:
     lines = [
         "| dataset | method | alpha | jobs | mean F1 script | mean F1 step 0 | "
-        "jobs equal | largest F1 gap |",
-        "|---|---|---|---|---|---|---|---|",
+        "jobs equal | jobs with equal task flags | largest F1 gap |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     keys = ["dataset", "method", "alpha"]
     for (dataset, method, alpha), part in frame.groupby(keys, dropna=False, sort=False):
@@ -306,8 +568,16 @@ def summary(frame: pd.DataFrame) -> str:
         lines.append(
             f"| {dataset} | {method} | {alpha_text} | {len(part)} | {part['script_F1'].mean():.3f} | "
             f"{part['pipeline_F1'].mean():.3f} | {int(part['equal'].sum())} of {len(part)} | "
+            f"{int((part['tasks_differing'] == 0).sum())} | "
             f"{part['abs_F1_difference'].max():.3f} |"
         )
+    if STUBBED:
+        lines += ["", f"Not compared (their package does not import): {', '.join(sorted(STUBBED))}"]
+    od = frame[frame["method"].isin(list(OD_METHODS.values()))]
+    if len(od):
+        lines += ["", "run_od.py, (job, detector) pairs equal to 1e-9:", ""]
+        for dataset, part in od.groupby("dataset", sort=False):
+            lines.append(f"- {dataset}: {int(part['equal'].sum())} of {len(part)}")
     differing = frame[~frame["equal"]]
     if len(differing):
         lines += ["", "Jobs that differ:", ""]
@@ -325,8 +595,15 @@ def summary(frame: pd.DataFrame) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--script", required=True, type=Path, help="your copy of code/run_ts.py")
+    parser.add_argument("--script", type=Path, help="your copy of code/run_ts.py")
+    parser.add_argument("--od-script", type=Path, help="your copy of code/run_od.py")
     parser.add_argument("--config", type=Path, default=ROOT / "config" / "config.yaml")
+    parser.add_argument(
+        "--converted",
+        type=Path,
+        default=ROOT / "resources" / "converted",
+        help="folder of the converted datasets (<dataset>/manifest.parquet)",
+    )
     parser.add_argument("--datasets", nargs="*", help="default: every dataset of the config")
     parser.add_argument(
         "--alphas",
@@ -336,6 +613,7 @@ def main(argv: list[str] | None = None) -> int:
         help="the script's gamma = NURD's alpha",
     )
     parser.add_argument("--n-jobs", type=int, default=0, help="first jobs by id; 0 = all")
+    parser.add_argument("--only-jobs", nargs="*", help="of those, only these job ids")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "reference_script")
     parser.add_argument(
         "--real-baselines",
@@ -343,8 +621,11 @@ def main(argv: list[str] | None = None) -> int:
         help="run the script's PU / Tobit / Grabit baselines instead of stubs",
     )
     args = parser.parse_args(argv)
-    if not args.script.is_file():
-        parser.error(f"--script: no file {args.script}")
+    if args.script is None and args.od_script is None:
+        parser.error("give --script (run_ts.py), --od-script (run_od.py) or both")
+    for option, path in (("--script", args.script), ("--od-script", args.od_script)):
+        if path is not None and not path.is_file():
+            parser.error(f"{option}: no file {path}")
     if args.n_jobs < 0:
         parser.error("--n-jobs must be >= 0")
     if any(a < 0 for a in args.alphas):
@@ -354,8 +635,12 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [d for d in datasets if d not in config["datasets"]]
     if unknown:
         parser.error(f"--datasets: {unknown} not in {args.config}")
-    module, scores = load_script(args.script.resolve(), args.real_baselines)
-    frames = [compare_dataset(config, d, args, module, scores) for d in datasets]
+    scripts = {}
+    if args.script is not None:
+        scripts["ts"] = load_script(args.script.resolve(), args.real_baselines)
+    if args.od_script is not None:
+        scripts["od"] = load_od_script(args.od_script.resolve())
+    frames = [compare_dataset(config, d, args, scripts) for d in datasets]
     text = summary(pd.concat(frames, ignore_index=True))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "summary.md").write_text(text)

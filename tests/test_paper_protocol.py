@@ -1,5 +1,5 @@
 """`replay.protocol: paper` (the reference script's experiment) rule by rule on hand-made
-jobs, the step-6 == causal identity of the audit, the aligned-timeline simulation and the
+jobs, the last-step == causal identity of the audit, the outlier detectors' rules, the aligned-timeline simulation and the
 validation of `replay.overrides`."""
 
 from __future__ import annotations
@@ -12,15 +12,17 @@ from workflow_runs import ROOT
 
 from stragglers import simulate
 from stragglers.formats.jobs import job_from_frame
-from stragglers.methods.base import Method
+from stragglers.methods import get_method
+from stragglers.methods._features import fit_standardizer, job_seed
+from stragglers.methods.base import Checkpoint, JobInfo, Method
 from stragglers.methods.gbtr import GBTR
 from stragglers.methods.nurd import NURD
 from stragglers.methods.oracle import Oracle
 from stragglers.replay import aligned
 from stragglers.replay.core import ReplaySettings, pruned_tasks
-from stragglers.replay.protocols import PRESETS, resolve_rules
+from stragglers.replay.protocols import PRESETS, RULE_CHOICES, SCRIPT_OUTLIER_RULES, resolve_rules
 from stragglers.replay.runner import replay_job, run_method_on_jobs
-from stragglers.report.audit import VARIANTS
+from stragglers.report.audit import LAST_STEP, VARIANTS
 
 
 def hand_job(windows: list[list[tuple[float, float]]], name: str = "hand"):
@@ -293,17 +295,24 @@ def test_nurd_alpha_zero_runs_on_the_paper_protocol():
         NURD({"alpha": -0.1}).start_job(type("I", (), {"seed": 0})())
 
 
-# ----------------------------------------------------------------------------- audit step 6
+# ----------------------------------------------------------------------------- audit last step
 
 
-def test_audit_step_six_is_the_causal_protocol_exactly():
-    assert resolve_rules("paper", VARIANTS["step6"]["overrides"]) == PRESETS["causal"]
+def test_audit_last_step_is_the_causal_protocol_exactly():
+    last = VARIANTS[f"step{LAST_STEP}"]["overrides"]
+    assert resolve_rules("paper", last) == PRESETS["causal"]
+    assert resolve_rules("paper", VARIANTS["step6"]["overrides"]) != PRESETS["causal"]
     jobs = [make_job(n_tasks=150, seed=s) for s in (1, 2)]
-    for method_class, params in ((NURD, {"alpha": 0.5}), (GBTR, {}), (Oracle, {})):
+    for method_class, params in (
+        (NURD, {"alpha": 0.5}),
+        (GBTR, {}),
+        (Oracle, {}),
+        (get_method("SOD"), {}),
+    ):
         frames = []
         for settings in (
             ReplaySettings(),
-            ReplaySettings(protocol="paper", overrides=VARIANTS["step6"]["overrides"]),
+            ReplaySettings(protocol="paper", overrides=last),
         ):
             tasks, jobs_frame = run_method_on_jobs(
                 iter(jobs), method_class, params, settings, LAST, 7, "d"
@@ -457,3 +466,277 @@ def test_finished_rows_in_the_scripts_order():
     assert order == [40, 3]
     aligned.script_row_order(order, np.array([3, 7, 40, 44, 2]), stragglers, latency, 100.0, 0.05)
     assert order == [40, 3, 44, 2, 7]
+
+
+# ----------------------------------------------------------------------------- outlier rules
+
+
+OUTLIER_CAUSAL = {name: getattr(PRESETS["causal"], name) for name in SCRIPT_OUTLIER_RULES}
+
+
+def outlier_run(name, rules, finished, running, latency=None, tau=0.5, params=None, order=None):
+    """One checkpoint of detector `name` under the given outlier rules (others: causal's);
+    returns (method, flags)."""
+    method = get_method(name)(params or {}, seed=3)
+    d = finished.shape[1]
+    fin = np.arange(len(finished))
+    run = np.arange(len(finished), len(finished) + len(running))
+    if latency is None:
+        latency = np.linspace(0.0, 1.0, len(finished))
+    method.start_job(
+        JobInfo(
+            job_id="j",
+            n_tasks=len(fin) + len(run),
+            feature_names=tuple(f"x{i}" for i in range(d)),
+            straggler_threshold=tau,
+            seed=11,
+            **{**OUTLIER_CAUSAL, **rules},
+        )
+    )
+    flags = method.predict(
+        Checkpoint(
+            time=1.0,
+            index=2,
+            first_prediction=True,
+            finished_tasks=fin,
+            finished_features=finished,
+            finished_latency=np.asarray(latency, dtype=float),
+            running_tasks=run,
+            running_features=running,
+            running_elapsed=np.ones(len(run)),
+            prescaled=True,
+            running_order=order,
+        )
+    )
+    return method, flags
+
+
+def unit_rows(n, d=3, seed=0):
+    return np.random.default_rng(seed).uniform(size=(n, d))
+
+
+def test_paper_sets_every_outlier_rule_the_scripts_way_and_causal_ours():
+    for name, script_value in SCRIPT_OUTLIER_RULES.items():
+        assert getattr(PRESETS["paper"], name) == script_value == RULE_CHOICES[name][0]
+        assert getattr(PRESETS["causal"], name) == RULE_CHOICES[name][1]
+        assert getattr(PRESETS["reference"], name) == RULE_CHOICES[name][1]
+    with pytest.raises(ValueError, match="replay.overrides.outlier_batch"):
+        resolve_rules("paper", {"outlier_batch": "sideways"})
+
+
+def test_outlier_scaling_as_given_fits_on_the_handed_features():
+    finished, running = unit_rows(40), unit_rows(10, seed=1)
+    from pyod.models.knn import KNN as PyodKNN
+
+    method, _ = outlier_run("KNN", {"outlier_scaling": "as_given"}, finished, running)
+    assert method._state.scaler is None
+    direct = PyodKNN().fit(finished).decision_scores_
+    np.testing.assert_array_equal(method._state.detector.decision_scores_, direct)
+    method, _ = outlier_run("KNN", {}, finished, running)
+    z = fit_standardizer(finished, running).transform(finished)
+    np.testing.assert_allclose(
+        method._state.detector.decision_scores_, PyodKNN().fit(z).decision_scores_
+    )
+    assert not np.allclose(direct, PyodKNN().fit(z).decision_scores_)
+
+
+def test_outlier_small_train_abstain_flags_nothing_where_the_detector_raises():
+    finished, running = unit_rows(3), unit_rows(4, seed=1) + 5.0  # far from every finished row
+    # KNN's 5 neighbours do not fit 3 rows: PyOD raises, the detector sits the checkpoint out
+    method, flags = outlier_run("KNN", {"outlier_small_train": "abstain"}, finished, running)
+    assert method._state is None and not flags.any()
+    # shrunk to 2 neighbours it fits, and the far tasks are outliers
+    method, flags = outlier_run("KNN", {}, finished, running)
+    assert method._state.detector.n_neighbors == 2 and flags.all()
+
+
+def test_cblof_and_sod_on_three_training_rows_under_every_protocol():
+    finished, running = unit_rows(3), unit_rows(5, seed=1)
+    for protocol in PRESETS:
+        rules = {name: getattr(PRESETS[protocol], name) for name in SCRIPT_OUTLIER_RULES}
+        for name in ("CBLOF", "SOD"):
+            _, flags = outlier_run(name, rules, finished, running)  # no exception
+            assert flags.shape == (5,)
+    # ours: CBLOF falls back to 2 clusters with alpha 0.5 (PyOD needs beta > 1); SOD needs 4
+    method, _ = outlier_run("CBLOF", {}, finished, running)
+    assert method._state.detector.alpha == 0.5 and method._state.detector.beta == 1.5
+    method, flags = outlier_run("SOD", {}, finished, running)
+    assert method._state is None and not flags.any()
+    method, _ = outlier_run("SOD", {}, unit_rows(4), running)
+    assert (method._state.detector.n_neighbors, method._state.detector.ref_set) == (3, 2)
+    with pytest.raises(ValueError, match="ref_set"):
+        get_method("SOD")({"ref_set": 1})
+    with pytest.raises(ValueError, match="beta"):
+        get_method("CBLOF")({"beta": 1.0})
+
+
+def test_outlier_batch_running_only_scores_the_running_tasks_alone_in_the_given_order():
+    from pyod.models.sod import SOD as PyodSOD
+
+    finished, running = unit_rows(30, seed=2), unit_rows(25, seed=3)
+    order = np.r_[np.arange(5, 25), np.arange(5)]
+    rules = {"outlier_batch": "running_only", "outlier_scaling": "as_given"}
+    method, flags = outlier_run("SOD", rules, finished, running, order=order)
+    reference = PyodSOD(contamination=0.1).fit(finished)
+    expected = np.zeros(25, dtype=bool)
+    expected[order] = reference.predict(running[order]) == 1
+    np.testing.assert_array_equal(flags, expected)
+    # with the training rows, the batch and so the flags differ
+    batch = np.vstack([finished, running])
+    with_training = reference.decision_function(batch)[30:] > reference.threshold_
+    _, flags = outlier_run("SOD", {"outlier_scaling": "as_given"}, finished, running)
+    np.testing.assert_array_equal(flags, with_training)
+
+
+def test_outlier_seed_fixed_is_the_scripts_random_state():
+    finished, running = unit_rows(40), unit_rows(10, seed=1)
+    method, _ = outlier_run("IFOREST", {"outlier_seed": "fixed"}, finished, running)
+    assert method._state.detector.random_state == 42
+    method, _ = outlier_run("IFOREST", {}, finished, running)
+    assert method._state.detector.random_state == job_seed(method.seed, 11, 2)
+
+
+def test_abod_object_reused_keeps_the_lowered_neighbourhood():
+    rules = {"abod_object": "reused", "outlier_small_train": "abstain"}
+    method, _ = outlier_run("ABOD", rules, unit_rows(3), unit_rows(4, seed=1))
+    first = method._state.detector
+    assert first.n_neighbors == 2  # PyOD lowered it to n_train - 1
+    # the next fit (more finished tasks) reuses the object: still 2 neighbours
+    fin = np.arange(10)
+    method.predict(
+        Checkpoint(
+            time=2.0,
+            index=3,
+            first_prediction=False,
+            finished_tasks=fin,
+            finished_features=unit_rows(10, seed=4),
+            finished_latency=np.linspace(0, 1, 10),
+            running_tasks=np.array([10, 11]),
+            running_features=unit_rows(2, seed=5),
+            running_elapsed=np.ones(2),
+            prescaled=True,
+        )
+    )
+    assert method._state.detector is first and first.n_neighbors == 2 and first.n_train_ == 10
+    # a fresh object per fit: 5 neighbours on 10 rows
+    method, _ = outlier_run("ABOD", {"outlier_small_train": "abstain"}, unit_rows(10), unit_rows(2))
+    assert method._state.detector.n_neighbors == 5
+
+
+def test_xgbod_script_labels_strictly_above_tau_and_fits_one_class():
+    finished, running = unit_rows(30), unit_rows(5, seed=1)
+    latency = np.r_[np.full(25, 0.2), np.full(5, 0.5)]  # five at tau exactly
+    # ours: latency >= tau gives two classes; the script's latency > tau gives one
+    method, _ = outlier_run("XGBOD", {}, finished, running, latency=latency, tau=0.5)
+    assert method._state is not None and method._state.detector.n_detector_ == 12
+    method, flags = outlier_run(
+        "XGBOD", {"xgbod": "script"}, finished, running, latency=latency, tau=0.5
+    )
+    assert method._state is not None  # fit on the single class
+    assert method._state.detector.n_detector_ > 12 and not flags.any()  # PyOD's default list
+
+
+def test_outlier_refit_every_checkpoint_ignores_refit_growth():
+    rules = {"outlier_refit": "every_checkpoint"}
+    method = get_method("IFOREST")({}, seed=0)
+    method.start_job(
+        JobInfo(job_id="j", n_tasks=1, feature_names=("x",), straggler_threshold=1.0, seed=0)
+    )
+    assert method.refit_growth() == 0.5 and not method.refit_each_checkpoint()
+    method.start_job(
+        JobInfo(
+            job_id="j",
+            n_tasks=1,
+            feature_names=("x",),
+            straggler_threshold=1.0,
+            seed=0,
+            **{**OUTLIER_CAUSAL, **rules},
+        )
+    )
+    # z-scores move with the running tasks: a refit at every checkpoint
+    assert method.refit_growth() == 0.0 and method.refit_each_checkpoint()
+    method.start_job(
+        JobInfo(
+            job_id="j",
+            n_tasks=1,
+            feature_names=("x",),
+            straggler_threshold=1.0,
+            seed=0,
+            **{**OUTLIER_CAUSAL, **rules, "outlier_scaling": "as_given"},
+        )
+    )
+    assert method.refit_growth() == 0.0 and not method.refit_each_checkpoint()
+
+
+def test_outlier_constant_columns_keep_fits_pca_on_every_column():
+    finished, running = unit_rows(30), unit_rows(5, seed=1)
+    finished[:, 1] = 0.25  # constant over the training rows
+    rules = {"outlier_scaling": "as_given"}
+    method, _ = outlier_run("PCA", rules, finished, running)
+    np.testing.assert_array_equal(method._state.columns, [True, False, True])
+    method, _ = outlier_run("PCA", {**rules, "outlier_constant_columns": "keep"}, finished, running)
+    np.testing.assert_array_equal(method._state.columns, [True, True, True])
+
+
+def test_config_schema_accepts_exactly_the_rules_and_their_choices():
+    import yaml
+
+    schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+    overrides = schema["properties"]["replay"]["properties"]["overrides"]["properties"]
+    assert set(overrides) == set(RULE_CHOICES)
+    for name, choices in RULE_CHOICES.items():
+        if "enum" in overrides[name]:
+            assert overrides[name]["enum"] == list(choices), name
+
+
+# ----------------------------------------------------------------------------- bench shims
+
+
+def _reference_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "reference_script", ROOT / "bench" / "reference_script.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_reference_script_guard_flags_nothing_where_a_detector_raises():
+    from pyod.models.knn import KNN as PyodKNN
+
+    bench = _reference_script()
+    guarded = bench.guarded(PyodKNN)
+    detector = guarded().fit(unit_rows(3))  # 5 neighbours on 3 rows: PyOD raises, guarded
+    np.testing.assert_array_equal(detector.predict(unit_rows(4, seed=1)), np.zeros(4))
+    train, test = unit_rows(30), unit_rows(6, seed=1) + np.r_[0, 0, 0, 5, 5, 5][:, None]
+    np.testing.assert_array_equal(
+        guarded().fit(train).predict(test), PyodKNN().fit(train).predict(test)
+    )
+
+    class Inner:
+        def fit(self, X, y=None):
+            raise ValueError("inner")
+
+    class Outer:
+        def __init__(self):
+            self.inner = bench.guarded(Inner)()
+            self.seen = None
+
+        def fit(self, X, y=None):
+            try:
+                self.inner.fit(X)
+            except ValueError as error:  # a nested guarded call raises to its caller
+                self.seen = str(error)
+            return self
+
+    outer = bench.guarded(Outer)().fit(unit_rows(3))
+    assert outer.seen == "inner" and not outer._guard_failed
+
+
+def test_reference_script_reads_the_flags_get_tpr_fpr_scores():
+    bench = _reference_script()
+    pred = [[0, 1, 0, 0], [1, 0, 0, 0.2], [0, 0, 1, 0]]  # the last step is not scored
+    np.testing.assert_array_equal(bench.script_flags(pred, 0.5), [True, True, False, False])
+    np.testing.assert_array_equal(bench.script_flags(pred, 0.1), [True, True, False, True])

@@ -92,6 +92,14 @@ class OnlineRefitMethod(Method):
         self._information_at_fit = None
         self.n_fits = 0
 
+    def refit_growth(self) -> float:
+        """The refit schedule's g (parameter `refit_growth`)."""
+        return float(self.params.get("refit_growth", 0.0))
+
+    def refit_each_checkpoint(self) -> bool:
+        """Whether to refit at every checkpoint whatever the schedule says."""
+        return False
+
     def information(self, checkpoint: Checkpoint) -> float | None:
         """Amount of data beyond the finished set that calls for a refit when it grows (None:
         only the finished set counts)."""
@@ -106,9 +114,11 @@ class OnlineRefitMethod(Method):
         if n_run == 0:
             return np.zeros(0, dtype=bool)
         # a checkpoint that could not support a model is retried as soon as anything finishes
-        growth = 0.0 if self._state is None else float(self.params.get("refit_growth", 0.0))
+        growth = 0.0 if self._state is None else self.refit_growth()
         information = self.information(checkpoint)
-        refit = needs_refit(self._n_fitted, self._fitted_tasks, checkpoint.finished_tasks, growth)
+        refit = self.refit_each_checkpoint() or needs_refit(
+            self._n_fitted, self._fitted_tasks, checkpoint.finished_tasks, growth
+        )
         if not refit and information is not None:
             refit = grew(information, self._information_at_fit, growth)
         if refit:

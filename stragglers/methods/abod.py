@@ -6,8 +6,8 @@ from typing import Any, ClassVar
 
 from pyod.models.abod import ABOD as PyodABOD
 
-from stragglers.methods._outlier import OutlierDetectionMethod, shrink_neighbours
-from stragglers.methods.base import Param
+from stragglers.methods._outlier import OutlierDetectionMethod
+from stragglers.methods.base import JobInfo, Param
 
 
 class ABOD(OutlierDetectionMethod):
@@ -19,9 +19,22 @@ class ABOD(OutlierDetectionMethod):
     }
     min_train: ClassVar[int] = 3  # angles need two other points
 
+    def start_job(self, job: JobInfo) -> None:
+        super().start_job(job)
+        self._reused: PyodABOD | None = None
+
     def make_detector(self, n_train: int, seed: int) -> PyodABOD:
+        if self.job.abod_object == "reused":
+            # rule `abod_object: reused`: the script's one object per job; PyOD lowers its
+            # n_neighbors to n_train - 1 in a fit on too few rows, and it stays lowered
+            if self._reused is None:
+                self._reused = self._new_detector(n_train)
+            return self._reused
+        return self._new_detector(n_train)
+
+    def _new_detector(self, n_train: int) -> PyodABOD:
         return PyodABOD(
             contamination=self.params["contamination"],
-            n_neighbors=shrink_neighbours(self.params["n_neighbors"], n_train),
+            n_neighbors=self.neighbours(self.params["n_neighbors"], n_train),
             method="fast",
         )

@@ -49,6 +49,15 @@ class JobInfo:
     # the replay protocol's `regressor` rule (stragglers/replay/protocols.py): the latency
     # regressor of NURD, NURD-NC and GBTR when their own `regressor` parameter is "protocol"
     regressor: str = "xgboost"
+    # the protocol's outlier-detector rules (stragglers/replay/protocols.py; defaults: `causal`)
+    outlier_scaling: str = "zscore"
+    outlier_small_train: str = "shrink"
+    outlier_batch: str = "with_training"
+    outlier_seed: str = "per_checkpoint"
+    abod_object: str = "fresh"
+    xgbod: str = "compact"
+    outlier_refit: str = "growth"
+    outlier_constant_columns: str = "drop"
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,10 @@ class Checkpoint:
     running_machine_state: np.ndarray | None = None  # (n_run, m)
     finished_launch_state: np.ndarray | None = None
     running_launch_state: np.ndarray | None = None
+    # positions into running_tasks in the reference script's row order (stragglers first,
+    # then the others, each by task position); set on the aligned timeline under the rule
+    # `outlier_batch: running_only`, where the order changes SOD's batch scores
+    running_order: np.ndarray | None = None
 
 
 # Parameters renamed so that one idea has one name (issue 18): a config still using the old

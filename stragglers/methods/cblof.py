@@ -13,8 +13,9 @@ from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Checkpoint, Param
 
 # Looser (alpha, beta) pairs tried when PyOD cannot split clusters into large and small ones.
-# With alpha = 0.5 and beta = 1 a split always exists once there are two clusters.
-FALLBACK_ALPHA_BETA = ((0.8, 3.0), (0.7, 2.0), (0.5, 1.0))
+# With alpha = 0.5 alone a split always exists once there are two clusters (all clusters but
+# the smallest hold at least half the rows); PyOD needs beta > 1.
+FALLBACK_ALPHA_BETA = ((0.8, 3.0), (0.7, 2.0), (0.5, 1.5))
 
 
 def cblof_attempts(n_clusters: int, alpha: float, beta: float, n_distinct: int):
@@ -33,23 +34,30 @@ class CBLOF(OutlierDetectionMethod):
         "contamination": Param(0.1, float, gt=0, le=0.5),
         "n_clusters": Param(8, int, ge=1),  # PyOD defaults
         "alpha": Param(0.9, float, gt=0, lt=1),
-        "beta": Param(5.0, float, ge=1),
+        "beta": Param(5.0, float, gt=1),  # PyOD needs beta > 1
         "refit_growth": Param(0.1, float, ge=0),
     }
 
     def make_detector(
-        self, n_train: int, seed: int, n_clusters: int = 8, alpha: float = 0.9, beta: float = 5.0
+        self,
+        n_train: int,
+        seed: int,
+        n_clusters: int | None = None,
+        alpha: float | None = None,
+        beta: float | None = None,
     ) -> PyodCBLOF:
         return PyodCBLOF(
             contamination=self.params["contamination"],
-            n_clusters=n_clusters,
-            alpha=alpha,
-            beta=beta,
+            n_clusters=self.params["n_clusters"] if n_clusters is None else n_clusters,
+            alpha=self.params["alpha"] if alpha is None else alpha,
+            beta=self.params["beta"] if beta is None else beta,
             check_estimator=False,
             random_state=seed,
         )
 
     def fit_detector(self, train: np.ndarray, checkpoint: Checkpoint, seed: int):
+        if self.abstains:  # the configured clustering only; an error flags nothing
+            return super().fit_detector(train, checkpoint, seed)
         attempts = cblof_attempts(
             self.params["n_clusters"],
             self.params["alpha"],

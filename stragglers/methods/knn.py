@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from pyod.models.knn import KNN as PyodKNN
 
-from stragglers.methods._outlier import OutlierDetectionMethod, shrink_neighbours
+from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Param
 
 
@@ -21,6 +21,6 @@ class KNN(OutlierDetectionMethod):
     def make_detector(self, n_train: int, seed: int) -> PyodKNN:
         return PyodKNN(
             contamination=self.params["contamination"],
-            n_neighbors=shrink_neighbours(self.params["n_neighbors"], n_train),
+            n_neighbors=self.neighbours(self.params["n_neighbors"], n_train),
             method="largest",
         )

@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from pyod.models.lof import LOF as PyodLOF
 
-from stragglers.methods._outlier import OutlierDetectionMethod, shrink_neighbours
+from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Param
 
 
@@ -21,5 +21,5 @@ class LOF(OutlierDetectionMethod):
     def make_detector(self, n_train: int, seed: int) -> PyodLOF:
         return PyodLOF(
             contamination=self.params["contamination"],
-            n_neighbors=shrink_neighbours(self.params["n_neighbors"], n_train),
+            n_neighbors=self.neighbours(self.params["n_neighbors"], n_train),
         )

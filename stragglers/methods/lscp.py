@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 from pyod.models.lof import LOF as PyodLOF
 from pyod.models.lscp import LSCP as PyodLSCP
 
-from stragglers.methods._outlier import OutlierDetectionMethod, shrink_neighbours
+from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Param
 
 
@@ -23,12 +23,13 @@ class LSCP(OutlierDetectionMethod):
 
     def make_detector(self, n_train: int, seed: int) -> PyodLSCP:
         base = [
-            PyodLOF(n_neighbors=shrink_neighbours(k, n_train)) for k in self.params["lof_neighbors"]
+            PyodLOF(n_neighbors=self.neighbours(k, n_train)) for k in self.params["lof_neighbors"]
         ]
+        # the local region is a set of training neighbours: at most n_train of them
+        region = self.neighbours(self.params["local_region_size"], n_train + 1)
         return PyodLSCP(
             base,
-            # the local region is a set of training neighbours: at most n_train of them
-            local_region_size=min(int(self.params["local_region_size"]), n_train),
+            local_region_size=region,
             contamination=self.params["contamination"],
             random_state=seed,
         )

@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from pyod.models.sod import SOD as PyodSOD
 
-from stragglers.methods._outlier import OutlierDetectionMethod, shrink_neighbours
+from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Param
 
 
@@ -14,19 +14,23 @@ class SOD(OutlierDetectionMethod):
     name: ClassVar[str] = "SOD"
     defaults: ClassVar[dict[str, Any]] = {
         "contamination": Param(0.1, float, gt=0, le=0.5),
-        "n_neighbors": Param(20, int, ge=1),  # PyOD defaults
-        "ref_set": Param(10, int, ge=1),
+        # PyOD defaults; PyOD needs 1 < ref_set < n_neighbors < the training rows
+        "n_neighbors": Param(20, int, ge=3),
+        "ref_set": Param(10, int, ge=2),
         "alpha": Param(0.8, float, gt=0, le=1),
         "refit_growth": Param(0.5, float, ge=0),
     }
-    min_train: ClassVar[int] = 3  # needs ref_set (>= 1) < n_neighbors (>= 2) < n_train
+    min_train: ClassVar[int] = 4  # needs ref_set (>= 2) < n_neighbors (>= 3) < n_train
     score_with_training: ClassVar[bool] = True  # PyOD's SOD scores a batch against itself
 
     def make_detector(self, n_train: int, seed: int) -> PyodSOD:
-        n_neighbors = shrink_neighbours(self.params["n_neighbors"], n_train)
+        n_neighbors = self.neighbours(self.params["n_neighbors"], n_train)
+        ref_set = int(self.params["ref_set"])
+        if not self.abstains:
+            ref_set = max(2, min(ref_set, n_neighbors - 1))
         return PyodSOD(
             contamination=self.params["contamination"],
             n_neighbors=n_neighbors,
-            ref_set=max(1, min(int(self.params["ref_set"]), n_neighbors - 1)),
+            ref_set=ref_set,
             alpha=self.params["alpha"],
         )

@@ -10,6 +10,10 @@ list has 41 of them (KNN and LOF at 8 neighbourhood sizes, 7 HBOS, 11 one-class 
 isolation forests with 10-200 trees) and costs about a second per fit here;
 tos_detectors="compact" (default) uses 12 of the same kinds (listed in `compact_tos`),
 tos_detectors="pyod_default" restores PyOD's list.
+
+Under the replay rule `xgbod: script` (`replay.protocol: paper`) it runs as the authors'
+`code/run_od.py`: PyOD's default list whatever `tos_detectors` says, PyOD's default random
+state (0), labels latency > tau (strict), and a fit on a single class too.
 """
 
 from __future__ import annotations
@@ -77,8 +81,8 @@ class XGBOD(OutlierDetectionMethod):
             )
 
     def make_detector(self, n_train: int, seed: int) -> PyodXGBOD:
-        detectors, standardise = None, None
-        if self.params["tos_detectors"] == "compact":
+        detectors, standardise = None, None  # PyOD's default list
+        if self.params["tos_detectors"] == "compact" and self.job.xgbod == "compact":
             detectors, standardise = compact_tos(n_train, seed)
         return PyodXGBOD(
             estimator_list=detectors,
@@ -87,14 +91,19 @@ class XGBOD(OutlierDetectionMethod):
             n_estimators=self.params["n_estimators"],
             max_depth=self.params["max_depth"],
             learning_rate=self.params["learning_rate"],
-            random_state=seed,
+            # the script passes no random state: PyOD's default, 0 (its isolation forests' too)
+            random_state=0 if self.job.xgbod == "script" else seed,
             n_jobs=1,
         )
 
     def fit_detector(self, train: np.ndarray, checkpoint: Checkpoint, seed: int):
-        labels = (checkpoint.finished_latency >= self.job.straggler_threshold).astype(int)
-        if labels.min() == labels.max():
-            return None  # no finished straggler yet (or only stragglers): one class
+        if self.job.xgbod == "script":
+            # rule `xgbod: script`: the script labels latency > tau and fits a single class too
+            labels = (checkpoint.finished_latency > self.job.straggler_threshold).astype(int)
+        else:
+            labels = (checkpoint.finished_latency >= self.job.straggler_threshold).astype(int)
+            if labels.min() == labels.max():
+                return None  # no finished straggler yet (or only stragglers): one class
         detector = self.make_detector(len(train), seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

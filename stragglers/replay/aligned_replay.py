@@ -16,6 +16,7 @@ from stragglers.formats.jobs import Job
 from stragglers.methods.base import Checkpoint, JobInfo, Method
 from stragglers.replay import aligned
 from stragglers.replay.core import JobRun, pruned_tasks, straggler_threshold
+from stragglers.replay.protocols import method_rules
 
 
 def replay_aligned_job(job: Job, method: Method, settings, last_columns: np.ndarray, seed: int):
@@ -66,7 +67,7 @@ def replay_aligned_job(job: Job, method: Method, settings, last_columns: np.ndar
             checkpoint_interval=float(settings.checkpoint_interval),
             grid_origin=float(settings.grid_origin),
             kill_delay=settings.resume_kill_delay,
-            regressor=rules.regressor,
+            **method_rules(rules),
         )
     )
     not_scored = np.zeros(n, dtype=bool)
@@ -120,6 +121,12 @@ def replay_aligned_job(job: Job, method: Method, settings, last_columns: np.ndar
             running_features=running_features,
             running_elapsed=running_elapsed,
             prescaled=scale is not None,
+            running_order=(
+                # the script's test list: stragglers first (SOD's batch scores depend on it)
+                np.argsort(~stragglers[running], kind="stable")
+                if rules.outlier_batch == "running_only"
+                else None
+            ),
         )
         if not started:
             prediction_start = checkpoint.time

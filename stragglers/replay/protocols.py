@@ -1,6 +1,6 @@
 """The replay protocols as sets of named rules (docs/protocols.md).
 
-A protocol (`replay.protocol`) is a preset of seven rules; `replay.overrides` flips any of
+A protocol (`replay.protocol`) is a preset of fifteen rules; `replay.overrides` flips any of
 them, so the road from the paper's experiment to our causal default can be walked one rule at
 a time (the reproduction audit, stragglers/report/audit.py):
 
@@ -21,6 +21,29 @@ a time (the reproduction audit, stragglers/report/audit.py):
   parameter names one: `sklearn_gbr` (the reference script's scikit-learn
   GradientBoostingRegressor, its defaults, random_state 42, fed the script's column order) or
   `xgboost` (the pipeline's boosted trees, stragglers.methods.nurd.BoostedLatencyModel).
+
+The outlier detectors' rules (the fourteen PyOD baselines, stragglers/methods/_outlier.py),
+each the authors' `code/run_od.py` way (`paper`) or ours (`causal`, `reference`):
+
+- `outlier_scaling`: `as_given` (the features as the replay hands them: min-max scaled under
+  `scaling: final`) or `zscore` (z-scored again with the rows visible at the checkpoint).
+- `outlier_small_train`: `abstain` (the detectors' own parameters; a detector that raises at a
+  checkpoint flags nothing there) or `shrink` (neighbour counts, LSCP's region and CBLOF's
+  clusters shrunk to fit small training sets).
+- `outlier_batch`: `running_only` (COF, SOD and SOS score the running tasks as a batch of their
+  own, in the script's row order: stragglers first) or `with_training` (the running tasks
+  scored together with the training rows).
+- `outlier_seed`: `fixed` (random state 42, the script's `--rs` default) or `per_checkpoint`
+  (a seed per job and checkpoint, derived from the config's seed).
+- `abod_object`: `reused` (one PyOD ABOD object per job, refit at every fit: PyOD lowers its
+  n_neighbors for good after a fit on too few rows) or `fresh` (a new object per fit).
+- `xgbod`: `script` (PyOD's default list of 41 detectors and random state 0, labels
+  latency > tau, fit on a single class too) or `compact` (the method's `tos_detectors`, labels latency >= tau, no fit until
+  both classes have finished).
+- `outlier_refit`: `every_checkpoint` (refit at every checkpoint, as the script) or `growth`
+  (the detector's `refit_growth` schedule).
+- `outlier_constant_columns`: `keep` (HBOS, MCD and PCA fit on every column) or `drop` (they
+  drop the columns constant over the training rows).
 """
 
 from __future__ import annotations
@@ -36,7 +59,27 @@ RULE_CHOICES: dict[str, tuple[Any, ...]] = {
     "initial_finished": ("shortest", "first_to_finish"),
     "threshold": ("sorted_index", "quantile"),
     "regressor": ("sklearn_gbr", "xgboost"),
+    "outlier_scaling": ("as_given", "zscore"),
+    "outlier_small_train": ("abstain", "shrink"),
+    "outlier_batch": ("running_only", "with_training"),
+    "outlier_seed": ("fixed", "per_checkpoint"),
+    "abod_object": ("reused", "fresh"),
+    "xgbod": ("script", "compact"),
+    "outlier_refit": ("every_checkpoint", "growth"),
+    "outlier_constant_columns": ("keep", "drop"),
 }
+# the rules a method reads (handed to it in JobInfo); the others shape the replay
+METHOD_RULES = (
+    "regressor",
+    "outlier_scaling",
+    "outlier_small_train",
+    "outlier_batch",
+    "outlier_seed",
+    "abod_object",
+    "xgbod",
+    "outlier_refit",
+    "outlier_constant_columns",
+)
 
 
 @dataclass(frozen=True)
@@ -48,7 +91,27 @@ class ProtocolRules:
     initial_finished: str
     threshold: str
     regressor: str = "xgboost"
+    outlier_scaling: str = "zscore"
+    outlier_small_train: str = "shrink"
+    outlier_batch: str = "with_training"
+    outlier_seed: str = "per_checkpoint"
+    abod_object: str = "fresh"
+    xgbod: str = "compact"
+    outlier_refit: str = "growth"
+    outlier_constant_columns: str = "drop"
 
+
+# the authors' run_od.py, detector by detector (docs/protocols.md)
+SCRIPT_OUTLIER_RULES = {
+    "outlier_scaling": "as_given",
+    "outlier_small_train": "abstain",
+    "outlier_batch": "running_only",
+    "outlier_seed": "fixed",
+    "abod_object": "reused",
+    "xgbod": "script",
+    "outlier_refit": "every_checkpoint",
+    "outlier_constant_columns": "keep",
+}
 
 PRESETS: dict[str, ProtocolRules] = {
     "causal": ProtocolRules(
@@ -60,7 +123,14 @@ PRESETS: dict[str, ProtocolRules] = {
     ),
     # the reference script's experiment (docs/protocols.md)
     "paper": ProtocolRules(
-        "aligned", True, "final", "divided_by_final", "shortest", "sorted_index", "sklearn_gbr"
+        "aligned",
+        True,
+        "final",
+        "divided_by_final",
+        "shortest",
+        "sorted_index",
+        "sklearn_gbr",
+        **SCRIPT_OUTLIER_RULES,
     ),
 }
 PROTOCOLS = tuple(PRESETS)
@@ -89,3 +159,8 @@ def resolve_rules(protocol: str, overrides: dict[str, Any] | None = None) -> Pro
             f"(protocol {protocol!r} resolves to timeline {rules.timeline!r})"
         )
     return rules
+
+
+def method_rules(rules: ProtocolRules) -> dict[str, str]:
+    """The rules a method reads, as JobInfo fields."""
+    return {name: getattr(rules, name) for name in METHOD_RULES}

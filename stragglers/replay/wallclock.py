@@ -40,6 +40,7 @@ from stragglers.replay.core import (
     reference_dropped_tasks,
     straggler_threshold,
 )
+from stragglers.replay.protocols import method_rules
 
 
 def iterate_checkpoints(
@@ -165,7 +166,7 @@ def replay_wallclock_job(
         checkpoint_interval=float(settings.checkpoint_interval),
         grid_origin=float(settings.grid_origin),
         kill_delay=settings.resume_kill_delay,
-        regressor=rules.regressor,
+        **method_rules(rules),
     )
     method.start_job(info)
     # tasks a privileged method trains on with their labels stay in the replay (it needs

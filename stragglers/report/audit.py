@@ -1,7 +1,7 @@
 """The reproduction audit: from the paper's experiment to our causal default, one rule at a time.
 
 Each variant is `replay.protocol: paper` plus `replay.overrides` (stragglers/replay/protocols.py).
-The cumulative path (steps 0-6) ends at `causal`; each change is also applied alone to
+The cumulative path (steps 0-14) ends at `causal`; each change is also applied alone to
 `paper`, so the table shows both the path and each change's own effect. For every variant
 and audit method: mean TPR, FPR, F1 over jobs (stragglers.evaluate) and the mean reduction in
 job completion time under Algorithms 2 and 3 (stragglers.simulate; on the aligned timeline a
@@ -32,10 +32,32 @@ LADDER: list[tuple[int, str, dict[str, Any]]] = [
     (5, "initial finished set = the first 4% to finish", {"initial_finished": "first_to_finish"}),
     (
         6,
-        "trace's wall-clock timeline, checkpoints on the grid, tau by np.quantile = causal",
+        "trace's wall-clock timeline, checkpoints on the grid, tau by np.quantile",
         {"timeline": "wallclock", "threshold": "quantile"},
     ),
+    # the outlier detectors' rules, from the authors' run_od.py to ours; step 14 = causal
+    (7, "outlier detectors: features z-scored again", {"outlier_scaling": "zscore"}),
+    (
+        8,
+        "outlier detectors: neighbourhoods shrunk to small training sets",
+        {"outlier_small_train": "shrink"},
+    ),
+    (
+        9,
+        "COF, SOD, SOS: running tasks scored with the training rows",
+        {"outlier_batch": "with_training"},
+    ),
+    (10, "outlier detectors: a seed per checkpoint", {"outlier_seed": "per_checkpoint"}),
+    (11, "ABOD: a fresh object per fit", {"abod_object": "fresh"}),
+    (12, "XGBOD: 12 detectors, labels >= tau, two classes", {"xgbod": "compact"}),
+    (13, "outlier detectors: the refit_growth schedule", {"outlier_refit": "growth"}),
+    (
+        14,
+        "HBOS, MCD, PCA: constant training columns dropped = causal",
+        {"outlier_constant_columns": "drop"},
+    ),
 ]
+LAST_STEP = LADDER[-1][0]  # resolves to `causal`
 # NURD's headline line at each step: alpha 0 at step 0 (the script's gamma = 0), 0.5 after
 HEADLINE_ALPHA_ZERO_STEPS = {0}
 XGBOOST_VARIANT = "step0xgb"  # step 0 with XGBoost; step 1 shares its runs
@@ -257,11 +279,11 @@ PUBLISHED = {"google-2011": "google", "google-2011-events": "google", "alibaba-2
 
 
 def row_order(frame: pd.DataFrame) -> np.ndarray:
-    """Sort key: published -1, cumulative 0, 0 XGBoost (0.5), 1..6, then alone 13..16."""
+    """Sort key: published -1, cumulative 0, 0 XGBoost (0.5), 1..14, then alone 103..114."""
     order = np.where(
         frame["path"] == "cumulative",
         frame["step"].astype(float),
-        10.0 + frame["step"].astype(float),
+        100.0 + frame["step"].astype(float),
     )
     order = np.where(frame["variant"] == XGBOOST_VARIANT, 0.5, order)
     return np.where(frame["path"] == "published", -1.0, order)
@@ -269,7 +291,7 @@ def row_order(frame: pd.DataFrame) -> np.ndarray:
 
 def ladder_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """Expand the runs of step 0 with XGBoost into that row and step 1 and order the rows:
-    0, 0 XGBoost, 1..6, then alone."""
+    0, 0 XGBoost, 1..14, then alone."""
     step0x = frame[frame["variant"] == XGBOOST_VARIANT]
     step1 = step0x.assign(step=1, variant="step1", change=LADDER[2][1])
     out = pd.concat([frame, step1], ignore_index=True)
@@ -343,10 +365,11 @@ def markdown(table: pd.DataFrame, datasets: list[str], methods: list[str], minut
         "(more machines than tasks; negative = relaunching made jobs slower) with the configured",
         "relaunch reading (`simulation.relaunch`, default: a copy ends at its launch + the draw) /",
         "the same with the other reading of Section 7.3, `replace_latency` (a copy ends at the",
-        "task's start + the draw; docs/simulation.md). Steps 0-6 are",
-        "cumulative (step 6 = `replay.protocol: causal`, our default); `0 XGBoost` is step 0 with",
-        "the pipeline's XGBoost in place of the script's GradientBoostingRegressor, and steps 1-6",
-        "keep XGBoost; the `alone` rows apply one",
+        "task's start + the draw; docs/simulation.md). Steps 0-14 are",
+        "cumulative (step 14 = `replay.protocol: causal`, our default; steps 7-14 change the",
+        "outlier detectors only); `0 XGBoost` is step 0 with",
+        "the pipeline's XGBoost in place of the script's GradientBoostingRegressor, and steps",
+        "1-14 keep XGBoost; the `alone` rows apply one",
         "change to `paper` only. `NURD (ladder)` is NURD with alpha 0 at step 0 (the released",
         "script's gamma = 0) and alpha 0.5 from step 1 on (the paper's text). TPR, FPR and",
         "Algorithm 3 (mean over the configured machine counts) and the draw from non-stragglers",
@@ -410,8 +433,8 @@ def plot(table: pd.DataFrame, datasets: list[str], methods: list[str], path: str
         axes[i, 1].set_title(f"{dataset}: JCT reduction, Algorithm 2 (%)")
         axes[i, 1].axhline(0, color="grey", linewidth=0.8)
         for ax in axes[i]:
-            ax.set_xlabel("audit step (0 = paper's experiment, 6 = causal)")
-            ax.set_xticks(range(7))
+            ax.set_xlabel(f"audit step (0 = paper's experiment, {LAST_STEP} = causal)")
+            ax.set_xticks(range(LAST_STEP + 1))
     axes[0, 1].legend(fontsize=7, loc="best")
     fig.tight_layout()
     write_atomic(path, lambda staging: fig.savefig(staging, dpi=110, format="png"))
