@@ -16,7 +16,7 @@ training). lambda_p is one hyperparameter per partition, the paper's lambda_0, n
 (eq. 24) for base, node, workload, tuple (`lam_p`; 1 each as the paper sets, §5.2, and
 swept in its Appendix A); `lam` (default 1) multiplies all of them, a single knob for the
 overall strength. The paper's own lambda of §4.2 is only the constant of the reduction and
-cancels (eq. 8 x eq. 10), so before issue 25 `lam` changed nothing; it now scales every
+cancels (eq. 8 x eq. 10), so a `lam` that only scaled that constant would change nothing; it now scales every
 lambda_{p,g}. §4.2 reduces the formulation to ONE standard SVM: scale each group's weights by
 sqrt(lambda_{p,g} / lam) (eq. 8) and place a copy of x scaled by sqrt(lam / lambda_{p,g}) in
 the block of every group the row belongs to (eqs. 10-11); then lam ||w~||^2 + sum hinge is a

@@ -87,7 +87,7 @@ class Checkpoint:
     running_order: np.ndarray | None = None
 
 
-# Parameters renamed so that one idea has one name (issue 18): a config still using the old
+# Parameters renamed so that one idea has one name: a config still using the old
 # name is rejected with the new one (by the workflow when it loads, and by the constructors)
 RENAMED_PARAMS: dict[str, str] = {
     "earlier_jobs": "history_jobs",  # LASER

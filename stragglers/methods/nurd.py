@@ -79,7 +79,7 @@ def fit_logistic(
 
     Pure Newton from a warm start can diverge: when many tasks finish at once the previous
     optimum sits where the log-loss is nearly flat, the Hessian is tiny, and the full step
-    overshoots (issue 23: objective 87 -> 5,652, intercept -2.4e11). So each step is
+    overshoots (seen on a default job: objective 87 -> 5,652, intercept -2.4e11). So each step is
     backtracked (halved) until the objective decreases (Armijo condition), and a warm start
     whose objective is above the cold start's (beta = 0) is dropped for the cold start. The
     objective is strictly convex (l2 > 0 on the coefficients; the intercept direction is

@@ -3,7 +3,7 @@ job's task times; k_hat stragglers are expected; once n - k_hat tasks have finis
 are flagged (its Algorithm 1). Formulas, inputs and adaptations: docs/methods.md ("START").
 
 Network (the paper's shape): 4 fully connected encoder layers (softplus, as the paper;
-`encoder_activation: relu` was this code's choice before issue 25), a 2-layer LSTM of 32
+`encoder_activation: relu` was this code's earlier choice), a 2-layer LSTM of 32
 units, a fully connected output of 2 = the Pareto parameters; inputs are an exponential moving
 average (weight `ema_weight` on the latest step) of the per-step input; MSE loss, Adam.
 

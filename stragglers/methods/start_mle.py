@@ -8,7 +8,7 @@ Algorithm 1). K (the paper's straggler multiple of the mean) comes from the jobs
 finished before the job's first prediction: the median of their p_q / mean latency, so that
 "K x the mean" marks the same share of tasks as the evaluation's p90 threshold did on them.
 
-It is START without its network, so the network's contribution is measured (issue 9 §3).
+It is START without its network, so the network's contribution is measured.
 Without any earlier finished job K is unknown: the method then uses k_hat = (1 - q) n (the
 Pareto's own q-quantile as threshold) and counts the job in `k_fallback_jobs` (logged).
 """

@@ -1,4 +1,4 @@
-"""Mitigation policies with deadlines and machine time (issue 8 §3; LASER/SRQuant, laser.txt).
+"""Mitigation policies with deadlines and machine time (LASER/SRQuant paper, Algorithms 1-2).
 
 Beside NURD's kill-and-relaunch (Algorithms 2-3, ``stragglers.simulate``), a flagged task can be
 
