@@ -51,6 +51,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
+from stragglers.methods.base import JobInfo
+
 RULE_CHOICES: dict[str, tuple[Any, ...]] = {
     "timeline": ("aligned", "wallclock"),
     "prune_scored": (True, False),
@@ -81,6 +83,9 @@ METHOD_RULES = (
     "outlier_constant_columns",
 )
 
+# our own choice of each rule a method reads is the method's default (JobInfo), written once
+_OURS = {f.name: f.default for f in fields(JobInfo) if f.name in METHOD_RULES}
+
 
 @dataclass(frozen=True)
 class ProtocolRules:
@@ -90,15 +95,15 @@ class ProtocolRules:
     features: str
     initial_finished: str
     threshold: str
-    regressor: str = "xgboost"
-    outlier_scaling: str = "zscore"
-    outlier_small_train: str = "shrink"
-    outlier_batch: str = "with_training"
-    outlier_seed: str = "per_checkpoint"
-    abod_object: str = "fresh"
-    xgbod: str = "compact"
-    outlier_refit: str = "growth"
-    outlier_constant_columns: str = "drop"
+    regressor: str = _OURS["regressor"]
+    outlier_scaling: str = _OURS["outlier_scaling"]
+    outlier_small_train: str = _OURS["outlier_small_train"]
+    outlier_batch: str = _OURS["outlier_batch"]
+    outlier_seed: str = _OURS["outlier_seed"]
+    abod_object: str = _OURS["abod_object"]
+    xgbod: str = _OURS["xgbod"]
+    outlier_refit: str = _OURS["outlier_refit"]
+    outlier_constant_columns: str = _OURS["outlier_constant_columns"]
 
 
 # the authors' run_od.py, detector by detector (docs/protocols.md)
