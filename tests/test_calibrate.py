@@ -14,6 +14,7 @@ from stragglers.calibrate import search
 from stragglers.calibrate.settings import (
     DEFAULT_SEED,
     check_calibration,
+    dataset_knobs,
     search_fingerprint,
     start_settings,
 )
@@ -201,3 +202,24 @@ def test_the_search_fingerprint_ignores_the_number_of_rounds():
     base = search_fingerprint(section, dataset, config["replay"])
     assert search_fingerprint({**section, "rounds": 99}, dataset, config["replay"]) == base
     assert search_fingerprint({**section, "seeds": [1]}, dataset, config["replay"]) != base
+
+
+def test_a_datasets_own_knob_range_overrides_the_shared_one_and_is_checked():
+    config = with_calibration(
+        knobs={"signature_strength": {"low": 0.5, "high": 2.0}},
+        dataset_knobs={
+            "google-synthetic": {"median_task_duration_s": {"low": 300, "high": 4800, "log": True}}
+        },
+    )
+    check_calibration(config)
+    section = config["calibration"]
+    assert dataset_knobs(section, "google-synthetic") == {
+        "signature_strength": {"low": 0.5, "high": 2.0},
+        "median_task_duration_s": {"low": 300, "high": 4800, "log": True},
+    }
+    assert dataset_knobs(section, "alibaba-synthetic") == section["knobs"]
+    section["dataset_knobs"]["google-synthetic"]["median_task_duration_s"]["low"] = 0
+    with pytest.raises(
+        ValueError, match="calibration.dataset_knobs.google-synthetic.median_task_duration_s"
+    ):
+        check_calibration(config)

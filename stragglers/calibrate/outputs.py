@@ -88,7 +88,8 @@ def best_settings_yaml(trials: pd.DataFrame, knobs: list[str], datasets: dict[st
         dataset = datasets[row["dataset"]]
         generator = dict(dataset.get("generator") or {})
         for knob in knobs:
-            generator[knob] = knob_type(dataset["kind"], knob)(row[knob])
+            if not pd.isna(row[knob]):  # a knob of another dataset's search only
+                generator[knob] = knob_type(dataset["kind"], knob)(row[knob])
         documents[row["dataset"]] = {
             "distance": float(row["distance"]),
             "round": int(row["round"]),

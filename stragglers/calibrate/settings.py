@@ -44,6 +44,14 @@ def active_calibration(config: dict) -> dict:
     return config.get("calibration") or {}
 
 
+def dataset_knobs(section: dict, dataset: str) -> dict[str, dict]:
+    """The knobs searched for one dataset: `knobs`, with the dataset's own ranges of
+    `dataset_knobs.<dataset>` over them (a duration range differs between a 300 s and a
+    60 s checkpoint grid). Entries of datasets not searched are ignored: a config that
+    searches its own datasets keeps the default section's entries."""
+    return {**section["knobs"], **(section.get("dataset_knobs") or {}).get(dataset, {})}
+
+
 def _fail(where: str, message: str) -> None:
     raise ValueError(f"config calibration.{where}: {message}")
 
@@ -71,6 +79,7 @@ def check_calibration(config: dict) -> None:
                 "(stragglers/evaluate/fingerprint.py): the search fits those rows only",
             )
     for dataset in section["datasets"]:
+        knobs = dataset_knobs(section, dataset)
         ds = config["datasets"].get(dataset)
         if ds is None:
             # a config with other datasets still loads; `snakemake calibrate` names the setting
@@ -83,8 +92,12 @@ def check_calibration(config: dict) -> None:
             _fail("seeds", f"{generator_seed} is dataset {dataset}'s own generator seed")
         cls = generator_class(ds["kind"])
         known = {f.name for f in fields(cls)}
-        for knob, bounds in section["knobs"].items():
-            where = f"knobs.{knob}"
+        for knob, bounds in knobs.items():
+            where = (
+                f"dataset_knobs.{dataset}.{knob}"
+                if knob in (section.get("dataset_knobs") or {}).get(dataset, {})
+                else f"knobs.{knob}"
+            )
             if knob in RESERVED_KNOBS:
                 _fail(where, "set by the section itself (n_jobs, seeds), not searched")
             if knob not in known:
@@ -98,7 +111,7 @@ def check_calibration(config: dict) -> None:
                 float(low).is_integer() and float(high).is_integer()
             ):
                 _fail(where, f"{knob} is an integer setting; bounds {low}, {high} must be whole")
-            start = start_settings(ds, section["knobs"])
+            start = start_settings(ds, knobs)
             for value in (low, high):
                 try:
                     cls.from_dict({**(ds.get("generator") or {}), **start, knob: value})
@@ -121,11 +134,14 @@ def start_settings(dataset: dict, knobs: dict[str, dict]) -> dict[str, Any]:
     return start
 
 
-def search_fingerprint(section: dict, dataset: dict, replay: dict) -> str:
+def search_fingerprint(
+    section: dict, dataset: dict, replay: dict, knobs: dict[str, dict] | None = None
+) -> str:
     """A digest of everything that decides a search's trials (not `rounds`: raising the budget
-    continues the same search). The storage records it and refuses another config's trials."""
+    continues the same search). The storage records it and refuses another config's trials.
+    `knobs`: the dataset's knobs (`dataset_knobs`), the section's by default."""
     decisive = {
-        "knobs": section["knobs"],
+        "knobs": section["knobs"] if knobs is None else knobs,
         "seeds": section["seeds"],
         "n_jobs": section["n_jobs"],
         "batch": section["batch"],

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from stragglers.calibrate import outputs, search, trial
-from stragglers.calibrate.settings import search_fingerprint, start_settings
+from stragglers.calibrate.settings import dataset_knobs, search_fingerprint, start_settings
 from stragglers.io import dump_json
 
 log = logging.getLogger(__name__)
@@ -59,11 +59,12 @@ def search_params(config: dict, dataset: str) -> dict[str, Any]:
     # trials always replay under `protocol: paper`: the run's protocol and its overrides are not
     # part of a search (a run under another protocol continues the same search)
     replay = {k: v for k, v in config["replay"].items() if k not in ("protocol", "overrides")}
+    knobs = dataset_knobs(section, dataset)
     return {
         "dataset": ds,
         "kind": ds["kind"],
-        "knobs": section["knobs"],
-        "start": start_settings(ds, section["knobs"]),
+        "knobs": knobs,
+        "start": start_settings(ds, knobs),
         "seeds": [int(s) for s in section["seeds"]],
         "n_jobs": int(section["n_jobs"]),
         "batch": int(section["batch"]),
@@ -72,7 +73,7 @@ def search_params(config: dict, dataset: str) -> dict[str, Any]:
         "methods": list(section["methods"]),
         "method_params": {m: dict(config["methods"].get(m) or {}) for m in section["methods"]},
         "replay": replay,
-        "fingerprint": search_fingerprint(section, ds, replay),
+        "fingerprint": search_fingerprint(section, ds, replay, knobs),
     }
 
 
@@ -126,7 +127,10 @@ def tell(*, params: dict, dataset: str, round_: int, proposals: str, results: li
 def tables(*, calibration: dict, datasets: dict[str, dict], outs: dict[str, str]):
     return outputs.write_outputs(
         storages={d: storage_path(d) for d in calibration["datasets"]},
-        knobs=list(calibration["knobs"]),
+        # every dataset's knobs, in order of first appearance (a dataset's own come last)
+        knobs=list(
+            dict.fromkeys(k for d in calibration["datasets"] for k in dataset_knobs(calibration, d))
+        ),
         methods=list(calibration["methods"]),
         datasets=datasets,
         **outs,
