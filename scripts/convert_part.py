@@ -18,5 +18,6 @@ run_rule(
         grid=dict(snakemake.params.grid),
         prepared_dir=snakemake.input.get("prepared"),
         machine_event_parts=list(snakemake.params.machine_event_parts),
+        configured_files=list(snakemake.params.configured_files),
     ),
 )

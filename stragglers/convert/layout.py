@@ -257,14 +257,19 @@ def check_parts_present(raw_dir: str | Path, parts: list[str]) -> list[Path]:
     return paths
 
 
-def _google_parts(raw_dir: str | Path, parts: list[str], table: str) -> list[Path]:
-    """Parts of `table` as the DAG listed them; parts in the folder that the DAG did not list
-    (e.g. left by an earlier, larger download selection) are not used, and said so."""
+def _google_parts(
+    raw_dir: str | Path, parts: list[str], table: str, configured: list[str] | None = None
+) -> list[Path]:
+    """Parts of `table` as the DAG listed them; parts in the folder that the configuration
+    does not list at all (`configured`: every raw file of the dataset, the other conversion
+    groups' parts too; e.g. parts left by an earlier, larger download selection) are not used,
+    and said so."""
     from stragglers import convert
 
     listed = check_parts_present(raw_dir, parts)
+    known = {str(Path(raw_dir) / name) for name in configured or ()} | set(map(str, listed))
     present = convert.list_parts(Path(raw_dir), table)
-    extra = sorted(set(map(str, present)) - set(map(str, listed)))
+    extra = sorted(set(map(str, present)) - known)
     if extra:
         log.warning(
             "%d %s part(s) in %s are not in this configuration and are not converted: %s",
@@ -316,13 +321,18 @@ def convert_part(
     grid: dict[str, float],
     prepared_dir: str | None = None,
     machine_event_parts: list[str] = (),
+    configured_files: list[str] = (),
 ) -> dict[str, Any]:
-    """One group of raw parts -> its spill folder (and a copy of its report)."""
+    """One group of raw parts -> its spill folder (and a copy of its report).
+    `configured_files`: every raw file of the dataset (the other groups' parts are not extra)."""
     from stragglers import convert
 
     if kind == "google-2011":
         report = convert.spill_google_usage(
-            _google_parts(raw_dir, parts, "task_usage"), prepared_dir, out_dir, dataset=dataset
+            _google_parts(raw_dir, parts, "task_usage", list(configured_files)),
+            prepared_dir,
+            out_dir,
+            dataset=dataset,
         )
     elif kind == "google-2011-events":
         report = convert.spill_google_events(

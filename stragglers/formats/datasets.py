@@ -129,6 +129,9 @@ EVICTIONS_SO_FAR = "evictions_so_far"
 FAILURES_SO_FAR = "failures_so_far"
 MACHINE_LOAD = "machine_load"
 FEATURES_METADATA_KEY = b"stragglers.features"
+# every conversion records its dataset kind in the manifest's metadata, so that a converted
+# folder can be read without being told what it holds (python -m stragglers.replay.predictability)
+KIND_METADATA_KEY = b"stragglers.kind"
 
 
 def task_table_features(columns: list[str]) -> tuple[Feature, ...]:
@@ -163,6 +166,22 @@ def dataset_features(kind: str, converted_dir=None) -> tuple[Feature, ...]:
             "rebuild the conversion"
         )
     return task_table_features(json.loads(metadata[FEATURES_METADATA_KEY]))
+
+
+def converted_kind(converted_dir) -> str:
+    """The dataset kind a converted folder's manifest records (its conversion wrote it)."""
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    path = Path(converted_dir) / "manifest.parquet"
+    metadata = pq.read_schema(path).metadata or {}
+    if KIND_METADATA_KEY not in metadata:
+        raise ValueError(
+            f"{path}: no dataset kind in its metadata (converted before conversions recorded "
+            "it); rebuild the conversion or give the kind"
+        )
+    return metadata[KIND_METADATA_KEY].decode()
 
 
 def known_kinds() -> list[str]:

@@ -5,7 +5,9 @@ One measure for every consumer: the reproduction audit's step-0 diagnosis
 the command line, which places any converted dataset on that map:
 
     python -m stragglers.replay.predictability resources/converted/google-synthetic \
-        --kind google-2011 --out-json p.json --out-csv p.csv
+        --out-json p.json --out-csv p.csv
+
+(the dataset kind is the one the conversion recorded in the manifest; --kind overrides it).
 
 Per job, on the view the paper's protocol builds at the end of the job (final features,
 scaled by the job's final range, missing values filled with column means):
@@ -32,6 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from stragglers.formats.datasets import converted_kind
 from stragglers.io import dump_json, write_atomic
 
 N_FOLDS = 5
@@ -175,7 +178,11 @@ def main(argv: list[str] | None = None) -> int:
         "AUC of the boosted regressor on final features) and tail (median max/p90 latency).",
     )
     parser.add_argument("converted_dir", help="resources/converted/<dataset> (manifest.parquet)")
-    parser.add_argument("--kind", required=True, choices=sorted(DEFAULT_CHECKPOINT_INTERVAL))
+    parser.add_argument(
+        "--kind",
+        choices=sorted(DEFAULT_CHECKPOINT_INTERVAL),
+        help="the dataset kind (default: the one its conversion recorded in the manifest)",
+    )
     parser.add_argument("--checkpoint-interval", type=float, help="s (default: by kind)")
     parser.add_argument("--straggler-quantile", type=float, default=0.90)
     parser.add_argument("--seed", type=int, default=20220301, help="the default config's seed")
@@ -185,6 +192,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not (Path(args.converted_dir) / "manifest.parquet").exists():
         parser.error(f"{args.converted_dir}: no manifest.parquet (not a converted dataset)")
+    if args.kind is None:
+        try:
+            args.kind = converted_kind(args.converted_dir)
+        except ValueError as error:
+            parser.error(str(error))
+    if args.kind not in DEFAULT_CHECKPOINT_INTERVAL:
+        parser.error(f"{args.converted_dir}: kind {args.kind!r} has no predictability measure")
     interval = args.checkpoint_interval or DEFAULT_CHECKPOINT_INTERVAL[args.kind]
     replay = {"checkpoint_interval": interval, "straggler_quantile": args.straggler_quantile}
     per_job, summary = dataset_predictability(

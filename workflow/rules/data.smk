@@ -153,6 +153,7 @@ rule convert_part:
         priorities=lambda wc: dataset_config(wc.dataset).get("production_priorities", [9, 10, 11]),
         grid=lambda wc: dataset_config(wc.dataset).get("replay", {}),
         machine_event_parts=lambda wc: layout(wc.dataset).tables.get("machine_events", []),
+        configured_files=lambda wc: layout(wc.dataset).files,
     script:
         "../../scripts/convert_part.py"
 
