@@ -13,7 +13,7 @@ from workflow_runs import ROOT
 
 from stragglers.convert import layout as scatter
 from stragglers.convert.common import ShardSpill, list_parts
-from stragglers.rules.data import convert_trace
+from stragglers.convert.one_process import convert_dataset
 from stragglers.traces.generate import (
     AlibabaGeneratorConfig,
     GoogleGeneratorConfig,
@@ -90,7 +90,7 @@ def run_scattered(kind, raw_dir, work, dataset_config, *, parts_per_job=1, datas
 
 
 def run_single(kind, raw_dir, out, dataset_config, dataset="d"):
-    convert_trace(
+    convert_dataset(
         kind=kind,
         raw_dir=str(raw_dir),
         out_dir=str(out),

@@ -517,3 +517,34 @@ def download_done(*, kind: str, folder: str, markers: list[str], out: str) -> di
     result = {"kind": kind, "folder": folder, "files": files}
     dump_json(result, out)
     return result
+
+
+def download_dataset(*, kind: str, download: dict[str, Any], folder: str, out: str) -> dict:
+    """Fetch what a dataset needs into `folder` in one process, every file verified before it
+    is kept (with `download.machine_tables`, default true, the machine tables too). The
+    workflow fetches the same files one job each (download_checksums, download_file)."""
+    from stragglers.traces import download as fetch
+
+    if kind in GOOGLE_TABLES_NEEDED:
+        if "parts" not in download:
+            raise ValueError('download.parts: which Google parts to fetch (e.g. "0-4" or "all")')
+        tables = list(GOOGLE_TABLES_NEEDED[kind])
+        if machine_tables_wanted(download):
+            tables.append("machine_events")
+        paths = fetch.download_google(
+            folder,
+            tables,
+            download["parts"],
+            base_url=download.get("base_url", fetch.GOOGLE_BASE_URL),
+            total=int(download.get("parts_per_table", fetch.GOOGLE_PARTS_PER_TABLE)),
+        )
+    elif kind in ALIBABA_ARCHIVES:
+        paths = [
+            fetch.download(url, Path(folder) / archive, sha256=sha256)
+            for archive, url, sha256 in alibaba_downloads(kind, download).values()
+        ]
+    else:
+        raise ValueError(f"no download for dataset kind {kind!r}")
+    result = {"kind": kind, "folder": folder, "files": [str(p) for p in paths]}
+    dump_json(result, out)
+    return result

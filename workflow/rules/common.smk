@@ -145,6 +145,16 @@ def dataset_config(dataset):
     return config["datasets"].get(dataset) or DERIVED_DATASETS[dataset]
 
 
+def dataset_replay(dataset):
+    """A dataset's replay settings: the global `replay` overlaid with the dataset's own."""
+    return {**config["replay"], **dataset_config(dataset).get("replay", {})}
+
+
+def replay_input(wildcards):
+    """dataset_replay of the job's dataset (a rule's `replay` parameter)."""
+    return dataset_replay(wildcards.dataset)
+
+
 def dataset_methods(dataset):
     """The methods run on a dataset: all, but only sensitivity.methods on a grid point."""
     return SENSITIVITY_METHODS if dataset in SENSITIVITY_POINTS else METHODS
@@ -304,9 +314,10 @@ def download_markers(wildcards):
 
 
 def download_file_input(wildcards):
+    """A Google part is verified against the bucket's SHA256SUM, fetched first."""
     if dataset_config(wildcards.dataset)["kind"].startswith("google"):
-        return f"resources/download/{wildcards.dataset}.sha256sum.json"
-    return []
+        return {"checksums": f"resources/download/{wildcards.dataset}.sha256sum.json"}
+    return {}
 
 
 # a pattern, not an input function: Snakemake inspects a function's signature at every call,
@@ -349,8 +360,7 @@ from stragglers.report.audit import VARIANTS as AUDIT_VARIANTS
 
 def audit_replay(dataset):
     """The dataset's replay settings without protocol/overrides: each variant sets its own."""
-    merged = {**config["replay"], **dataset_config(dataset).get("replay", {})}
-    return {k: v for k, v in merged.items() if k not in ("protocol", "overrides")}
+    return {k: v for k, v in dataset_replay(dataset).items() if k not in ("protocol", "overrides")}
 
 
 def audit_variant_files():
