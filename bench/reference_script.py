@@ -78,7 +78,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from stragglers import evaluate  # noqa: E402
+from stragglers.evaluate.metrics import job_metrics  # noqa: E402
 from stragglers.formats.datasets import (  # noqa: E402
     FEATURES_BY_KIND,
     SCRIPT_COLUMNS,
@@ -425,7 +425,7 @@ def pipeline_step0(
     tasks, rows = run_method_on_jobs(
         iter(jobs), get_method(method), params, settings, last_columns(kind), seed, dataset
     )
-    metrics = evaluate.job_metrics(tasks, rows).set_index("job_id")
+    metrics = job_metrics(tasks, rows).set_index("job_id")
     scored = tasks[tasks["evaluated"]].sort_values(
         ["job_id", "is_straggler", "task"], ascending=[True, False, True]
     )

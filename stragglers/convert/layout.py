@@ -153,10 +153,10 @@ def raw_layout(kind: str, dataset_config: dict[str, Any], raw_dir: str | None) -
                 for index in fetch.select_parts(spec["parts"], total, setting="download.parts")
             ]
         else:
-            from stragglers import convert
+            from stragglers.convert.common import list_parts
 
             tables[table] = [
-                str(path.relative_to(raw_dir)) for path in convert.list_parts(Path(raw_dir), table)
+                str(path.relative_to(raw_dir)) for path in list_parts(Path(raw_dir), table)
             ]
     return RawLayout(kind, tables, parts_per_job)
 
@@ -238,11 +238,11 @@ def _machine_event_parts(source: str, raw_dir: str | None, download: dict[str, A
     if source == "download":
         return [GOOGLE_MACHINE_EVENTS_PART] if machine_tables_wanted(download) else []
     if source == "local" and raw_dir is not None:
-        from stragglers import convert
+        from stragglers.convert.common import optional_parts
 
         return [
             str(path.relative_to(raw_dir))
-            for path in convert.optional_parts(Path(raw_dir), "machine_events")
+            for path in optional_parts(Path(raw_dir), "machine_events")
         ]
     return []
 
@@ -264,11 +264,11 @@ def _google_parts(
     does not list at all (`configured`: every raw file of the dataset, the other conversion
     groups' parts too; e.g. parts left by an earlier, larger download selection) are not used,
     and said so."""
-    from stragglers import convert
+    from stragglers.convert.common import list_parts
 
     listed = check_parts_present(raw_dir, parts)
     known = {str(Path(raw_dir) / name) for name in configured or ()} | set(map(str, listed))
-    present = convert.list_parts(Path(raw_dir), table)
+    present = list_parts(Path(raw_dir), table)
     extra = sorted(set(map(str, present)) - known)
     if extra:
         log.warning(
@@ -294,9 +294,9 @@ def prepare(
     priorities: list[int],
     machine_event_parts: list[str] = (),
 ) -> dict[str, Any]:
-    from stragglers import convert
+    from stragglers.convert.google import prepare_google
 
-    return convert.prepare_google(
+    return prepare_google(
         _google_parts(raw_dir, event_parts, "task_events"),
         out_dir,
         dataset=dataset,
@@ -325,17 +325,20 @@ def convert_part(
 ) -> dict[str, Any]:
     """One group of raw parts -> its spill folder (and a copy of its report).
     `configured_files`: every raw file of the dataset (the other groups' parts are not extra)."""
-    from stragglers import convert
+    from stragglers.convert.alibaba import spill_alibaba
+    from stragglers.convert.google import spill_google_usage
+    from stragglers.convert.google_events import spill_google_events
+    from stragglers.convert.tasks_table import spill_tasks_table
 
     if kind == "google-2011":
-        report = convert.spill_google_usage(
+        report = spill_google_usage(
             _google_parts(raw_dir, parts, "task_usage", list(configured_files)),
             prepared_dir,
             out_dir,
             dataset=dataset,
         )
     elif kind == "google-2011-events":
-        report = convert.spill_google_events(
+        report = spill_google_events(
             _google_parts(raw_dir, parts, "task_events"),
             out_dir,
             dataset=dataset,
@@ -348,7 +351,7 @@ def convert_part(
         )
     elif kind == TASK_TABLE_KIND:
         check_parts_present(raw_dir, parts)
-        report = convert.spill_tasks_table(
+        report = spill_tasks_table(
             raw_dir,
             out_dir,
             dataset=dataset,
@@ -370,7 +373,7 @@ def convert_part(
             window_seconds=float(grid.get("checkpoint_interval", 1.0)),
         )
     elif kind in ALIBABA_KINDS:
-        report = convert.spill_alibaba(
+        report = spill_alibaba(
             raw_dir,
             out_dir,
             dataset=dataset,
@@ -398,15 +401,17 @@ def gather(
     prepared_dir: str | None = None,
 ) -> dict[str, Any]:
     """One shard: every group's spilled rows -> its job files, manifest piece and report."""
-    from stragglers import convert
+    from stragglers.convert.common import TASKS_FILE
+    from stragglers.convert.gather import gather_shard
+    from stragglers.convert.google import check_latency_definition
 
-    convert.check_latency_definition(latency_definition)
+    check_latency_definition(latency_definition)
     tasks_path = None
     if kind == "google-2011":
-        tasks_path = Path(prepared_dir) / convert.TASKS_FILE
+        tasks_path = Path(prepared_dir) / TASKS_FILE
     elif kind == "google-2011-events" or kind in TASK_TABLE_KINDS:
-        tasks_path = Path(spill_dirs[0]) / convert.TASKS_FILE
-    manifest, report = convert.gather_shard(
+        tasks_path = Path(spill_dirs[0]) / TASKS_FILE
+    manifest, report = gather_shard(
         [Path(p) for p in spill_dirs],
         shard,
         jobs_dir,
@@ -434,15 +439,13 @@ def manifest(
     order) -> manifest.parquet and report.json."""
     import pandas as pd
 
-    from stragglers import convert
+    from stragglers.convert.common import REPORT_FILE, read_report, write_manifest
 
     # the prepare stage's report is inside its folder
-    stage_reports = [
-        Path(p) / convert.REPORT_FILE if Path(p).is_dir() else Path(p) for p in stage_reports
-    ]
-    reports = [convert.read_report(p) for p in [*stage_reports, *shard_reports]]
+    stage_reports = [Path(p) / REPORT_FILE if Path(p).is_dir() else Path(p) for p in stage_reports]
+    reports = [read_report(p) for p in [*stage_reports, *shard_reports]]
     manifests = [pd.read_parquet(p) for p in shard_manifests]
-    return convert.write_manifest(out_dir, manifests, reports, kind=kind, dataset=dataset)
+    return write_manifest(out_dir, manifests, reports, kind=kind, dataset=dataset)
 
 
 # ---------------------------------------------------------------------------------------------

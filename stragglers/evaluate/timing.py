@@ -14,7 +14,7 @@ its job's straggler threshold tau:
 - **early-TPR / early-F1**: the confusion matrix in which only early flags are predicted
   positives: early_tp = stragglers flagged early, early_fn = stragglers not flagged or flagged
   late (a late flag is a miss), early_fp = non-stragglers flagged (all such flags are early,
-  see above), early_tn = the rest. Rates as in `stragglers.evaluate.rates`, with the same edge
+  see above), early_tn = the rest. Rates as in `stragglers.evaluate.metrics.rates`, with the same edge
   cases (a job without scored straggler is unscorable; failed jobs have no metrics).
 - **early share** = early_tp / tp: the share of found stragglers that were found early.
 

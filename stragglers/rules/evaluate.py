@@ -28,8 +28,11 @@ def evaluate_dataset(
 ) -> pd.DataFrame:
     """Rule evaluate_dataset: per-job metrics, F1 and lead over normalised time, and their
     figures, for every method's prediction files of one dataset."""
-    from stragglers import evaluate, report
+    # the scoring function under another name: `job_metrics` is the rule's output here
     from stragglers.evaluate import timing
+    from stragglers.evaluate.metrics import f1_over_time, load_predictions
+    from stragglers.evaluate.metrics import job_metrics as score_jobs
+    from stragglers.report.tables import plot_lead_distribution
 
     # one method at a time: memory is bounded by one method's predictions, not all of them
     by_method: dict[str, tuple[list[str], list[str]]] = {}
@@ -39,14 +42,14 @@ def evaluate_dataset(
         by_method.setdefault(Path(path).parent.name, ([], []))[1].append(path)
     metric_frames, per_job_frames, mean_frames, lead_frames = [], [], [], []
     for method_tasks, method_jobs in by_method.values():
-        tasks, jobs = evaluate.load_predictions(method_tasks, method_jobs)
+        tasks, jobs = load_predictions(method_tasks, method_jobs)
         # how early the flags came (lead, early-F1) beside the confusion-matrix metrics
         metric_frames.append(
-            evaluate.job_metrics(tasks, jobs).merge(
+            score_jobs(tasks, jobs).merge(
                 timing.timing_job_metrics(tasks, jobs, validated=True), on=KEYS, how="left"
             )
         )
-        per_job, mean = evaluate.f1_over_time(tasks, jobs, n_points=n_points)
+        per_job, mean = f1_over_time(tasks, jobs, n_points=n_points)
         lead_per_job, lead_mean = timing.lead_over_time(
             tasks, jobs, n_points=n_points, validated=True
         )
@@ -65,7 +68,7 @@ def evaluate_dataset(
     from stragglers.report.figures import plot_f1_over_time_panels
 
     plot_f1_over_time_panels(mean, figure, dataset, protocol)
-    report.plot_lead_distribution(lead_rows, metrics, lead_figure, dataset)
+    plot_lead_distribution(lead_rows, metrics, lead_figure, dataset)
     return metrics
 
 
@@ -101,14 +104,15 @@ def table3(
     confidence_level, method; stragglers.evaluate.bootstrap) are added as `<metric>_lo` /
     `<metric>_hi` columns after the others, and with `comparisons` (the
     paired_comparisons rule's CSV) the methods tied with the best are marked."""
-    from stragglers import evaluate, report
     from stragglers.evaluate import bootstrap as boot
     from stragglers.evaluate import timing
+    from stragglers.evaluate.metrics import summary_table
+    from stragglers.report.tables import write_table3
 
     metrics = pd.concat(
         [pd.read_csv(p, dtype={"job_id": str}) for p in job_metrics], ignore_index=True
     )
-    summary = evaluate.summary_table(metrics, dataset_order=datasets)
+    summary = summary_table(metrics, dataset_order=datasets)
     lead_rows = None
     if leads:
         lead_rows = pd.concat(
@@ -128,7 +132,7 @@ def table3(
     ties = None
     if comparisons is not None:
         ties = boot.tie_marks(pd.read_csv(comparisons, dtype={"tied": "boolean"}))
-    report.write_table3(
+    write_table3(
         summary,
         csv,
         md,
@@ -166,8 +170,8 @@ def paired_comparisons(
     """Rule paired_comparisons: every method against the best non-privileged method (by mean F1, and by mean early-F1)
     and against NURD: paired bootstrap differences over the jobs both scored, Holm-adjusted
     p-values and the tie flag (stragglers.evaluate.bootstrap, docs/statistics.md)."""
-    from stragglers import report
     from stragglers.evaluate import bootstrap as boot
+    from stragglers.report.tables import write_table
 
     metrics = pd.concat(
         [pd.read_csv(p, dtype={"job_id": str}) for p in job_metrics], ignore_index=True
@@ -177,7 +181,7 @@ def paired_comparisons(
     table = boot.paired_comparisons(metrics, summary, seed=seed, **settings)
     level = f"{100 * settings['confidence_level']:g} %"
     alpha = f"{1 - settings['confidence_level']:.2g}"
-    report.write_table(
+    write_table(
         table,
         csv,
         md,
@@ -202,10 +206,11 @@ def paired_comparisons(
 
 def cost_table(*, jobs: list[str], benchmarks: list[str], csv: str, md: str) -> pd.DataFrame:
     """Rule cost_table: seconds per job and per checkpoint, with the rules' benchmark totals."""
-    from stragglers import evaluate, report
+    from stragglers.evaluate.metrics import cost_table as cost_per_method
+    from stragglers.report.tables import write_table
 
     job_rows = pd.concat([pd.read_parquet(p) for p in jobs], ignore_index=True)
-    cost = evaluate.cost_table(job_rows)
+    cost = cost_per_method(job_rows)
     bench_rows = []
     for path in benchmarks:
         parts = Path(path).parts  # benchmarks/predict/<dataset>/<method>/shard-<k>.tsv
@@ -225,7 +230,7 @@ def cost_table(*, jobs: list[str], benchmarks: list[str], csv: str, md: str) -> 
         .reset_index()
     )
     cost = cost.merge(bench, on=["dataset", "method"], how="left")
-    report.write_table(
+    write_table(
         cost,
         csv,
         md,

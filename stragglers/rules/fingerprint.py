@@ -135,15 +135,15 @@ def fingerprint_paper_table(
 ) -> pd.DataFrame:
     """Rule fingerprint_paper_table: the `paper` fingerprint, Table 3's means and bootstrap intervals over jobs (the same
     functions, seeds and settings as rule table3) of the replays under `protocol: paper`."""
-    from stragglers import evaluate
     from stragglers.evaluate import bootstrap as boot
+    from stragglers.evaluate.metrics import summary_table
     from stragglers.report.fingerprint import fingerprint_rows, write_fingerprint
 
     metrics = pd.concat(
         [pd.read_csv(p, dtype={"job_id": str}) for p in job_metrics], ignore_index=True
     )
     settings = bootstrap_settings(bootstrap)
-    ours = evaluate.summary_table(metrics, dataset_order=datasets).merge(
+    ours = summary_table(metrics, dataset_order=datasets).merge(
         boot.table3_intervals(metrics, seed=seed, **settings),
         on=["dataset", "method"],
         how="left",

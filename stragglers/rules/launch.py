@@ -142,12 +142,12 @@ def launch_tables(
 ) -> None:
     """Rule launch_tables: launch-time Table 3 (the replay's scoring), the MTL paper's Table 5 / Figure 3 and §4.8
     (learning curve, unseen nodes and workloads) and the hold-back simulation."""
-    from stragglers import evaluate
+    from stragglers.evaluate.metrics import job_metrics, summary_table
 
     task_frame = pd.concat([pd.read_parquet(p) for p in tasks], ignore_index=True)
     job_frame = pd.concat([pd.read_parquet(p) for p in jobs], ignore_index=True)
-    metrics = evaluate.job_metrics(task_frame, job_frame[[c for c in job_frame if c != "trace"]])
-    table = evaluate.summary_table(metrics)
+    metrics = job_metrics(task_frame, job_frame[[c for c in job_frame if c != "trace"]])
+    table = summary_table(metrics)
     no_model = job_frame.assign(no_model=job_frame["reason"].astype(str).str.startswith("no model"))
     counts = no_model.groupby(["dataset", "method"])["no_model"].sum().rename("jobs_without_model")
     table = table.merge(counts.reset_index(), on=["dataset", "method"], how="left")

@@ -136,7 +136,7 @@ def tune_method(
     left out of every evaluation. Names as for predict (`converted_jobs`: ordering only)."""
     converted_dir, label, params = Path(manifest).parent, method, dict(method_params)
     settings = ReplaySettings(**replay, kill_delay=kill_delay)
-    from stragglers import evaluate
+    from stragglers.evaluate.metrics import job_metrics
     from stragglers.methods import get_method, load_method_dirs
 
     load_method_dirs(list(method_dirs))
@@ -175,7 +175,7 @@ def tune_method(
             history=history,
             label=label,
         )
-        metrics = evaluate.job_metrics(tasks, job_rows)
+        metrics = job_metrics(tasks, job_rows)
         scored = metrics[metrics["status"] == "ok"]
         scores.append(
             {
@@ -218,8 +218,8 @@ def protocol_job_metrics(
     under the `protocol` preset (the config's protocol and `overrides` set aside) and scored
     per job as evaluate_dataset scores the predict rule's files: confusion matrix, TPR, FPR,
     F1 and the timing columns. With `tuning_jobs`, the tuning jobs are left out, as there."""
-    from stragglers import evaluate
     from stragglers.evaluate import timing
+    from stragglers.evaluate.metrics import job_metrics
     from stragglers.formats.predictions import KEYS
     from stragglers.methods import get_method, method_entry
 
@@ -241,7 +241,7 @@ def protocol_job_metrics(
             label=name,
         )
         frames.append(
-            evaluate.job_metrics(tasks, job_rows).merge(
+            job_metrics(tasks, job_rows).merge(
                 timing.timing_job_metrics(tasks, job_rows, validated=True), on=KEYS, how="left"
             )
         )

@@ -224,12 +224,12 @@ def sensitivity_paper(
     configured protocol (Table 3's best non-privileged method, from `job_metrics`), re-run
     under `protocol: paper` on the converted dataset whose manifest is `manifest`: per-job
     metrics as evaluate_dataset writes them, the method named `<method> (paper)`."""
-    from stragglers import evaluate
     from stragglers.evaluate.bootstrap import best_method
+    from stragglers.evaluate.metrics import summary_table
     from stragglers.rules.predict import protocol_job_metrics
 
     causal = pd.read_csv(job_metrics, dtype={"job_id": str})
-    leader = best_method(evaluate.summary_table(causal), "F1")
+    leader = best_method(summary_table(causal), "F1")
     chosen = list(dict.fromkeys([*paper_methods, *([leader] if leader else [])]))
     metrics = protocol_job_metrics(
         converted_dir=str(Path(manifest).parent),

@@ -75,10 +75,10 @@ def simulate_policies_method(
     out: str,
 ) -> pd.DataFrame:
     """Every policy (unlimited and each m) for every successful job of one method."""
-    from stragglers import evaluate
+    from stragglers.evaluate.metrics import load_predictions
     from stragglers.simulate import policies
 
-    tasks, jobs = evaluate.load_predictions(task_files, job_files)
+    tasks, jobs = load_predictions(task_files, job_files)
     ok = jobs[jobs["status"] == "ok"].set_index("job_id")["straggler_threshold"]
     frames = []
     for (dataset, method, job_id), job_tasks in tasks.groupby(ID_COLUMNS, sort=False):
@@ -219,7 +219,7 @@ def policies_report(
 
 def policies_table(*, files: list[str], csv: str, md: str) -> pd.DataFrame:
     """Rule policies_table: long CSV over datasets; Markdown: one table per dataset (unlimited and the mean over m)."""
-    from stragglers import report
+    from stragglers.report.tables import markdown_table
 
     table = pd.concat([pd.read_csv(p, dtype={"machines": str}) for p in files], ignore_index=True)
     write_csv_atomic(table, csv)
@@ -250,7 +250,7 @@ def policies_table(*, files: list[str], csv: str, md: str) -> pd.DataFrame:
                     )
                 ]
             ).drop(columns=["reduction_lo", "reduction_hi", "reduction_interval_note"])
-        parts.append(f"## {dataset}\n\n" + report.markdown_table(rows))
+        parts.append(f"## {dataset}\n\n" + markdown_table(rows))
     text = (
         "# Mitigation policies: JCT, PoCD and machine time\n\n"
         + caption
@@ -288,14 +288,23 @@ def simulate_relaunch(
     Every reading of the relaunch (simulation.RELAUNCH_READINGS) is simulated, with the same
     draws; column `reading` names it and `primary` marks the configured one
     (`simulation.relaunch`), which the per-dataset tables and figures show."""
-    from stragglers import evaluate, simulate
+    from stragglers.evaluate.metrics import load_predictions
     from stragglers.replay import aligned
+    from stragglers.simulate.jct import (
+        RELAUNCH_READINGS,
+        RESULT_COLUMNS,
+        draw_pool,
+        relaunch_reading,
+        replacement_durations,
+        replacement_uniforms,
+        simulate_job,
+    )
 
-    simulate.relaunch_reading(relaunch)  # an unknown setting stops here, named
-    readings = [relaunch] + [r for r in simulate.RELAUNCH_READINGS if r != relaunch]
+    relaunch_reading(relaunch)  # an unknown setting stops here, named
+    readings = [relaunch] + [r for r in RELAUNCH_READINGS if r != relaunch]
     if aligned_timeline:
         grid_origin = 0.0
-    tasks, jobs = evaluate.load_predictions(task_files, job_files)
+    tasks, jobs = load_predictions(task_files, job_files)
     frames = []
     ok_jobs = set(jobs.loc[jobs["status"] == "ok", "job_id"])
     for (dataset, method, job_id), job_tasks in tasks.groupby(
@@ -308,15 +317,15 @@ def simulate_relaunch(
         flag_time = job_tasks["flag_time"].to_numpy(float)
         if aligned_timeline:
             flag_time = aligned.simulation_flags(flag_time, job_tasks["task_end"].to_numpy(float))
-        uniforms = simulate.replacement_uniforms(str(job_id), len(latency), repeats, seed)
+        uniforms = replacement_uniforms(str(job_id), len(latency), repeats, seed)
         for reading in readings:
-            relaunch_from, pool = simulate.relaunch_reading(reading)
-            frame = simulate.simulate_job(
+            relaunch_from, pool = relaunch_reading(reading)
+            frame = simulate_job(
                 job_tasks["task_start"].to_numpy(float),
                 job_tasks["task_end"].to_numpy(float),
                 flag_time,
-                simulate.replacement_durations(
-                    simulate.draw_pool(latency, job_tasks["is_straggler"].to_numpy(bool), pool),
+                replacement_durations(
+                    draw_pool(latency, job_tasks["is_straggler"].to_numpy(bool), pool),
                     uniforms,
                 ),
                 grid_origin=grid_origin,
@@ -335,7 +344,7 @@ def simulate_relaunch(
         pd.concat(frames, ignore_index=True)
         if frames
         else pd.DataFrame(
-            columns=["dataset", "method", "job_id", *simulate.RESULT_COLUMNS, "reading", "primary"]
+            columns=["dataset", "method", "job_id", *RESULT_COLUMNS, "reading", "primary"]
         )
     )
     write_parquet_atomic(result, out)
@@ -359,7 +368,11 @@ def simulation_report(
     readings_csv: str | None = None,
 ) -> None:
     """Rule simulation_report: completion-time tables and figures for one dataset."""
-    from stragglers import report
+    from stragglers.report.tables import (
+        plot_reduction_bars,
+        plot_reduction_by_machines,
+        simulation_tables,
+    )
 
     every = pd.concat([pd.read_parquet(p) for p in simulations], ignore_index=True)
     if readings_csv is not None:
@@ -369,18 +382,16 @@ def simulation_report(
         if "primary" in every
         else every
     )
-    unlimited_table, by_machines_table = report.simulation_tables(frame)
+    unlimited_table, by_machines_table = simulation_tables(frame)
     write_csv_atomic(unlimited_table, unlimited_csv)
     write_csv_atomic(by_machines_table, limited_csv)
     unlimited = frame[frame["algorithm"] == "unlimited"]
     limited = frame[frame["algorithm"] == "limited"]
-    report.plot_reduction_bars(
+    plot_reduction_bars(
         unlimited, unlimited_png, f"{dataset}: more machines than tasks (Algorithm 2)"
     )
-    report.plot_reduction_by_machines(
-        limited, by_machines_png, f"{dataset}: m machines (Algorithm 3)"
-    )
-    report.plot_reduction_bars(
+    plot_reduction_by_machines(limited, by_machines_png, f"{dataset}: m machines (Algorithm 3)")
+    plot_reduction_bars(
         limited, limited_mean_png, f"{dataset}: Algorithm 3, mean over machine counts"
     )
 
@@ -410,7 +421,7 @@ def completion_time_table(
     readings_files: list[str] | None = None,
 ) -> pd.DataFrame:
     """Rule completion_time_table: mean reduction in job completion time, all datasets."""
-    from stragglers import report
+    from stragglers.report.tables import write_table
 
     rows = []
     for dataset, unlimited_path, limited_path in zip(datasets, unlimited_files, limited_files):
@@ -438,7 +449,7 @@ def completion_time_table(
             mask = table["dataset"] == dataset
             for column in ("reduction_unlimited", "reduction_limited_mean_over_m"):
                 table.loc[mask, f"{column}_{reading}"] = table.loc[mask, "method"].map(part[column])
-    report.write_table(
+    write_table(
         table,
         csv,
         md,
