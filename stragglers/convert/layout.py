@@ -1,22 +1,9 @@
-"""How a dataset's download and conversion are scattered over Snakemake jobs.
-
-The DAG must know, when it is built, which raw files a dataset has: the parts a generated trace
-will have (its generator's `n_parts`), the parts a download selects, or the parts already in a
-local folder. From them:
-
-- download: one job per file (`download_file`), after the Google bucket's SHA256SUM
-  (`download_checksums`); the Alibaba tarball is one file. With `download.machine_tables`
-  (default true) the machine tables are files of the layout too: Google's machine_events
-  (one part), Alibaba 2018's machine_meta.tar.gz and machine_usage.tar.gz;
-- conversion: `convert_prepare` (google-2011: the task_events of every part, since a task's
-  outcome needs all its events), then one `convert_part` job per group of `parts_per_job`
-  task_usage parts, one `gather_shard` job per shard and one `convert_manifest` job.
-  The events-only kind (google-2011-events) is one group holding every task_events part (a
-  window's machine load counts the attempts of every job on the machine); an Alibaba
-  batch_instance table (one CSV, or the tarball read as a stream) is one part and one group.
-
-The library functions here are what the rules' scripts call; the decisions about rows are all
-in `stragglers.convert`, imported inside the functions (with pandas and pyarrow) so that
+"""How a dataset's download and conversion are scattered over Snakemake jobs: the raw files the
+DAG must know when it is built (a generator's parts, a download's selection, a local folder's
+parts), one download job per file, and the conversion's stages (convert_prepare, one
+convert_part per group of parts, one gather_shard per shard, convert_manifest), which
+stragglers/rules/data.py calls. docs/definitions.md ("Conversion as scatter-gather") and
+docs/download.md describe them. The converters are imported inside the functions, so that
 building the DAG, which calls `raw_layout`, does not pay for them.
 """
 

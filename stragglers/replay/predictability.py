@@ -1,25 +1,11 @@
-"""How much a converted trace's features say about its latencies, and how heavy its tails are.
-
-One measure for every consumer: the reproduction audit's step-0 diagnosis
-(stragglers/report/audit.py), the sensitivity map's x-axis (workflow/rules/sensitivity.smk) and
-the command line, which places any converted dataset on that map:
-
-    python -m stragglers.replay.predictability resources/converted/google-synthetic \
-        --out-json p.json --out-csv p.csv
-
-(the dataset kind is the one the conversion recorded in the manifest; --kind overrides it).
-
-Per job, on the view the paper's protocol builds at the end of the job (final features,
-scaled by the job's final range, missing values filled with column means):
-- spearman: out-of-fold (5 folds, seeded) Spearman rank correlation between the latency a
-  boosted regressor (NURD's, stragglers.methods.nurd.BoostedLatencyModel) predicts from a
-  task's final features and the task's latency;
-- auc: the out-of-fold straggler ROC AUC of the same predictions (straggler: latency >= the
-  job's threshold, p90 by default); NaN when a job has no straggler or only stragglers;
-- tail: max latency / threshold (p90).
-Per dataset: the mean over jobs of spearman and auc, and the median over jobs of tail.
-It lives in the replay stage because it reads jobs through the replay's aligned view and fits
-the methods' regressor; everything is seeded, so the same input gives the same numbers.
+"""How much a converted trace's features say about its latencies, and how heavy its tails are:
+per job, the out-of-fold Spearman correlation and straggler AUC of a boosted regressor on the
+final features, and max latency / p90; per dataset their means (median for the tail). One
+measure for the reproduction audit, the sensitivity map and the command line,
+`python -m stragglers.replay.predictability <converted dir> [--out-json F] [--out-csv F]` (the
+dataset kind is the one the conversion recorded; --kind overrides it). It lives in the replay
+stage because it reads jobs through the replay's view and fits the methods' regressor
+(docs/sensitivity.md, "Predictability of a trace").
 """
 
 from __future__ import annotations

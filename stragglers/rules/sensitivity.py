@@ -1,14 +1,9 @@
-"""What the replicate and sensitivity rules call (workflow/rules/sensitivity.smk).
-
-Both targets make their extra traces ordinary datasets, so the existing rules (generate,
-convert, predict, evaluate, simulate) run them unchanged:
-- replicate k >= 2 of a generated dataset D is `D@r<k>`: D's settings with the generator seed
-  `replicate_seed(D's seed, k)`; replicate 1 is D itself (the default run's data);
-- grid point (i, j) of the sensitivity map is `<base>@s<i>t<j>`: the base dataset's settings
-  with `sensitivity.n_jobs` jobs and the i-th signal and j-th tail generator settings, all
-  points with the base's seed (the same draws wherever a setting does not change them);
-- `sensitivity.place` entries are measured (predictability and tail) and marked on the map.
-Config names cannot contain "@" (schema), so a derived name never clashes with a configured one.
+"""What the replicate and sensitivity rules call (workflow/rules/sensitivity.smk). Both targets
+make their extra traces ordinary datasets, so the stage rules run them unchanged: replicate k
+of a generated dataset D is `D@r<k>` (D with the generator seed `replicate_seed`), grid point
+(i, j) of the map is `<base>@s<i>t<j>` (the i-th signal and j-th tail settings, the base's
+seed), and `sensitivity.place` entries are measured and marked on the map. Config names
+cannot contain "@", so a derived name never clashes (docs/sensitivity.md).
 """
 
 from __future__ import annotations
