@@ -23,7 +23,7 @@ from stragglers.evaluate.fingerprint import set_distance
 from stragglers.evaluate.metrics import job_metrics, summary_table
 from stragglers.formats.datasets import last_columns
 from stragglers.formats.jobs import iter_shard_jobs
-from stragglers.replay.core import ReplaySettings
+from stragglers.replay.core import ReplaySettings, dataset_replay
 from stragglers.replay.runner import run_method_on_jobs
 from stragglers.report.tables import read_paper_table3, table3_long
 from stragglers.traces.generate import generate_alibaba, generate_google
@@ -36,7 +36,7 @@ PAPER_DATASET = {"google-2011": "google", "alibaba-2018": "alibaba"}
 
 def paper_replay(dataset: dict, replay: dict) -> ReplaySettings:
     """The dataset's replay grid under `protocol: paper` with the authors' rules unflipped."""
-    merged = {**replay, **dataset.get("replay", {})}
+    merged = dataset_replay(replay, dataset)
     plain = {k: v for k, v in merged.items() if k not in ("protocol", "overrides")}
     return ReplaySettings(**plain, protocol="paper")
 

@@ -20,14 +20,6 @@ from stragglers.replay.runner import run_method_on_jobs
 log = logging.getLogger(__name__)
 
 
-def replay_settings(
-    dataset_config: dict[str, Any], replay_config: dict[str, Any]
-) -> ReplaySettings:
-    """Global replay settings overlaid with the dataset's own grid."""
-    merged = {**replay_config, **dataset_config.get("replay", {})}
-    return ReplaySettings(**merged)
-
-
 def predict(
     *,
     manifest: Path | str,

@@ -7,6 +7,7 @@ sys.path.insert(0, str(Path(workflow.basedir)))  # the stragglers package, even 
 
 from stragglers.launch import launch_datasets
 from stragglers.methods import declared_cross_job, load_method_dirs, method_entry
+from stragglers.replay.core import dataset_replay
 from stragglers.rules.config import check_config
 from stragglers.rules.sensitivity import derived_datasets
 
@@ -73,14 +74,14 @@ def dataset_config(dataset):
     return config["datasets"].get(dataset) or DERIVED_DATASETS[dataset]
 
 
-def dataset_replay(dataset):
+def replay_of(dataset):
     """A dataset's replay settings: the global `replay` overlaid with the dataset's own."""
-    return {**config["replay"], **dataset_config(dataset).get("replay", {})}
+    return dataset_replay(config["replay"], dataset_config(dataset))
 
 
 def replay_input(wildcards):
-    """dataset_replay of the job's dataset (a rule's `replay` parameter)."""
-    return dataset_replay(wildcards.dataset)
+    """replay_of the job's dataset (a rule's `replay` parameter)."""
+    return replay_of(wildcards.dataset)
 
 
 def dataset_methods(dataset):
@@ -288,7 +289,7 @@ from stragglers.report.audit import VARIANTS as AUDIT_VARIANTS
 
 def audit_replay(dataset):
     """The dataset's replay settings without protocol/overrides: each variant sets its own."""
-    return {k: v for k, v in dataset_replay(dataset).items() if k not in ("protocol", "overrides")}
+    return {k: v for k, v in replay_of(dataset).items() if k not in ("protocol", "overrides")}
 
 
 def audit_variant_files():

@@ -40,7 +40,7 @@ rule fingerprint_table:
     params:
         kinds={name: ds["kind"] for name, ds in config["datasets"].items()},
         protocols={
-            name: protocol_label(dataset_replay(name)) for name in config["datasets"]
+            name: protocol_label(replay_of(name)) for name in config["datasets"]
         },
         bootstrap=config["evaluation"],
     script:
