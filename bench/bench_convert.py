@@ -143,7 +143,7 @@ def main() -> None:
 
     out = work / "converted"
     code = (
-        "import json, sys; from stragglers.convert import convert_google; "
+        "import json, sys; from stragglers.convert.one_process import convert_google; "
         f"s = convert_google({str(raw)!r}, {str(out)!r}, dataset='bench', n_shards=8); "
         "print(json.dumps({**s['counts'], 'phases': s['seconds']}))"
     )

@@ -64,9 +64,9 @@ def bench_pipeline(cores: int) -> None:
 
 
 def _mean_f1(tasks, jobs) -> float:
-    from stragglers import evaluate
+    from stragglers.evaluate.metrics import job_metrics
 
-    metrics = evaluate.job_metrics(tasks, jobs)
+    metrics = job_metrics(tasks, jobs)
     return float(metrics.loc[metrics["status"] == "ok", "F1"].mean())
 
 

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from stragglers import evaluate, report
 from stragglers.evaluate import timing
+from stragglers.evaluate.metrics import f1_over_time, job_metrics, load_predictions
+from stragglers.report.tables import plot_lead_distribution
 
 
 def main(run_dir: str) -> None:
@@ -28,13 +29,13 @@ def main(run_dir: str) -> None:
         leads, metrics = [], []
         methods = sorted((dataset_dir / "predictions").iterdir())
         for method_dir in methods:
-            tasks, jobs = evaluate.load_predictions(
+            tasks, jobs = load_predictions(
                 sorted(map(str, method_dir.glob("*.tasks.parquet"))),
                 sorted(map(str, method_dir.glob("*.jobs.parquet"))),
             )
             began = time.perf_counter()
-            metrics.append(evaluate.job_metrics(tasks, jobs))
-            evaluate.f1_over_time(tasks, jobs, 10)
+            metrics.append(job_metrics(tasks, jobs))
+            f1_over_time(tasks, jobs, 10)
             middle = time.perf_counter()
             timing.timing_job_metrics(tasks, jobs, validated=True)
             timing.lead_over_time(tasks, jobs, 10, validated=True)
@@ -43,7 +44,7 @@ def main(run_dir: str) -> None:
             added += time.perf_counter() - middle
         with tempfile.TemporaryDirectory() as scratch:
             began = time.perf_counter()
-            report.plot_lead_distribution(
+            plot_lead_distribution(
                 pd.concat(leads), pd.concat(metrics), Path(scratch) / "lead.png", dataset_dir.name
             )
             figure = time.perf_counter() - began

@@ -78,7 +78,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from stragglers import evaluate  # noqa: E402
+from stragglers.evaluate.metrics import job_metrics  # noqa: E402
 from stragglers.formats.datasets import (  # noqa: E402
     FEATURES_BY_KIND,
     SCRIPT_COLUMNS,
@@ -88,10 +88,9 @@ from stragglers.formats.datasets import (  # noqa: E402
 from stragglers.formats.jobs import iter_shard_jobs, read_manifest  # noqa: E402
 from stragglers.methods import get_method  # noqa: E402
 from stragglers.replay import aligned  # noqa: E402
-from stragglers.replay.core import ReplaySettings  # noqa: E402
+from stragglers.replay.core import ReplaySettings, dataset_replay  # noqa: E402
 from stragglers.replay.runner import run_method_on_jobs  # noqa: E402
 from stragglers.report.audit import audit_jobs  # noqa: E402
-from stragglers.rules.predict import replay_settings  # noqa: E402
 
 SCRIPT_METHODS = ("gb", "ipwnc", "ipw", "en", "bg", "tb", "kt")  # its get_TPR_FPR call order
 COMPARED = {"GBTR": "gb", "NURD-NC": "ipwnc", "NURD": "ipw"}
@@ -425,7 +424,7 @@ def pipeline_step0(
     tasks, rows = run_method_on_jobs(
         iter(jobs), get_method(method), params, settings, last_columns(kind), seed, dataset
     )
-    metrics = evaluate.job_metrics(tasks, rows).set_index("job_id")
+    metrics = job_metrics(tasks, rows).set_index("job_id")
     scored = tasks[tasks["evaluated"]].sort_values(
         ["job_id", "is_straggler", "task"], ascending=[True, False, True]
     )
@@ -480,8 +479,8 @@ def compare_dataset(config: dict, dataset: str, args, scripts: dict) -> pd.DataF
     converted = args.converted / dataset
     if not (converted / "manifest.parquet").is_file():
         raise SystemExit(f"--converted: no {converted / 'manifest.parquet'}; run snakemake first")
-    settings = replay_settings(entry, config["replay"])
-    settings = ReplaySettings(**{**settings.__dict__, "protocol": "paper", "overrides": None})
+    merged = dataset_replay(config["replay"], entry)
+    settings = ReplaySettings(**{**merged, "protocol": "paper", "overrides": None})
     job_ids = audit_jobs(read_manifest(converted), args.n_jobs)
     if args.only_jobs:
         job_ids = [j for j in job_ids if j in set(args.only_jobs)]

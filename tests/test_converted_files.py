@@ -9,8 +9,7 @@ import pytest
 
 from stragglers.convert.one_process import convert_google
 from stragglers.formats.jobs import ConvertedFileError, iter_shard_jobs, read_manifest
-from stragglers.replay.core import ReplaySettings
-from stragglers.rules.predict import predict_shard
+from stragglers.rules import predict as predict_rules
 from stragglers.traces.generate import GoogleGeneratorConfig, generate_google
 
 
@@ -35,17 +34,20 @@ def second_job_file(converted: Path) -> Path:
 
 
 def predict(converted: Path, out: Path):
-    return predict_shard(
-        converted_dir=converted,
+    return predict_rules.predict(
+        manifest=converted / "manifest.parquet",
+        shard_jobs=[],
+        tuned=[],
+        tasks=out / "shard-0.tasks.parquet",
+        jobs=out / "shard-0.jobs.parquet",
         dataset="t",
-        kind="google-2011",
-        shard=0,
         method="Elapsed",
-        params={},
-        settings=ReplaySettings(),
+        shard="0",
+        kind="google-2011",
+        method_name="Elapsed",
+        method_params={},
+        replay={},
         seed=1,
-        out_tasks=out / "shard-0.tasks.parquet",
-        out_jobs=out / "shard-0.jobs.parquet",
     )
 
 

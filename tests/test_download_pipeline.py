@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from served_bucket import served_folder, write_google_bucket
 
+from stragglers.convert.layout import download_dataset
 from stragglers.convert.one_process import convert_google
-from stragglers.rules.data import download_trace
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def test_download_then_convert_matches_the_source(served_trace, tmp_path):
     source, url = served_trace
     n_parts = len(list((source / "task_events").glob("part-*")))
     folder = tmp_path / "download"
-    result = download_trace(
+    result = download_dataset(
         kind="google-2011",
         download={"parts": f"0-{n_parts - 1}", "base_url": url, "parts_per_table": n_parts},
         folder=str(folder),
@@ -52,7 +52,7 @@ def test_machine_tables_off_fetches_no_machine_events(served_trace, tmp_path):
     source, url = served_trace
     n_parts = len(list((source / "task_events").glob("part-*")))
     download = {"parts": "0", "base_url": url, "parts_per_table": n_parts, "machine_tables": False}
-    result = download_trace(
+    result = download_dataset(
         kind="google-2011-events",
         download=download,
         folder=str(tmp_path / "d"),
@@ -70,18 +70,18 @@ def test_machine_tables_off_fetches_no_machine_events(served_trace, tmp_path):
 
 def test_download_settings_are_checked(tmp_path):
     with pytest.raises(ValueError, match="download.parts"):
-        download_trace(
+        download_dataset(
             kind="google-2011", download={}, folder=str(tmp_path), out=str(tmp_path / "x")
         )
     with pytest.raises(ValueError, match="sha256"):
-        download_trace(
+        download_dataset(
             kind="alibaba-2018",
             download={"url": "http://127.0.0.1:1/x"},
             folder=str(tmp_path),
             out=str(tmp_path / "x"),
         )
     with pytest.raises(ValueError, match="download.machine_tables: expected true or false"):
-        download_trace(
+        download_dataset(
             kind="google-2011",
             download={"parts": "0", "machine_tables": "yes"},
             folder=str(tmp_path),
@@ -92,7 +92,7 @@ def test_download_settings_are_checked(tmp_path):
 
     batch_only = {"url": "http://127.0.0.1:1/v2018Traces/batch_instance.tar.gz", "sha256": "a" * 64}
     for call in (
-        lambda: download_trace(
+        lambda: download_dataset(
             kind="alibaba-2018", download=batch_only, folder=str(tmp_path), out=str(tmp_path / "x")
         ),
         lambda: scatter.raw_layout(

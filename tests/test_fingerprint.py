@@ -19,11 +19,11 @@ from stragglers.report.fingerprint import (
 from stragglers.rules.evaluate import paper_rows_for
 from stragglers.rules.fingerprint import (
     fingerprint_methods,
+    fingerprint_paper_table,
     fingerprint_replay,
+    fingerprint_table,
     fingerprint_target,
-    paper_fingerprint_table,
     protocol_label,
-    run_fingerprint_table,
 )
 
 PAPER = str(ROOT / "stragglers" / "data" / "paper_table3.csv")
@@ -149,15 +149,15 @@ def test_protocol_label_names_overrides():
 def test_run_fingerprint_reads_table3(tmp_path):
     table3 = ours_frame().assign(dataset=lambda f: f["dataset"].map({"g": "gs", "a": "as"}))
     table3.to_csv(tmp_path / "table3.csv", index=False)
-    rows = run_fingerprint_table(
-        table3_file=str(tmp_path / "table3.csv"),
-        paper_table=PAPER,
+    rows = fingerprint_table(
+        table3=str(tmp_path / "table3.csv"),
+        paper=PAPER,
         kinds={"gs": "google-2011", "as": "alibaba-2018"},
         protocols={"gs": "causal", "as": "causal"},
         bootstrap={"confidence_level": 0.9},
-        out_csv=str(tmp_path / "fingerprint.csv"),
-        out_md=str(tmp_path / "fingerprint.md"),
-        out_distances=str(tmp_path / "distances.csv"),
+        csv=str(tmp_path / "fingerprint.csv"),
+        md=str(tmp_path / "fingerprint.md"),
+        distances=str(tmp_path / "distances.csv"),
     )
     distances = pd.read_csv(tmp_path / "distances.csv").set_index(["dataset", "set"])
     assert distances.loc[("gs", "calibration"), ["rows", "of"]].tolist() == [2, 11]
@@ -187,27 +187,28 @@ def test_paper_replay_then_table(converted, tmp_path):
     for method, params in (("GBTR", {"n_estimators": 10}), ("HBOS", {})):
         files.append(str(tmp_path / f"{method}.csv"))
         metrics = fingerprint_replay(
-            converted_dir=str(converted),
+            manifest=str(converted / "manifest.parquet"),
+            converted_jobs=[],
+            job_metrics=files[-1],
             dataset="gs",
+            fingerprint_method=method,
             kind="google-2011",
-            method=method,
-            params=params,
+            method_params=params,
             replay={"protocol": "causal", "overrides": {"prune_scored": False}},
             seed=1,
             tuning_jobs=1,
-            out=files[-1],
         )
         assert len(metrics) == 3  # 4 jobs, one kept for tuning
-    rows = paper_fingerprint_table(
-        job_metric_files=files,
+    rows = fingerprint_paper_table(
+        job_metrics=files,
         datasets=["gs"],
         kinds={"gs": "google-2011"},
-        paper_table=PAPER,
+        paper=PAPER,
         seed=1,
         bootstrap={"bootstrap_resamples": 50},
-        out_csv=str(tmp_path / "fingerprint.csv"),
-        out_md=str(tmp_path / "fingerprint.md"),
-        out_distances=str(tmp_path / "distances.csv"),
+        csv=str(tmp_path / "fingerprint.csv"),
+        md=str(tmp_path / "fingerprint.md"),
+        distances=str(tmp_path / "distances.csv"),
     )
     assert set(rows["protocol"]) == {"paper"} and len(rows) == 23
     scored = rows[rows["TPR"].notna()]

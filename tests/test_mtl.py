@@ -354,7 +354,7 @@ def test_launch_methods_describe_what_the_mixed_norms_kept():
         ffs1.fit(X, y, node, workload)
 
 
-# ---- issue 25: lam and lambda_p are real parameters -----------------------------------------
+# ---- lam and lambda_p are real parameters ------------------------------------------------
 
 
 def test_lam_and_lambda_p_scale_the_formulation_they_solve():

@@ -79,7 +79,7 @@ def _many_finish_at_once(seed: int):
 
 
 def test_warm_start_before_many_tasks_finish_reaches_the_optimum():
-    # issue 23: Newton warm-started from the previous checkpoint's optimum diverged here
+    # Newton warm-started from the previous checkpoint's optimum once diverged here
     # (objective ~1e13, intercept ~1e11); scikit-learn's optimum is the independent answer
     x, first, then = _many_finish_at_once(0)
     warm = fit_logistic(x, first, l2=1.0)

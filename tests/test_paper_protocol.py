@@ -10,7 +10,6 @@ import pytest
 from jobfactory import LAST, make_job
 from workflow_runs import ROOT
 
-from stragglers import simulate
 from stragglers.formats.jobs import job_from_frame
 from stragglers.methods import get_method
 from stragglers.methods._features import fit_standardizer, job_seed
@@ -23,6 +22,7 @@ from stragglers.replay.core import ReplaySettings, pruned_tasks
 from stragglers.replay.protocols import PRESETS, RULE_CHOICES, SCRIPT_OUTLIER_RULES, resolve_rules
 from stragglers.replay.runner import replay_job, run_method_on_jobs
 from stragglers.report.audit import LAST_STEP, VARIANTS
+from stragglers.simulate.jct import mitigated_jct_limited, mitigated_jct_unlimited
 
 
 def hand_job(windows: list[list[tuple[float, float]]], name: str = "hand"):
@@ -332,11 +332,11 @@ def test_aligned_timeline_simulation_by_hand():
     assert np.isnan(flags[:2]).all() and flags[2] == 900.0
     start = np.zeros(3)
     replacement = np.array([[600.0, 600.0, 600.0]])
-    base, mitigated = simulate.mitigated_jct_unlimited(start, latency, flags, replacement)
+    base, mitigated = mitigated_jct_unlimited(start, latency, flags, replacement)
     assert base == 3000.0 and mitigated.tolist() == [1500.0]  # 900 + 600
     # 3 machines: at 900 only task 2 runs, a machine is free -> relaunched, ends at 1500;
     # 1 machine: task 2 holds it, waits, never relaunched -> 3000
-    _, limited = simulate.mitigated_jct_limited(
+    _, limited = mitigated_jct_limited(
         start, latency, flags, replacement, [3, 1], grid_origin=0.0, checkpoint_interval=300.0
     )
     assert limited[:, 0].tolist() == [1500.0, 3000.0]

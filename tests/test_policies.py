@@ -4,8 +4,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stragglers import simulate
 from stragglers.simulate import policies
+from stragglers.simulate.jct import (
+    mitigated_jct_limited,
+    mitigated_jct_unlimited,
+    replacement_durations,
+    replacement_uniforms,
+)
 
 # t0 [0,300), t1 [0,600), t2 [0,1500) flagged at 600; tau = 600 -> reference JCT 600
 START = np.array([0.0, 0.0, 0.0])
@@ -101,8 +106,8 @@ def test_relaunch_matches_algorithms_2_and_3():
         jct, _ = policies.simulate_policy(
             "relaunch", start, end, flag, dur, machines=[None, *machines], grid_origin=0.0
         )
-        _, unlimited = simulate.mitigated_jct_unlimited(start, end, flag, dur[0])
-        _, limited = simulate.mitigated_jct_limited(start, end, flag, dur[0], machines, 0.0)
+        _, unlimited = mitigated_jct_unlimited(start, end, flag, dur[0])
+        _, limited = mitigated_jct_limited(start, end, flag, dur[0], machines, 0.0)
         np.testing.assert_allclose(jct[0], unlimited)
         np.testing.assert_allclose(jct[1:], limited)
         # copy never ends a task later than the original; resume <= relaunch of remaining work
@@ -113,9 +118,7 @@ def test_relaunch_matches_algorithms_2_and_3():
 def test_attempt_zero_is_the_relaunch_draw():
     latency = np.arange(1.0, 11.0)
     dur = policies.attempt_durations("job", latency, 2, 3, seed=7)
-    expected = simulate.replacement_durations(
-        latency, simulate.replacement_uniforms("job", 10, 2, 7)
-    )
+    expected = replacement_durations(latency, replacement_uniforms("job", 10, 2, 7))
     np.testing.assert_array_equal(dur[0], expected)
     assert dur.shape == (3, 2, 10)
 
@@ -134,7 +137,7 @@ def test_per_task_attempts_and_their_validation():
 
 
 def test_replay_writes_the_chosen_attempts_and_evaluation_checks_them():
-    from stragglers import evaluate
+    from stragglers.evaluate.metrics import validate_predictions
     from stragglers.formats.predictions import empty_tasks_frame
 
     assert "resume_attempts" in empty_tasks_frame()
@@ -172,6 +175,6 @@ def test_replay_writes_the_chosen_attempts_and_evaluation_checks_them():
         }
     )
     with pytest.raises(ValueError, match="resume_attempts"):
-        evaluate.validate_predictions(tasks, jobs)
+        validate_predictions(tasks, jobs)
     tasks["resume_attempts"] = [2.0, np.nan]
-    evaluate.validate_predictions(tasks, jobs)
+    validate_predictions(tasks, jobs)

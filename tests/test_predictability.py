@@ -8,9 +8,11 @@ import json
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from stragglers.convert.one_process import convert_google
+from stragglers.formats.datasets import KIND_METADATA_KEY, converted_kind
 from stragglers.replay.predictability import (
     cross_validated_predictability,
     dataset_predictability,
@@ -80,12 +82,24 @@ def test_predictability_rises_with_signature_strength(traces):
 def test_same_seed_same_numbers_and_the_command_line_writes_them(traces, tmp_path, capsys):
     per_job, summary = dataset_predictability(traces[3.0], "google-2011", REPLAY, seed=3)
     out_json, out_csv = tmp_path / "p.json", tmp_path / "p.csv"
-    argv = [str(traces[3.0]), "--kind", "google-2011", "--seed", "3"]
+    # no --kind: the conversion recorded it in the manifest
+    argv = [str(traces[3.0]), "--seed", "3"]
     assert main([*argv, "--out-json", str(out_json), "--out-csv", str(out_csv)]) == 0
     assert json.loads(out_json.read_text()) == summary
     assert json.loads(capsys.readouterr().out)["spearman"] == summary["spearman"]
     written = pd.read_csv(out_csv, dtype={"job_id": str})
     np.testing.assert_allclose(written["spearman"], per_job["spearman"], rtol=1e-5)
+
+
+def test_the_kind_is_read_from_the_manifest_and_its_absence_named(traces, tmp_path, capsys):
+    assert converted_kind(traces[0.0]) == "google-2011"
+    # a manifest written before conversions recorded their kind: --kind is asked for
+    table = pq.read_table(traces[0.0] / "manifest.parquet")
+    old = {k: v for k, v in table.schema.metadata.items() if k != KIND_METADATA_KEY}
+    pq.write_table(table.replace_schema_metadata(old), tmp_path / "manifest.parquet")
+    with pytest.raises(SystemExit):
+        main([str(tmp_path)])
+    assert "no dataset kind in its metadata" in capsys.readouterr().err
 
 
 def test_a_folder_without_manifest_is_named(tmp_path):

@@ -217,3 +217,18 @@ def test_tasks_a_method_trains_on_stay_visible_but_are_not_scored():
         seen.update(cp.finished_tasks.tolist())
     assert set(range(10)) <= seen
     assert not run.evaluated[:10].any() and run.evaluated[10:].all()
+
+
+def test_a_datasets_replay_settings_overlay_the_global_ones():
+    from stragglers.replay.core import dataset_replay
+
+    replay = {"protocol": "causal", "checkpoint_interval": 300, "start_fraction": 0.04}
+    dataset = {"kind": "alibaba-2018", "replay": {"checkpoint_interval": 60, "grid_origin": 0}}
+    assert dataset_replay(replay, dataset) == {
+        "protocol": "causal",
+        "checkpoint_interval": 60,
+        "start_fraction": 0.04,
+        "grid_origin": 0,
+    }
+    assert dataset_replay(replay, {"kind": "google-2011"}) == replay
+    assert replay["checkpoint_interval"] == 300  # the global section is left as it was

@@ -6,13 +6,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stragglers import report as rp
+from stragglers.report import tables as rp
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def summary_frame() -> pd.DataFrame:
-    """A small long-form Table 3 as stragglers.evaluate.summary_table returns it."""
+    """A small long-form Table 3 as stragglers.evaluate.metrics.summary_table returns it."""
     rows = []
     for dataset, shift in (("google", 0.0), ("alibaba", -0.1)):
         for method, family, privileged, f1 in (

@@ -13,7 +13,7 @@ from workflow_runs import ROOT
 
 from stragglers.convert import layout as scatter
 from stragglers.convert.common import ShardSpill, list_parts
-from stragglers.rules.data import convert_trace
+from stragglers.convert.one_process import convert_dataset
 from stragglers.traces.generate import (
     AlibabaGeneratorConfig,
     GoogleGeneratorConfig,
@@ -61,6 +61,7 @@ def run_scattered(kind, raw_dir, work, dataset_config, *, parts_per_job=1, datas
             grid=dataset_config.get("replay", {}),
             prepared_dir=prepared,
             machine_event_parts=layout.tables.get("machine_events", []),
+            configured_files=layout.files,
             **common,
         )
     out = work / "converted"
@@ -89,7 +90,7 @@ def run_scattered(kind, raw_dir, work, dataset_config, *, parts_per_job=1, datas
 
 
 def run_single(kind, raw_dir, out, dataset_config, dataset="d"):
-    convert_trace(
+    convert_dataset(
         kind=kind,
         raw_dir=str(raw_dir),
         out_dir=str(out),
@@ -236,6 +237,19 @@ def test_missing_part_is_an_error_naming_it(google_raw, tmp_path):
     with pytest.raises(FileNotFoundError, match="part-00009"):
         scatter.check_parts_present(google_raw, ["task_usage/part-00009-of-00010.csv.gz"])
     assert len(list_parts(google_raw, "task_usage")) == 4
+
+
+def test_only_parts_the_configuration_leaves_out_are_warned_about(google_raw, caplog):
+    """A group's job reads its own parts; the other groups' parts are in the configuration and
+    not extra, a part no group lists (an earlier, larger download) is."""
+    parts = [str(p.relative_to(google_raw)) for p in list_parts(google_raw, "task_usage")]
+    with caplog.at_level("WARNING", logger="stragglers.convert.layout"):
+        scatter._google_parts(google_raw, parts[:1], "task_usage", parts)
+        assert not caplog.records
+        scatter._google_parts(google_raw, parts[:1], "task_usage", parts[:2])
+    (record,) = caplog.records
+    assert "2 task_usage part(s)" in record.getMessage()
+    assert parts[2] in record.getMessage() and parts[1] not in record.getMessage()
 
 
 def test_dag_of_a_download_scatters_per_file_part_and_shard(tmp_path):

@@ -150,7 +150,7 @@ def test_queue_is_served_by_flag_time_then_position():
 
 
 def test_machines_equal_to_tasks_is_not_algorithm_2():
-    # The issue text claimed m >= n_tasks => Algorithm 3 == Algorithm 2. With all n tasks
+    # m >= n_tasks does not make Algorithm 3 equal Algorithm 2: with all n tasks
     # running at the flag time, the relaunch needs an (n+1)-th machine.
     start, end, flag = job([300, 300, 1000], [NAN, NAN, 100])
     replacement = np.array([[0, 0, 100]], dtype=float)

@@ -117,7 +117,7 @@ def test_chosen_attempts_reach_the_replay():
     assert method.resume_attempts() == method.chosen_attempts
 
 
-# ---- issue 25: one kill delay, R_min 0.1, theta C scaled to the job -------------------------
+# ---- one kill delay, R_min 0.1, theta C scaled to the job ----------------------------------
 
 
 @pytest.mark.parametrize("interval,setting", [(60.0, None), (300.0, None), (60.0, 120.0)])
@@ -171,7 +171,7 @@ def test_srquant_follows_the_paper_by_default():
     from stragglers.methods.base import default_values
 
     defaults = default_values(SRQuant.defaults)
-    assert defaults["pocd_min"] == 0.1  # laser.txt §V: R_min = 0.1
+    assert defaults["pocd_min"] == 0.1  # the LASER paper, §V: R_min = 0.1
     assert defaults["theta_cost"] == 1e-4 and defaults["theta_scaling"] == "job"
 
 

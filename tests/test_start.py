@@ -427,7 +427,7 @@ def test_a_cross_job_method_fails_on_the_aligned_timeline(trace):
 
 
 def test_training_sequences_step_on_the_prediction_grid(trace, monkeypatch):
-    """Issue 25: windows of 300 s, checkpoints every 60 s. START predicts one LSTM step per
+    """Windows of 300 s, checkpoints every 60 s. START predicts one LSTM step per
     checkpoint, so an earlier job's training sequence must step every 60 s too: row k is the
     job seen at grid time t_k = t_0 + 60 k, t_0 the first checkpoint where 4 % of its tasks
     had finished, capped at 128 steps. Checked by hand from the job's task ends (the share of

@@ -132,8 +132,8 @@ def test_a_late_flag_is_always_on_a_straggler():
 
 
 def test_lead_figure_is_written_even_for_a_method_that_found_nothing(tmp_path):
-    from stragglers import report
     from stragglers.evaluate.metrics import job_metrics
+    from stragglers.report.tables import plot_lead_distribution
 
     tasks, jobs = hand_made_job()
     t2, j2 = hand_made_job(method="Silent")
@@ -142,7 +142,7 @@ def test_lead_figure_is_written_even_for_a_method_that_found_nothing(tmp_path):
     leads = pd.concat([flag_leads(tasks, jobs), flag_leads(t2, j2)])
     metrics = pd.concat([job_metrics(tasks, jobs), job_metrics(t2, j2)])
     path = tmp_path / "lead.png"
-    report.plot_lead_distribution(leads, metrics, path, "d")
+    plot_lead_distribution(leads, metrics, path, "d")
     assert path.read_bytes().startswith(b"\x89PNG")
     with pytest.raises(ValueError, match="lacks columns"):
-        report.plot_lead_distribution(leads.drop(columns="lead"), metrics, path, "d")
+        plot_lead_distribution(leads.drop(columns="lead"), metrics, path, "d")

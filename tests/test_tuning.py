@@ -11,8 +11,7 @@ from workflow_runs import ROOT
 
 from stragglers.convert.one_process import convert_google
 from stragglers.formats.jobs import read_manifest, tuning_job_ids
-from stragglers.replay.core import ReplaySettings
-from stragglers.rules.predict import parameter_grid, predict_shard, tune_method
+from stragglers.rules.predict import parameter_grid, predict, tune_method
 from stragglers.traces.generate import GoogleGeneratorConfig, generate_google
 
 
@@ -32,16 +31,18 @@ def test_parameter_grid_is_the_product_in_config_order():
 
 def test_tune_then_predict_without_the_tuning_jobs(converted, tmp_path):
     result = tune_method(
-        converted_dir=converted,
+        manifest=converted / "manifest.parquet",
+        converted_jobs=[],
+        tuning=tmp_path / "GBTR.json",
         dataset="t",
-        kind="google-2011",
         method="GBTR",
-        params={},
+        kind="google-2011",
+        method_name="GBTR",
+        method_params={},
         grid={"n_estimators": [5, 40]},
-        settings=ReplaySettings(),
+        replay={},
         seed=1,
         n_jobs=2,
-        out=tmp_path / "GBTR.json",
     )
     manifest = read_manifest(converted)
     tuning = tuning_job_ids(manifest, 2)
@@ -51,19 +52,21 @@ def test_tune_then_predict_without_the_tuning_jobs(converted, tmp_path):
     assert result["best_params"] == best["params"]
     assert json.loads((tmp_path / "GBTR.json").read_text()) == result
 
-    jobs = predict_shard(
-        converted_dir=converted,
+    jobs = predict(
+        manifest=converted / "manifest.parquet",
+        shard_jobs=[],
+        tuned=str(tmp_path / "GBTR.json"),
+        tasks=tmp_path / "t.parquet",
+        jobs=tmp_path / "j.parquet",
         dataset="t",
-        kind="google-2011",
-        shard=0,
         method="GBTR",
-        params={},
-        settings=ReplaySettings(),
+        shard="0",
+        kind="google-2011",
+        method_name="GBTR",
+        method_params={},
+        replay={},
         seed=1,
-        out_tasks=tmp_path / "t.parquet",
-        out_jobs=tmp_path / "j.parquet",
         tuning_jobs=2,
-        tuned_params=str(tmp_path / "GBTR.json"),
     )
     assert set(jobs["job_id"]) == set(manifest["job_id"]) - set(tuning)
     assert set(pd.read_parquet(tmp_path / "t.parquet")["job_id"]).isdisjoint(tuning)

@@ -15,7 +15,7 @@ def test_pipeline_end_to_end(reference_run, run_snakemake):
     for name in ("table3.md", "table3.csv", "cost.md", "completion_time.md"):
         assert (results / "tables" / name).stat().st_size > 0
     assert "NURD" in (results / "README.md").read_text()
-    # the findings page quotes its tables exactly (issue 22), and the overview exists
+    # the findings page quotes its tables exactly, and the overview exists
     from stragglers.report.findings import verify_findings
 
     page = (results / "findings.md").read_text()
@@ -49,12 +49,12 @@ def test_pipeline_end_to_end(reference_run, run_snakemake):
     assert (failing["jobs_evaluated"] == 0).all() and (failing["jobs_failed"] > 0).all()
     oracle = summary[summary["method"] == "Oracle"]
     assert (oracle["F1"] == 1.0).all()
-    # the clock rule's flags are all late by definition; the Oracle's are early (issue 8)
+    # the clock rule's flags are all late by definition; the Oracle's are early
     assert (summary.loc[summary["method"] == "Elapsed", "early_F1"] == 0.0).all()
     assert (oracle["early_share"] > 0.5).all()
     table3 = (results / "tables" / "table3.md").read_text()
     assert "## google-tiny" in table3 and "## alibaba-tiny" in table3 and "early-F1" in table3
-    # bootstrap intervals over jobs and the paired comparisons (issue 19, docs/statistics.md)
+    # bootstrap intervals over jobs and the paired comparisons (docs/statistics.md)
     table3_csv = pd.read_csv(results / "tables" / "table3.csv")
     for metric in ("F1", "TPR", "FPR", "early_F1", "median_lead"):
         assert {f"{metric}_lo", f"{metric}_hi"} <= set(table3_csv.columns)

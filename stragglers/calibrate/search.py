@@ -1,15 +1,8 @@
 """The search: Optuna's TPE sampler asked in seeded rounds, told in a fixed order, every trial
-kept in an SQLite storage (docs/calibration.md).
-
-Determinism. Round r's proposals depend only on the trials told in rounds before r and on a
-sampler seeded by (sampler_seed, r), created afresh for each round: so they do not depend on
-how many trials ran at once, in which order they finished, or on a restart in between. Results
-are told in trial order, not in order of completion.
-
-Resumption. The storage is the record. Proposing round r again finds that round's trials in
-the storage and hands back the same settings; a round cut short while being asked (killed
-between two asks) is marked failed, tagged `abandoned`, and asked again from the same seed, so
-it proposes what an uninterrupted search would have. Telling skips trials already told.
+kept in an SQLite storage. Round r's proposals depend only on the trials told before r and
+on a sampler seeded by (sampler_seed, r), so not on parallelism, finishing order or restarts;
+the storage is the record a restarted search resumes from (docs/calibration.md, "How it
+runs: rounds in the DAG").
 """
 
 from __future__ import annotations

@@ -17,13 +17,13 @@ from typing import Any
 
 import pandas as pd
 
-from stragglers import evaluate
 from stragglers.calibrate.settings import generator_class
 from stragglers.convert.one_process import convert_alibaba, convert_google
 from stragglers.evaluate.fingerprint import set_distance
+from stragglers.evaluate.metrics import job_metrics, summary_table
 from stragglers.formats.datasets import last_columns
 from stragglers.formats.jobs import iter_shard_jobs
-from stragglers.replay.core import ReplaySettings
+from stragglers.replay.core import ReplaySettings, dataset_replay
 from stragglers.replay.runner import run_method_on_jobs
 from stragglers.report.tables import read_paper_table3, table3_long
 from stragglers.traces.generate import generate_alibaba, generate_google
@@ -36,7 +36,7 @@ PAPER_DATASET = {"google-2011": "google", "alibaba-2018": "alibaba"}
 
 def paper_replay(dataset: dict, replay: dict) -> ReplaySettings:
     """The dataset's replay grid under `protocol: paper` with the authors' rules unflipped."""
-    merged = {**replay, **dataset.get("replay", {})}
+    merged = dataset_replay(replay, dataset)
     plain = {k: v for k, v in merged.items() if k not in ("protocol", "overrides")}
     return ReplaySettings(**plain, protocol="paper")
 
@@ -83,7 +83,7 @@ def score_methods(
             seed,
             name,
         )
-        frames.append(evaluate.job_metrics(tasks, job_rows))
+        frames.append(job_metrics(tasks, job_rows))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -91,7 +91,7 @@ def fingerprint_rows(job_metrics: pd.DataFrame, kind: str, paper_table: str) -> 
     """Table 3's mean TPR/FPR/F1 per method over the scored jobs, beside the paper's row."""
     paper = read_paper_table3(paper_table)
     paper = paper[paper["dataset"].str.lower() == PAPER_DATASET[kind]]
-    summary = evaluate.summary_table(job_metrics)
+    summary = summary_table(job_metrics)
     long = table3_long(summary, paper.assign(dataset=summary["dataset"].iloc[0]))
     return long[["method", "TPR", "FPR", "F1", "paper_TPR", "paper_FPR", "paper_F1"]]
 

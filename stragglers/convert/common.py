@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from stragglers.convert import machines
 from stragglers.formats import raw as schema
-from stragglers.formats.datasets import FEATURES_METADATA_KEY, TASK_TABLE_KINDS
+from stragglers.formats.datasets import FEATURES_METADATA_KEY, KIND_METADATA_KEY, TASK_TABLE_KINDS
 from stragglers.formats.jobs import (
     MANIFEST_WORKLOAD_COLUMNS,
     TASK_FACT_COLUMNS,
@@ -248,6 +248,9 @@ def write_manifest(
         manifest = manifest.sort_values("job_id", ignore_index=True)
     summary = merge_reports(dataset, reports)
     table = pa.Table.from_pandas(manifest, preserve_index=False)
+    table = table.replace_schema_metadata(
+        {**(table.schema.metadata or {}), KIND_METADATA_KEY: kind.encode()}
+    )
     if kind in TASK_TABLE_KINDS:
         # a task table's features are its own columns: the stage that read it reports them
         features = next(piece[FEATURES_KEY] for piece in reports if FEATURES_KEY in piece)

@@ -1,22 +1,11 @@
-"""Any converted dataset -> a task table (stragglers/formats/tasks_table.py), the proof that the
-format carries what the pipeline uses: converting the table back gives job files with the same
-features, latencies and checkpoints (tests/test_export.py, docs/your-own-trace.md).
+"""Any converted dataset -> a task table (stragglers/formats/tasks_table.py): the proof that the
+format carries what the pipeline uses, since converting the table back gives job files with
+the same features, latencies and checkpoints (tests/test_export.py).
 
     python -m stragglers.convert.export <converted dir> <out folder> [--csv]
 
-- tasks: each converted task becomes its attempts. The evictions and failures it had are read
-  off its EV / FL features (counts so far, at each window's `available_from`): a count that
-  rose between two windows is an evicted (failed) attempt ending at the later window's
-  `available_from`, the only time the converted file pins down (any time after the earlier
-  window would give the same counts); evictions and failures not seen by any window end at
-  the task's end. The last attempt finished, on the task's machine; the others' machines are
-  not in the converted file and stay empty. The first attempt starts at the task's start, so
-  the latency is the converted one.
-- usage: every window with its `available_from` and every other feature as a measurement.
-- Not exported: the machine state columns (`machine_*`, `launch_machine_*`), which the
-  task table has no place for; the converted table has no machine state.
-Tasks are written job by job in the converted file's task order, which the conversion keeps
-as its tie-break for tasks starting at the same time.
+How tasks become attempts (evictions and failures read off the EV / FL features), which
+windows become usage rows and what is not exported: docs/your-own-trace.md ("The round trip").
 """
 
 from __future__ import annotations

@@ -1,26 +1,9 @@
-"""Raw trace parts -> one Parquet file per job plus a manifest (format: `stragglers.formats.jobs`).
-
-Google clusterdata-2011-2 (rules, also in docs/definitions.md):
-- a task belongs to a *production* job when its task_events rows carry priority 9..11
-  (the trace's production band; any scheduling class). Rows of other priorities are ignored;
-- a task's outcome is its last event: FINISH -> finished; KILL or LOST -> dropped (counted);
-  anything else (still pending/running when the converted parts end) -> unresolved, and a job
-  with an unresolved task is dropped ("incomplete in the selected parts"): its latencies are
-  not known, and dropping only its long tasks would remove exactly the stragglers;
-- latency = FINISH time - first SCHEDULE time: every attempt counts, since a job waits for
-  evicted and failed attempts too; evictions and failures are counted up to the FINISH;
-- a job is kept with >= `min_tasks` finished tasks that have usage windows;
-- usage windows: rows of task_usage inside [first SCHEDULE, FINISH] (others are counted and
-  skipped), zero- or negative-length windows skipped and counted; a window's values become
-  available at its end. EV/FL features are the evictions/failures up to the window's end.
-Alibaba 2018 batch_instance: instances with status Terminated and end > start; an Alibaba
-task (job_name, task_name) is a job here, kept with >= `min_tasks` instances; each instance is
-one window [start, end] with its lifetime cpu/mem summaries (see docs/deviations.md).
-
-Conversion runs in stages (prepare, spill per group of parts, gather per shard, manifest) that
-Snakemake runs as separate jobs, or `convert_*` runs in one process (see "Conversion runs as
-stages" below). Every stage writes under `<out>.tmp` and renames it to `<out>` when complete,
-so a failed or interrupted conversion never leaves output that looks complete.
+"""Google clusterdata-2011-2 -> per-job files: which tasks are kept (production priorities,
+last event), their latency (FINISH - first SCHEDULE) and their usage windows. The rules are in
+docs/definitions.md ("Conversion (Google clusterdata-2011-2)"); the stages (prepare, spill per
+group of parts, gather per shard) run as Snakemake jobs (stragglers/convert/layout.py) or in
+one process (stragglers/convert/one_process.py). Every stage writes under `<out>.tmp` and
+renames it when complete, so an interrupted conversion never looks complete.
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
-"""How a dataset's download and conversion are scattered over Snakemake jobs.
-
-The DAG must know, when it is built, which raw files a dataset has: the parts a generated trace
-will have (its generator's `n_parts`), the parts a download selects, or the parts already in a
-local folder. From them:
-
-- download: one job per file (`download_file`), after the Google bucket's SHA256SUM
-  (`download_checksums`); the Alibaba tarball is one file. With `download.machine_tables`
-  (default true) the machine tables are files of the layout too: Google's machine_events
-  (one part), Alibaba 2018's machine_meta.tar.gz and machine_usage.tar.gz;
-- conversion: `convert_prepare` (google-2011: the task_events of every part, since a task's
-  outcome needs all its events), then one `convert_part` job per group of `parts_per_job`
-  task_usage parts, one `gather_shard` job per shard and one `convert_manifest` job.
-  The events-only kind (google-2011-events) is one group holding every task_events part (a
-  window's machine load counts the attempts of every job on the machine); an Alibaba
-  batch_instance table (one CSV, or the tarball read as a stream) is one part and one group.
-
-The library functions here are what the rules' scripts call; the decisions about rows are all
-in `stragglers.convert`, imported inside the functions (with pandas and pyarrow) so that
+"""How a dataset's download and conversion are scattered over Snakemake jobs: the raw files the
+DAG must know when it is built (a generator's parts, a download's selection, a local folder's
+parts), one download job per file, and the conversion's stages (convert_prepare, one
+convert_part per group of parts, one gather_shard per shard, convert_manifest), which
+stragglers/rules/data.py calls. docs/definitions.md ("Conversion as scatter-gather") and
+docs/download.md describe them. The converters are imported inside the functions, so that
 building the DAG, which calls `raw_layout`, does not pay for them.
 """
 
@@ -153,10 +140,10 @@ def raw_layout(kind: str, dataset_config: dict[str, Any], raw_dir: str | None) -
                 for index in fetch.select_parts(spec["parts"], total, setting="download.parts")
             ]
         else:
-            from stragglers import convert
+            from stragglers.convert.common import list_parts
 
             tables[table] = [
-                str(path.relative_to(raw_dir)) for path in convert.list_parts(Path(raw_dir), table)
+                str(path.relative_to(raw_dir)) for path in list_parts(Path(raw_dir), table)
             ]
     return RawLayout(kind, tables, parts_per_job)
 
@@ -238,11 +225,11 @@ def _machine_event_parts(source: str, raw_dir: str | None, download: dict[str, A
     if source == "download":
         return [GOOGLE_MACHINE_EVENTS_PART] if machine_tables_wanted(download) else []
     if source == "local" and raw_dir is not None:
-        from stragglers import convert
+        from stragglers.convert.common import optional_parts
 
         return [
             str(path.relative_to(raw_dir))
-            for path in convert.optional_parts(Path(raw_dir), "machine_events")
+            for path in optional_parts(Path(raw_dir), "machine_events")
         ]
     return []
 
@@ -257,14 +244,19 @@ def check_parts_present(raw_dir: str | Path, parts: list[str]) -> list[Path]:
     return paths
 
 
-def _google_parts(raw_dir: str | Path, parts: list[str], table: str) -> list[Path]:
-    """Parts of `table` as the DAG listed them; parts in the folder that the DAG did not list
-    (e.g. left by an earlier, larger download selection) are not used, and said so."""
-    from stragglers import convert
+def _google_parts(
+    raw_dir: str | Path, parts: list[str], table: str, configured: list[str] | None = None
+) -> list[Path]:
+    """Parts of `table` as the DAG listed them; parts in the folder that the configuration
+    does not list at all (`configured`: every raw file of the dataset, the other conversion
+    groups' parts too; e.g. parts left by an earlier, larger download selection) are not used,
+    and said so."""
+    from stragglers.convert.common import list_parts
 
     listed = check_parts_present(raw_dir, parts)
-    present = convert.list_parts(Path(raw_dir), table)
-    extra = sorted(set(map(str, present)) - set(map(str, listed)))
+    known = {str(Path(raw_dir) / name) for name in configured or ()} | set(map(str, listed))
+    present = list_parts(Path(raw_dir), table)
+    extra = sorted(set(map(str, present)) - known)
     if extra:
         log.warning(
             "%d %s part(s) in %s are not in this configuration and are not converted: %s",
@@ -289,9 +281,9 @@ def prepare(
     priorities: list[int],
     machine_event_parts: list[str] = (),
 ) -> dict[str, Any]:
-    from stragglers import convert
+    from stragglers.convert.google import prepare_google
 
-    return convert.prepare_google(
+    return prepare_google(
         _google_parts(raw_dir, event_parts, "task_events"),
         out_dir,
         dataset=dataset,
@@ -316,16 +308,24 @@ def convert_part(
     grid: dict[str, float],
     prepared_dir: str | None = None,
     machine_event_parts: list[str] = (),
+    configured_files: list[str] = (),
 ) -> dict[str, Any]:
-    """One group of raw parts -> its spill folder (and a copy of its report)."""
-    from stragglers import convert
+    """One group of raw parts -> its spill folder (and a copy of its report).
+    `configured_files`: every raw file of the dataset (the other groups' parts are not extra)."""
+    from stragglers.convert.alibaba import spill_alibaba
+    from stragglers.convert.google import spill_google_usage
+    from stragglers.convert.google_events import spill_google_events
+    from stragglers.convert.tasks_table import spill_tasks_table
 
     if kind == "google-2011":
-        report = convert.spill_google_usage(
-            _google_parts(raw_dir, parts, "task_usage"), prepared_dir, out_dir, dataset=dataset
+        report = spill_google_usage(
+            _google_parts(raw_dir, parts, "task_usage", list(configured_files)),
+            prepared_dir,
+            out_dir,
+            dataset=dataset,
         )
     elif kind == "google-2011-events":
-        report = convert.spill_google_events(
+        report = spill_google_events(
             _google_parts(raw_dir, parts, "task_events"),
             out_dir,
             dataset=dataset,
@@ -338,7 +338,7 @@ def convert_part(
         )
     elif kind == TASK_TABLE_KIND:
         check_parts_present(raw_dir, parts)
-        report = convert.spill_tasks_table(
+        report = spill_tasks_table(
             raw_dir,
             out_dir,
             dataset=dataset,
@@ -360,7 +360,7 @@ def convert_part(
             window_seconds=float(grid.get("checkpoint_interval", 1.0)),
         )
     elif kind in ALIBABA_KINDS:
-        report = convert.spill_alibaba(
+        report = spill_alibaba(
             raw_dir,
             out_dir,
             dataset=dataset,
@@ -388,15 +388,17 @@ def gather(
     prepared_dir: str | None = None,
 ) -> dict[str, Any]:
     """One shard: every group's spilled rows -> its job files, manifest piece and report."""
-    from stragglers import convert
+    from stragglers.convert.common import TASKS_FILE
+    from stragglers.convert.gather import gather_shard
+    from stragglers.convert.google import check_latency_definition
 
-    convert.check_latency_definition(latency_definition)
+    check_latency_definition(latency_definition)
     tasks_path = None
     if kind == "google-2011":
-        tasks_path = Path(prepared_dir) / convert.TASKS_FILE
+        tasks_path = Path(prepared_dir) / TASKS_FILE
     elif kind == "google-2011-events" or kind in TASK_TABLE_KINDS:
-        tasks_path = Path(spill_dirs[0]) / convert.TASKS_FILE
-    manifest, report = convert.gather_shard(
+        tasks_path = Path(spill_dirs[0]) / TASKS_FILE
+    manifest, report = gather_shard(
         [Path(p) for p in spill_dirs],
         shard,
         jobs_dir,
@@ -424,15 +426,13 @@ def manifest(
     order) -> manifest.parquet and report.json."""
     import pandas as pd
 
-    from stragglers import convert
+    from stragglers.convert.common import REPORT_FILE, read_report, write_manifest
 
     # the prepare stage's report is inside its folder
-    stage_reports = [
-        Path(p) / convert.REPORT_FILE if Path(p).is_dir() else Path(p) for p in stage_reports
-    ]
-    reports = [convert.read_report(p) for p in [*stage_reports, *shard_reports]]
+    stage_reports = [Path(p) / REPORT_FILE if Path(p).is_dir() else Path(p) for p in stage_reports]
+    reports = [read_report(p) for p in [*stage_reports, *shard_reports]]
     manifests = [pd.read_parquet(p) for p in shard_manifests]
-    return convert.write_manifest(out_dir, manifests, reports, kind=kind, dataset=dataset)
+    return write_manifest(out_dir, manifests, reports, kind=kind, dataset=dataset)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -505,5 +505,36 @@ def download_done(*, kind: str, folder: str, markers: list[str], out: str) -> di
     """Every file of a dataset fetched and verified: the marker the conversion waits for."""
     files = [json.loads(Path(m).read_text())["file"] for m in markers]
     result = {"kind": kind, "folder": folder, "files": files}
+    dump_json(result, out)
+    return result
+
+
+def download_dataset(*, kind: str, download: dict[str, Any], folder: str, out: str) -> dict:
+    """Fetch what a dataset needs into `folder` in one process, every file verified before it
+    is kept (with `download.machine_tables`, default true, the machine tables too). The
+    workflow fetches the same files one job each (download_checksums, download_file)."""
+    from stragglers.traces import download as fetch
+
+    if kind in GOOGLE_TABLES_NEEDED:
+        if "parts" not in download:
+            raise ValueError('download.parts: which Google parts to fetch (e.g. "0-4" or "all")')
+        tables = list(GOOGLE_TABLES_NEEDED[kind])
+        if machine_tables_wanted(download):
+            tables.append("machine_events")
+        paths = fetch.download_google(
+            folder,
+            tables,
+            download["parts"],
+            base_url=download.get("base_url", fetch.GOOGLE_BASE_URL),
+            total=int(download.get("parts_per_table", fetch.GOOGLE_PARTS_PER_TABLE)),
+        )
+    elif kind in ALIBABA_ARCHIVES:
+        paths = [
+            fetch.download(url, Path(folder) / archive, sha256=sha256)
+            for archive, url, sha256 in alibaba_downloads(kind, download).values()
+        ]
+    else:
+        raise ValueError(f"no download for dataset kind {kind!r}")
+    result = {"kind": kind, "folder": folder, "files": [str(p) for p in paths]}
     dump_json(result, out)
     return result

@@ -1,25 +1,9 @@
-"""The state of a machine over time, from the Google trace's task_events and machine_events.
-
-A task's own counters say little about the node it runs on; Wrangler and START read the
-*machine's* state (its load, its recent failures, its size). This module builds, from every
-task event of every job and priority (not only the jobs kept), a `MachineTimeline` that
-answers "what was machine m like at time t?" for millions of (m, t) queries at once:
-
-    machine_running_tasks      attempts running on m at t (SCHEDULE <= t < the attempt's end)
-    machine_cpu_requested      their summed CPU requests (normalised units, as in the trace)
-    machine_memory_requested   their summed memory requests
-    machine_evictions_so_far   EVICT events on m at or before t
-    machine_failures_so_far    FAIL events on m at or before t
-    machine_cpu_capacity       CPUs of m at t (machine_events: last ADD/UPDATE; NaN after a
-                               REMOVE, before the first event, or without a machine_events table)
-    machine_memory_capacity    memory of m at t (same rules)
-
-An attempt runs from a SCHEDULE to the task's next EVICT, FAIL, FINISH, KILL or LOST (to the
-end of the parts read if none); its requests are those on its SCHEDULE row (a missing request
-counts 0 and is counted in the report). Every query is a binary search on sorted
-(machine, time) keys, so a query costs O(log n) whatever the machine.
-
-Unknown machine (missing id, or an id with no event at all): every value is NaN.
+"""The state of a machine over time, from the Google trace's task_events and machine_events:
+a `MachineTimeline` built from every task event of every job and priority answers "what was
+machine m like at time t?" (running attempts, their requests, evictions and failures so far,
+capacity) for millions of (m, t) queries at once, each a binary search on sorted (machine,
+time) keys. Wrangler and START read it, since a task's own counters say little about its node.
+The columns and their rules: docs/definitions.md ("Machine state").
 """
 
 from __future__ import annotations

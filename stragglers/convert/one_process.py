@@ -1,5 +1,5 @@
 """Each kind's whole conversion in one process (`convert_google`, `convert_alibaba`,
-`convert_google_events`; tests and small traces). Snakemake runs the same stages as separate
+`convert_google_events`, any kind: `convert_dataset`; tests and small traces). Snakemake runs the same stages as separate
 jobs instead (stragglers/convert/layout.py).
 """
 
@@ -135,3 +135,63 @@ CONVERTERS = {
 }
 
 CONVERTERS["google-2011-events"] = convert_google_events
+
+
+def convert_dataset(
+    *,
+    kind: str,
+    raw_dir: str,
+    out_dir: str,
+    dataset: str,
+    n_shards: int,
+    min_tasks: int,
+    priorities: list[int] | None = None,
+    grid: dict[str, float] | None = None,
+    latency_definition: str = "schedule_to_finish",
+) -> dict:
+    """Any kind's whole conversion in one process, settings as the dataset's config gives
+    them (the scattered workflow's stages give the same files: tests/test_scatter.py)."""
+    common = {"dataset": dataset, "n_shards": n_shards, "min_tasks": min_tasks}
+    if kind == "google-2011":
+        return convert_google(
+            raw_dir,
+            out_dir,
+            **common,
+            priorities=tuple(priorities or (9, 10, 11)),
+            latency_definition=latency_definition,
+        )
+    if kind == "google-2011-events":
+        grid = grid or {}
+        return convert_google_events(
+            raw_dir,
+            out_dir,
+            **common,
+            priorities=tuple(priorities or (9, 10, 11)),
+            grid_origin=float(grid.get("grid_origin", 600.0)),
+            window_seconds=float(grid.get("checkpoint_interval", 300.0)),
+        )
+    if kind in ("alibaba-2018", "alibaba-2017"):
+        return convert_alibaba(raw_dir, out_dir, **common, kind=kind)
+    if kind == "tasks-table":
+        from stragglers.convert.tasks_table import convert_tasks_table
+
+        grid = grid or {}
+        return convert_tasks_table(
+            raw_dir,
+            out_dir,
+            **common,
+            grid_origin=float(grid.get("grid_origin", 600.0)),
+            window_seconds=float(grid.get("checkpoint_interval", 300.0)),
+        )
+    if kind == "spark-eventlog":
+        from stragglers.convert.spark_eventlog import convert_spark_eventlog
+
+        grid = grid or {}
+        return convert_spark_eventlog(
+            raw_dir,
+            out_dir,
+            **common,
+            grid_origin=float(grid.get("grid_origin", 0.0)),
+            window_seconds=float(grid.get("checkpoint_interval", 1.0)),
+        )
+    raise ValueError(f"no converter for dataset kind {kind!r}")

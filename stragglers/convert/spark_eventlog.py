@@ -1,30 +1,9 @@
-"""Spark application event logs (dataset kind `spark-eventlog`) -> a task table.
-
-The event logs a history server reads: JSON lines, one listener event per line, as single
-files (plain, or compressed with any codec Spark writes: zstd, lz4, snappy, lzf; `.inprogress`
-for a running application) or in Spark 4's default rolling layout, a folder
-`eventlog_v2_<app id>/` of parts `events_<n>_<app id>[.<codec>]`. They are read as a stream,
-line by line (only task, stage-submission and application-start events are parsed), and
-written as a task table (stragglers/formats/tasks_table.py), which the task-table converter
-turns into per-job files:
-
-- a stage attempt is a job: `job_id` = `<app id>_stage<stage id>.<stage attempt id>`;
-- a task index is a task (`task_id`), its attempts and speculative copies are attempts
-  (`attempt`: Spark's attempt number, unique per index within a stage attempt; `speculative`:
-  Spark's flag, so a copy may overlap the original);
-- `start_time` / `end_time`: the attempt's launch and finish times (ms -> s); `end_time` empty
-  for an attempt with no end event (still running when the log ends);
-- `status` from the end event's reason: Success -> finished; TaskKilled (a speculative race
-  lost, a stage cancelled) -> killed; ExecutorLostFailure -> lost; every other failure
-  (ExceptionFailure, FetchFailed, TaskResultLost, TaskCommitDenied, UnknownReason) -> failed.
-  A second end event of an attempt (Resubmitted: a finished map task's output was lost with
-  its executor) is ignored, counted;
-- `machine_id`: the attempt's host; `request_locality`: the locality level it was launched at
-  (0 PROCESS_LOCAL, 1 NODE_LOCAL, 2 NO_PREF, 3 RACK_LOCAL, 4 ANY), known at launch.
-
-Task metrics (run time, CPU time, records and bytes read, shuffle, GC, spills) are reported
-only in the task's end event: they describe the finished attempt and would leak a running
-task's future, so they are not features (docs/your-own-trace.md).
+"""Spark application event logs (dataset kind `spark-eventlog`) -> a task table, which the
+task-table converter turns into per-job files. Single files (plain or compressed with any
+codec Spark writes) and Spark 4's rolling `eventlog_v2_<app id>/` folders are read as a
+stream, line by line; a stage attempt is a job, a task index a task, its attempts and
+speculative copies attempts. Task metrics are reported only when an attempt ends, so they are
+not features. Columns and status mapping: docs/your-own-trace.md ("Spark event logs directly").
 
     python -m stragglers.convert.spark_eventlog <event logs folder or file>... <out folder>
 """

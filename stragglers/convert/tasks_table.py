@@ -1,24 +1,8 @@
 """The task table (dataset kind `tasks-table`, format in stragglers/formats/tasks_table.py) ->
-per-job files, as the other kinds (docs/your-own-trace.md):
-
-- a task finished when one of its attempts did (the earliest-ending one if several did); its
-  latency runs from the start of its first attempt to the end of that finished attempt, as
-  Google's events (FINISH - first SCHEDULE): the job waited for every attempt;
-- a task with no finished attempt but one still running when the log ends makes its job
-  incomplete, and the job is dropped (as Google's: dropping only its long tasks would remove
-  exactly the stragglers); a task whose attempts all ended otherwise is dropped (counted);
-- a job is kept when at least `min_tasks` of its tasks finished (and have windows);
-- windows: the usage table's rows inside the task's life [first start, finish] (zero-length
-  ones and others outside skipped, counted), available from `available_from` (default their
-  end); without a usage table, the task's life cut on the checkpoint grid, as
-  google-2011-events does, each window available at its end;
-- features, in this order: the `request_<name>` columns (the request of the window's attempt;
-  on the grid, of the latest attempt started by the window's end), then the usage table's
-  measurements, or without one `machine_load` (attempts of any job running on the window's
-  machine at its end; only with a machine_id column), then `evictions_so_far` and
-  `failures_so_far` (the task's evicted and failed attempts ended by the time the window is
-  read; EV and FL of the paper's Table 1). The feature set is the table's: the converted job
-  files carry it (stragglers.formats.jobs.dataset_features).
+per-job files, by the same rules as the other kinds: a task's latency runs from its first
+attempt's start to its finished attempt's end, a job with a task still running is dropped,
+windows come from the usage table (or the checkpoint grid), and the features are the table's
+own columns (docs/your-own-trace.md, "What the conversion makes of it").
 
 `convert_tasks_table` runs the whole conversion in one process; `spill_tasks_table` is the
 `convert_part` stage of the scattered run (stragglers/convert/layout.py).

@@ -1,28 +1,11 @@
 """Bootstrap intervals over jobs and paired comparisons between methods (docs/statistics.md).
 
-The resampling unit is the **job**: a headline number is a mean (or pooled median) over the
-jobs a method scored, so jobs are drawn with replacement, never tasks (the tasks of one job
-share its workload and are not independent). Resampling is done by `scipy.stats.bootstrap` on
-the vector of job positions, with a vectorised statistic that maps resampled positions to the
-statistic of those jobs; one call gives every metric of a method, so they share resamples.
-
-- **Order and seeds.** Jobs are sorted by job_id before resampling, and every call draws from
-  its own stream, ``numpy.random.default_rng([seed, sha256(key)])`` with `key` naming what is
-  resampled (e.g. ``("table3", dataset, method)``): a result depends on the config's seed and
-  the data, not on row order, on other methods or on the order of the calls.
-- **Edge cases** give NaN intervals with a reason in a note, never an error: no scored job,
-  one scored job (scipy needs two), a statistic undefined in more than 1 % of the resamples
-  (e.g. a median lead when the resample holds no flagged straggler; up to 1 % they are left
-  out of the percentile, with a note). A sample whose resamples all give the same
-  value (e.g. the Oracle's F1 of 1 on every job) has the degenerate interval [v, v] whatever
-  the interval method (scipy's BCa would give NaN there).
-- **Paired differences** (method - reference) use only the jobs both scored, resampled
-  together (``paired=True``). Their two-sided p-value is read off the same bootstrap
-  distribution, p = min(1, 2 min(1 + #{d* <= 0}, 1 + #{d* >= 0}) / (B + 1)) (the level at which
-  the equal-tailed percentile interval just reaches 0), and Holm's step-down correction runs
-  over each family: per dataset, metric and reference, the non-privileged methods other than
-  the reference. A method is **tied** with the reference when Holm does not reject at
-  alpha = 1 - confidence level.
+The resampling unit is the job (the tasks of one job are not independent); each call resamples
+job positions with `scipy.stats.bootstrap` and a vectorised statistic, from its own stream
+seeded by the config's seed and what is resampled, so a result depends on neither row order
+nor call order. Edge cases give NaN intervals with a note, never an error. Paired differences
+use the jobs both methods scored; their p-values are Holm-corrected per family, and a method is
+tied with the reference when Holm does not reject (docs/statistics.md gives each rule).
 """
 
 from __future__ import annotations

@@ -1,27 +1,9 @@
 """Scoring of straggler predictions: per-job confusion matrices, Table 3, F1 over time, cost.
 
-Works only on the prediction files (`stragglers.formats.predictions`), never on
-method code, so every number here can be recomputed from the prediction files alone.
-
-Conventions, including the edge cases:
-
-- Only tasks with ``evaluated == True`` are scored. A privileged method's labelled training
-  tasks are ``evaluated == False``; they count in ``n_tasks`` but in no metric.
-- A task is a predicted positive when it was flagged at some checkpoint (a flagged task is not
-  asked about again, as in the paper's Section 7.1). Truth is ``is_straggler``.
-- TPR = tp / (tp + fn), FNR = 1 - TPR, FPR = fp / (fp + tn), precision = tp / (tp + fp),
-  F1 = 2 tp / (2 tp + fp + fn) (the harmonic mean of precision and TPR, written so it is also
-  defined when tp = 0).
-- Stragglers exist but nothing was flagged: precision 0 and F1 0 (the method found none of
-  them), not NaN.
-- No scored straggler in a job (or no scored task at all): TPR, FNR, precision and F1 are
-  undefined. The job gets status ``"unscorable"``; it is counted in ``jobs_unscorable`` and
-  left out of every mean, so the TPR/FPR/FNR/F1 means are all over the same set of jobs.
-- Every scored task is a straggler: FPR is undefined (NaN). The FPR mean skips such jobs and
-  the summary counts them in ``jobs_fpr_undefined``.
-- A job the method failed on (status ``"failed"``) has no metrics; it is counted in
-  ``jobs_failed`` and never averaged.
-- Standard deviations over jobs use ddof = 1 (NaN for a single job).
+Works only on the prediction files (`stragglers.formats.predictions`), never on method code,
+so every number here can be recomputed from the prediction files alone. The conventions and
+every edge case (unscored tasks, unscorable and failed jobs, undefined FPR, F1 with nothing
+flagged) are in docs/definitions.md ("Evaluation").
 """
 
 from __future__ import annotations

@@ -1,26 +1,10 @@
-"""How early a flag came: lead, early flags, early-TPR / early-F1.
+"""How early a flag came: lead, early flags, early-TPR / early-F1, early share, median lead.
 
-Works on the replay's prediction tables (`stragglers.formats.predictions`),
-never on method code. Definitions, for an evaluated task with start s, end e, flag time f and
-its job's straggler threshold tau:
-
-- **lead** of a flagged true straggler = (e - f) / (e - s): the share of its life still ahead
-  when it was flagged (1 = flagged as it started, near 0 = flagged as it finished). Only true
-  positives have a lead.
-- A flag is **early** when f - s < tau: raised while the task's elapsed time is still below
-  tau, i.e. before the label could be read off the clock. A flag with f - s >= tau is **late**.
-  A task still running at elapsed time tau has latency > tau, so a late flag is always on a
-  true straggler; late flags on non-stragglers cannot happen.
-- **early-TPR / early-F1**: the confusion matrix in which only early flags are predicted
-  positives: early_tp = stragglers flagged early, early_fn = stragglers not flagged or flagged
-  late (a late flag is a miss), early_fp = non-stragglers flagged (all such flags are early,
-  see above), early_tn = the rest. Rates as in `stragglers.evaluate.rates`, with the same edge
-  cases (a job without scored straggler is unscorable; failed jobs have no metrics).
-- **early share** = early_tp / tp: the share of found stragglers that were found early.
-
-Per dataset and method the summary gives the means over scored jobs of early-TPR and
-early-F1 (as Table 3 averages TPR and F1) and the **median lead** over all flagged true
-stragglers of all scored jobs pooled (each straggler counts once, so large jobs weigh more).
+Works on the replay's prediction tables (`stragglers.formats.predictions`), never on method
+code. A flag is early when it is raised before the task's elapsed time reaches its job's
+threshold tau, i.e. before the label could be read off the clock; a late flag is therefore
+always on a true straggler. The definitions: docs/definitions.md ("How early: lead and early
+flags").
 """
 
 from __future__ import annotations

@@ -129,6 +129,9 @@ EVICTIONS_SO_FAR = "evictions_so_far"
 FAILURES_SO_FAR = "failures_so_far"
 MACHINE_LOAD = "machine_load"
 FEATURES_METADATA_KEY = b"stragglers.features"
+# every conversion records its dataset kind in the manifest's metadata, so that a converted
+# folder can be read without being told what it holds (python -m stragglers.replay.predictability)
+KIND_METADATA_KEY = b"stragglers.kind"
 
 
 def task_table_features(columns: list[str]) -> tuple[Feature, ...]:
@@ -151,18 +154,36 @@ def dataset_features(kind: str, converted_dir=None) -> tuple[Feature, ...]:
             "its converted folder's manifest; none was given"
         )
     import json
+
+    missing = (
+        f"no feature list in its metadata (a {kind} conversion writes one); rebuild the conversion"
+    )
+    return task_table_features(
+        json.loads(_manifest_metadata(converted_dir, FEATURES_METADATA_KEY, missing))
+    )
+
+
+def converted_kind(converted_dir) -> str:
+    """The dataset kind a converted folder's manifest records (its conversion wrote it)."""
+    missing = (
+        "no dataset kind in its metadata (converted before conversions recorded it); "
+        "rebuild the conversion or give the kind"
+    )
+    return _manifest_metadata(converted_dir, KIND_METADATA_KEY, missing).decode()
+
+
+def _manifest_metadata(converted_dir, key: bytes, missing: str) -> bytes:
+    """One entry of a converted folder's manifest metadata; its absence is an error naming
+    the manifest (`missing` says what is missing and what to do)."""
     from pathlib import Path
 
     import pyarrow.parquet as pq
 
     path = Path(converted_dir) / "manifest.parquet"
     metadata = pq.read_schema(path).metadata or {}
-    if FEATURES_METADATA_KEY not in metadata:
-        raise ValueError(
-            f"{path}: no feature list in its metadata (a {kind} conversion writes one); "
-            "rebuild the conversion"
-        )
-    return task_table_features(json.loads(metadata[FEATURES_METADATA_KEY]))
+    if key not in metadata:
+        raise ValueError(f"{path}: {missing}")
+    return metadata[key]
 
 
 def known_kinds() -> list[str]:

@@ -1,32 +1,7 @@
-"""The converted per-job format shared by conversion, replay and evaluation.
-
-One Parquet file per trace job, one row per measurement window of a task:
-
-    task            int32    task position in the job, 0..n_tasks-1 (dense)
-    window_start    float64  seconds on the trace's clock
-    window_end      float64  seconds on the trace's clock (> window_start)
-    available_from  float64  seconds: when a monitor could first read this window's values
-                             (Google: the window's end; Alibaba: see docs/deviations.md)
-    <features>      float64  the dataset kind's feature columns (stragglers.formats.datasets)
-    task_id         string   the task's identity in the raw trace (Google task index,
-                             Alibaba instance name)
-    task_start      float64  seconds: first time the task was scheduled / started
-    task_end        float64  seconds: the time it finished
-    latency         float64  task_end - task_start, seconds
-    machine_id      string   machine of the finishing attempt
-    evictions       int32    evictions over the task's life (per-task total)
-    failures        int32    failures over the task's life (per-task total)
-
-Google kinds also carry the machine's state (stragglers.convert.machines, stragglers.formats.datasets
-MACHINE_STATE_BY_KIND): `machine_*` per window (at the window's end) and `launch_machine_*`
-per task (just before its first SCHEDULE); read only when asked for (`machine_state`).
-
-Per-task columns repeat on each of the task's rows (Parquet's dictionary/RLE encoding keeps
-that cheap). The manifest (one per dataset) lists the jobs kept: dataset, job_id, n_tasks,
-n_windows, shard, path (relative to the manifest), job_start, job_end, and the job's workload
-attributes (`workload_*`, MANIFEST_WORKLOAD_COLUMNS: what groups similar jobs for the
-launch-time models; Google: user and scheduling class; Alibaba 2018: task type and task-name
-family).
+"""The converted per-job format shared by conversion, replay and evaluation: one Parquet file
+per trace job, one row per measurement window of a task (its features, and the task's own
+columns repeated), plus one manifest per dataset listing the jobs kept (`read_job`,
+`read_manifest`, `iter_shard_jobs`). The columns: docs/definitions.md ("The converted files").
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """The task table (dataset kind `tasks-table`): a folder holding `tasks.{csv,csv.gz,parquet}`,
-one row per task attempt, and optionally `usage.{csv,csv.gz,parquet}`, one row per measurement
-window of an attempt. The format is `tasks_table.schema.json` beside this module (JSON Schema,
-one definition per table describing one row; docs/your-own-trace.md shows it with an example).
-
-Reading a table validates every column against its row definition with a compiled JSON Schema
-validator (fastjsonschema), column by column: each column is checked as one array, so the
-first failing cell is found at the speed of a loop in generated code (~6 M cells/s of CPU), and
-its index is the row. Rules that relate columns or rows (an end before its start, a status without
-an end, overlapping attempts of one task, a repeated attempt) are checked here, vectorised.
-Every error is a TaskTableError naming the file, the row (1-based, the header not counted)
-and the column.
+one row per task attempt, and optionally `usage.*`, one row per measurement window. The format
+is `tasks_table.schema.json` beside this module; reading validates every column against it
+with a compiled validator (fastjsonschema), column by column, and the rules that relate
+columns or rows here, vectorised. Every error is a TaskTableError naming the file, the row and
+the column (docs/your-own-trace.md).
 """
 
 from __future__ import annotations

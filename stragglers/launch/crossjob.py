@@ -1,22 +1,10 @@
-"""The cross-job, launch-time protocol (Wrangler §3, MTL paper §5), with no look at the future.
-
-Jobs are ordered by their start on the trace's clock. A model that predicts at time t trains
-only on tasks of jobs that had **finished** by t (job_end <= t); `training_rows` is the one
-place that selects them and it checks the rule, so no path trains on a later job.
-
-Two uses:
-- `online_predictions`: every job in turn, at its start, with a model trained on the jobs
-  finished by then (refit once `refit_every` more jobs have finished); each task is
-  predicted when it is placed. The output has the replay's format (flag_time = the task's
-  start), so Table 3's scoring applies unchanged.
-- `learning_curve`: the MTL paper's Table 5 / Figure 3: for each share s of the trace's tasks
-  (by start time), train on the jobs finished by the time that share had started, test on the
-  tasks started after it; accuracy, TPR, FPR, F1, and the same on test tasks whose node or
-  workload never appeared in training (§4.8).
-
-Training rows are standardised with their own mean and s.d. (a missing value, e.g. an unknown
-capacity, becomes the training mean) and stragglers are oversampled to balance the classes,
-as the MTL paper does for training; test rows are never resampled.
+"""The cross-job, launch-time protocol (Wrangler §3, MTL paper §5), with no look at the future:
+a model that predicts at time t trains only on tasks of jobs finished by t, and
+`training_rows` is the one place that selects them and checks the rule. `online_predictions`
+predicts every job at its start (the replay's format, so Table 3's scoring applies);
+`learning_curve` is the MTL paper's Table 5 / Figure 3, with unseen nodes and workloads
+(§4.8). Scaling, balance and the curve's split: docs/methods.md ("Launch-time, cross-job
+protocol").
 """
 
 from __future__ import annotations

@@ -1,50 +1,12 @@
 """Multi-task linear SVMs for straggler avoidance (Yadwadkar et al., "Multi-Task Learning for
-Straggler Avoiding Predictive Job Scheduling", JMLR 2016: `../shared/papers/wrangler-multitask.txt`)
-and Wrangler's per-{node, workload} SVMs (its §3).
+Straggler Avoiding Predictive Job Scheduling", JMLR 2016) and Wrangler's per-{node, workload}
+SVMs (Wrangler, SoCC 2014, §3).
 
-A learning-task t is one {node, workload} tuple. Its weight vector is the sum of the weight
-vectors of the groups it belongs to, one group per partition (eq. 6):
-
-    base      one group of all tuples            -> w_0
-    node      one group per node                 -> w_n
-    workload  one group per workload             -> w_l
-    tuple     every tuple its own group          -> v_t
-
-The l2 formulations (§4.1, eq. 7) minimise  sum_{p,g} lambda_{p,g} ||w_{p,g}||^2 + sum hinge
-with lambda_{p,g} = lam x lambda_p #(p,g) / T (#(p,g): tuples in the group, T: tuples in
-training). lambda_p is one hyperparameter per partition, the paper's lambda_0, nu, omega, tau
-(eq. 24) for base, node, workload, tuple (`lam_p`; 1 each as the paper sets, §5.2, and
-swept in its Appendix A); `lam` (default 1) multiplies all of them, a single knob for the
-overall strength. The paper's own lambda of §4.2 is only the constant of the reduction and
-cancels (eq. 8 x eq. 10), so a `lam` that only scaled that constant would change nothing; it now scales every
-lambda_{p,g}. §4.2 reduces the formulation to ONE standard SVM: scale each group's weights by
-sqrt(lambda_{p,g} / lam) (eq. 8) and place a copy of x scaled by sqrt(lam / lambda_{p,g}) in
-the block of every group the row belongs to (eqs. 10-11); then lam ||w~||^2 + sum hinge is a
-standard SVM (eq. 13), solved by liblinear (scikit-learn's LinearSVC, hinge loss) with
-C = 1 / (2 lam).
-
-The mixed-norm formulations (§4.3, eqs. 15-16, 26-30) minimise
-lambda (sum_m ||w~_m||_2)^2 + sum hinge over blocks m of w~'s entries (fps: one block per
-partition; fgs: one per group; ffs1: one per group and feature category, eq. 28; ffs2: one
-per feature category across every group, eqs. 29-30). The paper swaps the two names: §4.4
-calls the global regulariser Omega_fs1 (eq. 17) and the per-group one Omega_fs2 (eq. 18),
-while §5.2, Table 4 and the results (Table 7) call the per-group one (eq. 28) f_fs1 and the
-global one (eqs. 29-30) f_fs2; we follow §5.2, the names its results are reported under. The
-categories are the paper's (CPU, memory, disk, network, other system counters;
-`stragglers.formats.datasets.MACHINE_FEATURE_CATEGORY` places the traces' machine columns,
-network columns included where a trace has them). As the paper (Aflalo et al., 2011), we use
-the variational form (eq. 20):
-(sum_m ||w_m||)^2 = min over eta in the simplex of sum_m ||w_m||^2 / eta_m, and alternate
-(a) for fixed eta, a standard SVM on features whose block m is scaled by sqrt(eta_m), and
-(b) eta_m = ||w_m|| / sum_k ||w_k|| (closed form), until the objective stops decreasing.
-
-Intercept: the paper's b is not penalised; liblinear penalises it as a weight on a constant
-feature of value `intercept_scaling` (10 here), i.e. adds lambda (b / 10)^2 to the objective,
-which moves the solution by a negligible amount (tested against an independent solver).
-
-Unseen groups at prediction time (§4.8): a group not seen in training has weight 0, so a
-tuple of a known node and workload but never seen together uses w_0 + w_n + w_l, and an
-unseen node uses the other partitions' weights.
+A learning-task is one {node, workload} tuple; its weights are the sum of its groups' (base,
+node, workload, tuple: the MTL paper's eq. 6). The l2 formulations (§4.1) are reduced to one
+standard SVM (§4.2, solved by liblinear), the mixed-norm ones (§4.3) are solved by the
+alternation of their variational form (eq. 20). docs/methods.md ("Launch-time, cross-job
+protocol": regularisation and solver) gives the formulations; docs/deviations.md what differs.
 """
 
 from __future__ import annotations

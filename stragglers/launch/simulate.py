@@ -1,16 +1,8 @@
-"""Completion time when predicted stragglers are held back at launch (as Wrangler delays them).
-
-A task predicted to straggle when it is about to be placed is not placed: it waits one
-scheduling interval and is placed again, on a machine whose draw is independent of the first
-(its duration is redrawn from the job's own latencies with the common random numbers of
-`stragglers.simulate`: the same uniforms every method and policy uses, so methods differ only
-by their predictions). Tasks not predicted keep their trace timeline. Hadoop-NS (nothing held
-back) is the baseline: JCT = the trace's.
-
-Per (job, repeat): jct_base, jct_mitigated, reduction = (base - mitigated) / base, machine
-time (sum of the durations that ran: the held-back task never ran its first placement), and
-whether the job met its deadline D = factor x the job's reference JCT
-(`stragglers.simulate.policies.reference_jct`: every latency cut to the straggler threshold), for PoCD.
+"""Completion time when predicted stragglers are held back at launch (as Wrangler delays them):
+a task predicted to straggle waits one scheduling interval and is placed again, its duration
+redrawn with the common random numbers of `stragglers.simulate.jct`; Hadoop-NS (nothing held
+back) is the baseline. Per (job, repeat): the JCT reduction, machine time and whether the job
+met its deadline, for PoCD (docs/methods.md, "Mitigation").
 """
 
 from __future__ import annotations

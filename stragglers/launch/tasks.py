@@ -1,16 +1,8 @@
-"""One row per task of every converted job, as a launch-time model sees it.
-
-A row is what is known when the task is placed: its job, its node (the machine of its first
-SCHEDULE, `machine_id` of the converted files), its workload (a per-job attribute of the
-manifest chosen by the `workload` setting) and its machine's state just before it started
-(`launch_machine_*`, `stragglers.convert.machines`); plus, for scoring only, its latency and label.
-
-Labels (setting `label`):
-- `p90`: latency at or above its job's p90 (`straggler_quantile`), the label of Table 3;
-- `wrangler`: Wrangler's Definition 1, normalised duration > beta x the job's median
-  normalised duration (beta = 1.3). Normalised duration is duration / bytes processed; the
-  traces record no bytes, so every task of a job counts as the same work and the normalised
-  duration is the latency itself.
+"""One row per task of every converted job, as a launch-time model sees it when the task is
+placed: its job, its node, its workload (a manifest attribute chosen by the `workload`
+setting) and its machine's state just before it started (`launch_machine_*`); plus, for
+scoring only, its latency and label (`p90`, Table 3's, or Wrangler's Definition 1). Labels and
+workloads: docs/methods.md ("Launch-time, cross-job protocol").
 """
 
 from __future__ import annotations

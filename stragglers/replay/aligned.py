@@ -1,27 +1,9 @@
-"""The reference script's aligned timeline (`replay.overrides.timeline: aligned`).
-
-Every task starts at 0; checkpoint k is each task's k-th usage window (counted from its own
-start, k = 0 first). Rules, each a small function tested by hand (docs/protocols.md):
-
-1. A task's latency is the sum of its window durations (`AlignedView.latency`).
-2. Features at window k: `divided_by_final` = sum over j <= k of duration_j / latency * x_j;
-   `mean_so_far` = duration-weighted mean of windows 0..k (EV/FL-style `last` columns: the
-   latest value).
-3. `scaling: final`: features and latency min-max scaled with all tasks' final values; a
-   constant column is dropped (`final_scale`).
-4. tau = sorted latencies at index int(q * n); initial finished set = latency < sorted
-   latencies at index int(start_fraction * n) (`initial_split`).
-5. Pruning of the scored set: `stragglers.replay.core.pruned_tasks`.
-6. Checkpoints k = 2 .. K - 2, K the longest straggler's window count: the reference script
-   runs k = 2 .. K - 1 but scores the flags up to its second-to-last checkpoint, so the last
-   one cannot change any result and is not run. A task runs at k if it has a k-th window
-   (flagged tasks stay among the running rows, as in the script); after checkpoint k the tasks
-   whose last window is k join the finished set (`finished_at`).
-
-A window longer than the checkpoint interval is cut into pieces of that length carrying its
-values (only Alibaba's one-window-per-instance rows are that long; Google usage windows are
-300 s and the events-only windows are cut on the grid already). A flag at checkpoint k is
-recorded at aligned time (k + 1) * interval, the end of a full k-th window.
+"""The reference script's aligned timeline (`replay.overrides.timeline: aligned`): every task
+starts at 0 and checkpoint k is each task's k-th usage window. Its rules (latency as the sum of
+window durations, the features at window k, final scaling, the threshold and the initial
+finished set, which checkpoints run, the flag time (k + 1) x interval, long windows cut into
+pieces), each a small function tested by hand, are listed in docs/protocols.md
+("`replay.protocol: paper`, rule by rule").
 """
 
 from __future__ import annotations

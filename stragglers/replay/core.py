@@ -51,6 +51,13 @@ class ReplaySettings:
         return resolve_rules(self.protocol, self.overrides)
 
 
+def dataset_replay(replay: dict[str, Any], dataset: dict[str, Any]) -> dict[str, Any]:
+    """A dataset's replay settings: the config's global `replay` section overlaid with the
+    dataset's own `replay` (its grid, most often). The one place the two are merged: the
+    workflow's rules, the calibration's trials and the benchmarks call it."""
+    return {**replay, **dataset.get("replay", {})}
+
+
 def straggler_threshold(latency: np.ndarray, quantile: float, protocol: str = "causal") -> float:
     """The job's latency quantile (p90 by default); tasks at or above it are stragglers."""
     latency = np.asarray(latency, dtype=float)

@@ -1,23 +1,11 @@
-"""How much a converted trace's features say about its latencies, and how heavy its tails are.
-
-One measure for every consumer: the reproduction audit's step-0 diagnosis
-(stragglers/report/audit.py), the sensitivity map's x-axis (workflow/rules/sensitivity.smk) and
-the command line, which places any converted dataset on that map:
-
-    python -m stragglers.replay.predictability resources/converted/google-synthetic \
-        --kind google-2011 --out-json p.json --out-csv p.csv
-
-Per job, on the view the paper's protocol builds at the end of the job (final features,
-scaled by the job's final range, missing values filled with column means):
-- spearman: out-of-fold (5 folds, seeded) Spearman rank correlation between the latency a
-  boosted regressor (NURD's, stragglers.methods.nurd.BoostedLatencyModel) predicts from a
-  task's final features and the task's latency;
-- auc: the out-of-fold straggler ROC AUC of the same predictions (straggler: latency >= the
-  job's threshold, p90 by default); NaN when a job has no straggler or only stragglers;
-- tail: max latency / threshold (p90).
-Per dataset: the mean over jobs of spearman and auc, and the median over jobs of tail.
-It lives in the replay stage because it reads jobs through the replay's aligned view and fits
-the methods' regressor; everything is seeded, so the same input gives the same numbers.
+"""How much a converted trace's features say about its latencies, and how heavy its tails are:
+per job, the out-of-fold Spearman correlation and straggler AUC of a boosted regressor on the
+final features, and max latency / p90; per dataset their means (median for the tail). One
+measure for the reproduction audit, the sensitivity map and the command line,
+`python -m stragglers.replay.predictability <converted dir> [--out-json F] [--out-csv F]` (the
+dataset kind is the one the conversion recorded; --kind overrides it). It lives in the replay
+stage because it reads jobs through the replay's view and fits the methods' regressor
+(docs/sensitivity.md, "Predictability of a trace").
 """
 
 from __future__ import annotations
@@ -32,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from stragglers.formats.datasets import converted_kind
 from stragglers.io import dump_json, write_atomic
 
 N_FOLDS = 5
@@ -175,7 +164,11 @@ def main(argv: list[str] | None = None) -> int:
         "AUC of the boosted regressor on final features) and tail (median max/p90 latency).",
     )
     parser.add_argument("converted_dir", help="resources/converted/<dataset> (manifest.parquet)")
-    parser.add_argument("--kind", required=True, choices=sorted(DEFAULT_CHECKPOINT_INTERVAL))
+    parser.add_argument(
+        "--kind",
+        choices=sorted(DEFAULT_CHECKPOINT_INTERVAL),
+        help="the dataset kind (default: the one its conversion recorded in the manifest)",
+    )
     parser.add_argument("--checkpoint-interval", type=float, help="s (default: by kind)")
     parser.add_argument("--straggler-quantile", type=float, default=0.90)
     parser.add_argument("--seed", type=int, default=20220301, help="the default config's seed")
@@ -185,6 +178,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not (Path(args.converted_dir) / "manifest.parquet").exists():
         parser.error(f"{args.converted_dir}: no manifest.parquet (not a converted dataset)")
+    if args.kind is None:
+        try:
+            args.kind = converted_kind(args.converted_dir)
+        except ValueError as error:
+            parser.error(str(error))
+    if args.kind not in DEFAULT_CHECKPOINT_INTERVAL:
+        parser.error(f"{args.converted_dir}: kind {args.kind!r} has no predictability measure")
     interval = args.checkpoint_interval or DEFAULT_CHECKPOINT_INTERVAL[args.kind]
     replay = {"checkpoint_interval": interval, "straggler_quantile": args.straggler_quantile}
     per_job, summary = dataset_predictability(

@@ -1,49 +1,9 @@
-"""The replay protocols as sets of named rules (docs/protocols.md).
-
-A protocol (`replay.protocol`) is a preset of fifteen rules; `replay.overrides` flips any of
+"""The replay protocols as sets of named rules: a protocol (`replay.protocol`: causal,
+reference, paper) is a preset of the rules (timeline, scaling, features, initial finished set,
+threshold, regressor, and the outlier detectors' own), and `replay.overrides` flips any of
 them, so the road from the paper's experiment to our causal default can be walked one rule at
-a time (the reproduction audit, stragglers/report/audit.py):
-
-- `timeline`: `aligned` (every task starts at 0, checkpoint k = each task's k-th usage window;
-  the reference script) or `wallclock` (the trace's clock, checkpoints on its grid).
-- `prune_scored`: drop tasks from the scored set by their final window count (reference).
-- `scaling`: `final` (features and latency min-max scaled per job with all tasks' final values,
-  constant columns dropped) or `visible` (features as observed; methods scale with the data
-  visible at the checkpoint).
-- `features`: `divided_by_final` (cumulative sum of duration x value / the task's final
-  duration) or `mean_so_far` (duration-weighted mean of the windows seen so far).
-- `initial_finished`: `shortest` (the tasks below the sorted latency at index
-  int(start_fraction * n) are known finished from the start) or `first_to_finish` (prediction
-  starts once start_fraction of the tasks have finished).
-- `threshold`: `sorted_index` (tau = sorted latencies at index int(q * n)) or `quantile`
-  (np.quantile, linear).
-- `regressor`: the latency regressor of NURD, NURD-NC and GBTR unless their `regressor`
-  parameter names one: `sklearn_gbr` (the reference script's scikit-learn
-  GradientBoostingRegressor, its defaults, random_state 42, fed the script's column order) or
-  `xgboost` (the pipeline's boosted trees, stragglers.methods.nurd.BoostedLatencyModel).
-
-The outlier detectors' rules (the fourteen PyOD baselines, stragglers/methods/_outlier.py),
-each the authors' `code/run_od.py` way (`paper`) or ours (`causal`, `reference`):
-
-- `outlier_scaling`: `as_given` (the features as the replay hands them: min-max scaled under
-  `scaling: final`) or `zscore` (z-scored again with the rows visible at the checkpoint).
-- `outlier_small_train`: `abstain` (the detectors' own parameters; a detector that raises at a
-  checkpoint flags nothing there) or `shrink` (neighbour counts, LSCP's region and CBLOF's
-  clusters shrunk to fit small training sets).
-- `outlier_batch`: `running_only` (COF, SOD and SOS score the running tasks as a batch of their
-  own, in the script's row order: stragglers first) or `with_training` (the running tasks
-  scored together with the training rows).
-- `outlier_seed`: `fixed` (random state 42, the script's `--rs` default) or `per_checkpoint`
-  (a seed per job and checkpoint, derived from the config's seed).
-- `abod_object`: `reused` (one PyOD ABOD object per job, refit at every fit: PyOD lowers its
-  n_neighbors for good after a fit on too few rows) or `fresh` (a new object per fit).
-- `xgbod`: `script` (PyOD's default list of 41 detectors and random state 0, labels
-  latency > tau, fit on a single class too) or `compact` (the method's `tos_detectors`, labels latency >= tau, no fit until
-  both classes have finished).
-- `outlier_refit`: `every_checkpoint` (refit at every checkpoint, as the script) or `growth`
-  (the detector's `refit_growth` schedule).
-- `outlier_constant_columns`: `keep` (HBOS, MCD and PCA fit on every column) or `drop` (they
-  drop the columns constant over the training rows).
+a time (the reproduction audit, stragglers/report/audit.py). Every rule and its values:
+docs/protocols.md.
 """
 
 from __future__ import annotations

@@ -1,25 +1,10 @@
-"""The online replay of a job (the paper's Algorithm 1 protocol).
-
-Checkpoints lie on the trace's window grid (every `checkpoint_interval` seconds from
-`grid_origin`). At a checkpoint `t` a method sees:
-
-- finished tasks (task_end <= t): their features over their whole life and their latency;
-- running tasks (task_start <= t < task_end) not flagged yet and with at least one window
-  available by `t`: features built only from windows available by `t`, and elapsed time.
-
-Prediction starts at the first checkpoint where at least `start_fraction` of the job's tasks
-have finished. A flagged task is not evaluated again. Nothing after `t` reaches the method: the
-feature accumulator only ever adds windows whose `available_from <= t`.
-
-The protocol's rules (stragglers/replay/protocols.py: `replay.protocol` plus `replay.overrides`) pick
-the timeline and how features, scaling, the threshold and the scored set are built; the
-aligned timeline of the reference script is in stragglers/replay/aligned.py.
-`protocol="reference"` reproduces three choices of the paper's reference code that use
-information from the future, so their effect can be measured (docs/deviations.md):
-running-task features weighted by window duration / the task's *final* latency; features
-min-max scaled with statistics of all tasks' final feature vectors; and tasks dropped from the
-evaluation by their final length (stragglers shorter than the mean straggler window count - 1,
-non-stragglers that finish after the 4% training set and are longer than their mean + 1).
+"""The online replay of a job on the trace's clock (the paper's Algorithm 1 protocol):
+checkpoints on the window grid; at each, a method sees the finished tasks whole and the
+running ones through the windows available by then, and nothing after it reaches the method.
+The protocol's rules (stragglers/replay/protocols.py) pick how features, scaling, the
+threshold and the scored set are built; `protocol: reference` reproduces the reference code's
+three uses of the future so their effect can be measured (docs/definitions.md, "The online
+replay"; docs/deviations.md).
 """
 
 from __future__ import annotations

@@ -122,14 +122,19 @@ def simulate_reductions(
     """Per job: mean reduction under Algorithm 2 and Algorithm 3 (mean over machine counts),
     under every reading of the relaunch (simulation.RELAUNCH_READINGS, same draws): columns
     reduction_alg2 / _alg3 for the configured one, reduction_alg2_<reading> for the others."""
-    from stragglers import simulate
     from stragglers.replay import aligned as aligned_rules
+    from stragglers.simulate.jct import (
+        RELAUNCH_READINGS,
+        draw_pool,
+        relaunch_reading,
+        replacement_durations,
+        replacement_uniforms,
+        simulate_job,
+    )
 
-    simulate.relaunch_reading(relaunch)
+    relaunch_reading(relaunch)
     columns = ["job_id"] + [
-        f"reduction_alg{a}{reading_suffix(r, relaunch)}"
-        for r in simulate.RELAUNCH_READINGS
-        for a in (2, 3)
+        f"reduction_alg{a}{reading_suffix(r, relaunch)}" for r in RELAUNCH_READINGS for a in (2, 3)
     ]
 
     ok = set(jobs.loc[jobs["status"] == "ok", "job_id"].astype(str))
@@ -146,17 +151,15 @@ def simulate_reductions(
         if aligned:
             flags = aligned_rules.simulation_flags(flags, end)
             origin = 0.0
-        uniforms = simulate.replacement_uniforms(str(job_id), len(latency), repeats, seed)
+        uniforms = replacement_uniforms(str(job_id), len(latency), repeats, seed)
         straggler = job_tasks["is_straggler"].to_numpy(bool)
         row = {"job_id": str(job_id)}
-        for reading, (relaunch_from, pool) in simulate.RELAUNCH_READINGS.items():
-            frame = simulate.simulate_job(
+        for reading, (relaunch_from, pool) in RELAUNCH_READINGS.items():
+            frame = simulate_job(
                 start,
                 end,
                 flags,
-                simulate.replacement_durations(
-                    simulate.draw_pool(latency, straggler, pool), uniforms
-                ),
+                replacement_durations(draw_pool(latency, straggler, pool), uniforms),
                 grid_origin=origin,
                 machines=machines,
                 checkpoint_interval=checkpoint_interval,
@@ -192,7 +195,7 @@ def run_variant(
     """Every audit method under one variant on one dataset: one row per method."""
     import time
 
-    from stragglers import evaluate
+    from stragglers.evaluate.metrics import job_metrics
     from stragglers.formats.datasets import last_columns
     from stragglers.formats.jobs import iter_shard_jobs, read_manifest
     from stragglers.io import write_csv_atomic
@@ -218,7 +221,7 @@ def run_variant(
             seed,
             dataset,
         )
-        metrics = evaluate.job_metrics(tasks, job_rows)
+        metrics = job_metrics(tasks, job_rows)
         scored = metrics[metrics["status"] == "ok"]
         reductions = simulate_reductions(
             tasks,

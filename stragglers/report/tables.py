@@ -1,14 +1,8 @@
-"""Result tables (CSV + self-explaining Markdown) and figures (Figures 2-9 of the paper).
-
-Tables: `write_table` for any frame, `write_table3` for the paper's Table 3 layout (methods
-grouped by family, one Markdown table per dataset, a long-format CSV, optional join with the
-paper's published numbers).
-Figures: the lead of flagged stragglers, mean reduction in job completion time per
-method (Figures 4, 5, 8, 9) and per number of machines (Figures 6-7).
-
-Completion-time frames (from the scheduling simulation) have one row per
-(dataset, method, algorithm, machines, job_id, repeat) with the job's `reduction` in
-completion time; `algorithm` is "unlimited" (machines -1 or NaN) or "limited".
+"""Result tables (CSV + self-explaining Markdown) and the figures of the paper's Figures 2-9:
+`write_table` for any frame, `write_table3` for Table 3's layout (methods grouped by family,
+one Markdown table per dataset, a long-format CSV beside the paper's published numbers), the
+lead of flagged stragglers and the completion-time figures. Completion-time frames have one
+row per (dataset, method, algorithm, machines, job_id, repeat) with the job's `reduction`.
 """
 
 from __future__ import annotations

@@ -8,8 +8,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from stragglers.calibrate import outputs, search, trial
+from stragglers.calibrate.outputs import write_outputs
+from stragglers.calibrate.search import propose_round, tell_round
 from stragglers.calibrate.settings import dataset_knobs, search_fingerprint, start_settings
+from stragglers.calibrate.trial import run_trial
 from stragglers.io import dump_json
 
 log = logging.getLogger(__name__)
@@ -77,61 +79,95 @@ def search_params(config: dict, dataset: str) -> dict[str, Any]:
     }
 
 
-def propose(*, params: dict, dataset: str, round_: int, out: str) -> list[dict]:
-    return search.propose_round(
+def calibration_propose(
+    *, previous: list[str], proposals: str, dataset: str, round: str, search: dict
+) -> list[dict]:
+    """Rule calibration_propose: round `round`'s seeded proposals, asked of the dataset's
+    search storage (`previous`: the round before told, ordering only)."""
+    return propose_round(
         storage_path=storage_path(dataset),
-        fingerprint=params["fingerprint"],
-        kind=params["kind"],
-        knobs=params["knobs"],
-        start=params["start"],
-        round_=round_,
-        batch=params["batch"],
-        sampler_seed=params["sampler_seed"],
-        startup_trials=params["startup_trials"],
-        out=out,
+        fingerprint=search["fingerprint"],
+        kind=search["kind"],
+        knobs=search["knobs"],
+        start=search["start"],
+        round_=int(round),
+        batch=search["batch"],
+        sampler_seed=search["sampler_seed"],
+        startup_trials=search["startup_trials"],
+        out=proposals,
     )
 
 
-def score_trial(
-    *, params: dict, dataset: str, proposals: str, index: int, paper_table: str, out: str
+def calibration_trial(
+    *,
+    proposals: str,
+    paper: str,
+    result: str,
+    dataset: str,
+    round: str,
+    trial: str,
+    search: dict,
 ) -> dict:
-    proposal = json.loads(Path(proposals).read_text())["trials"][index]
-    result = trial.run_trial(
+    """Rule calibration_trial: one proposal scored (small traces, the calibration methods under
+    `protocol: paper`, the fingerprint distance)."""
+    proposal = json.loads(Path(proposals).read_text())["trials"][int(trial)]
+    scored = run_trial(
         dataset_name=dataset,
-        dataset=params["dataset"],
+        dataset=search["dataset"],
         settings=proposal["settings"],
-        seeds=params["seeds"],
-        n_jobs=params["n_jobs"],
-        methods=params["methods"],
-        method_params=params["method_params"],
-        replay=params["replay"],
-        paper_table=paper_table,
+        seeds=search["seeds"],
+        n_jobs=search["n_jobs"],
+        methods=search["methods"],
+        method_params=search["method_params"],
+        replay=search["replay"],
+        paper_table=paper,
     )
-    dump_json({**proposal, **result}, out)
-    return result
+    dump_json({**proposal, **scored}, result)
+    return scored
 
 
-def tell(*, params: dict, dataset: str, round_: int, proposals: str, results: list[str], out: str):
-    return search.tell_round(
+def calibration_tell(
+    *, proposals: str, results: list[str], told: str, dataset: str, round: str, search: dict
+):
+    """Rule calibration_tell: a round's results told to the search storage in trial order."""
+    return tell_round(
         storage_path=storage_path(dataset),
-        fingerprint=params["fingerprint"],
-        round_=round_,
-        sampler_seed=params["sampler_seed"],
-        startup_trials=params["startup_trials"],
+        fingerprint=search["fingerprint"],
+        round_=int(round),
+        sampler_seed=search["sampler_seed"],
+        startup_trials=search["startup_trials"],
         proposals=json.loads(Path(proposals).read_text()),
         results=[json.loads(Path(p).read_text()) for p in results],
-        out=out,
+        out=told,
     )
 
 
-def tables(*, calibration: dict, datasets: dict[str, dict], outs: dict[str, str]):
-    return outputs.write_outputs(
+def calibration_tables(
+    *,
+    told: list[str],
+    trials: str,
+    rounds_csv: str,
+    rounds_md: str,
+    best: str,
+    methods_csv: str,
+    figure: str,
+    calibration: dict,
+    datasets: dict[str, dict],
+):
+    """Rule calibration_tables: every trial, the distance per round, the best settings and the
+    figure of ours against the paper (results/calibration/; `told`: the last rounds told)."""
+    return write_outputs(
         storages={d: storage_path(d) for d in calibration["datasets"]},
         # every dataset's knobs, in order of first appearance (a dataset's own come last)
         knobs=list(
             dict.fromkeys(k for d in calibration["datasets"] for k in dataset_knobs(calibration, d))
         ),
         methods=list(calibration["methods"]),
-        datasets=datasets,
-        **outs,
+        datasets=dict(datasets),
+        out_trials=trials,
+        out_rounds_csv=rounds_csv,
+        out_rounds_md=rounds_md,
+        out_best=best,
+        out_methods_csv=methods_csv,
+        out_figure=figure,
     )

@@ -16,18 +16,23 @@ def evaluate_dataset(
     *,
     task_files: list[str],
     job_files: list[str],
+    job_metrics: str,
+    f1_per_job: str,
+    f1_mean: str,
+    figure: str,
+    leads: str,
+    lead_figure: str,
     dataset: str,
     n_points: int,
-    out_job_metrics: str,
-    out_f1_per_job: str,
-    out_f1_mean: str,
-    out_figure: str,
     protocol: str,
-    out_leads: str | None = None,
-    out_lead_figure: str | None = None,
 ) -> pd.DataFrame:
-    from stragglers import evaluate, report
+    """Rule evaluate_dataset: per-job metrics, F1 and lead over normalised time, and their
+    figures, for every method's prediction files of one dataset."""
+    # the scoring function under another name: `job_metrics` is the rule's output here
     from stragglers.evaluate import timing
+    from stragglers.evaluate.metrics import f1_over_time, load_predictions
+    from stragglers.evaluate.metrics import job_metrics as score_jobs
+    from stragglers.report.tables import plot_lead_distribution
 
     # one method at a time: memory is bounded by one method's predictions, not all of them
     by_method: dict[str, tuple[list[str], list[str]]] = {}
@@ -37,14 +42,14 @@ def evaluate_dataset(
         by_method.setdefault(Path(path).parent.name, ([], []))[1].append(path)
     metric_frames, per_job_frames, mean_frames, lead_frames = [], [], [], []
     for method_tasks, method_jobs in by_method.values():
-        tasks, jobs = evaluate.load_predictions(method_tasks, method_jobs)
+        tasks, jobs = load_predictions(method_tasks, method_jobs)
         # how early the flags came (lead, early-F1) beside the confusion-matrix metrics
         metric_frames.append(
-            evaluate.job_metrics(tasks, jobs).merge(
+            score_jobs(tasks, jobs).merge(
                 timing.timing_job_metrics(tasks, jobs, validated=True), on=KEYS, how="left"
             )
         )
-        per_job, mean = evaluate.f1_over_time(tasks, jobs, n_points=n_points)
+        per_job, mean = f1_over_time(tasks, jobs, n_points=n_points)
         lead_per_job, lead_mean = timing.lead_over_time(
             tasks, jobs, n_points=n_points, validated=True
         )
@@ -55,17 +60,15 @@ def evaluate_dataset(
     metrics = pd.concat(metric_frames, ignore_index=True)
     per_job = pd.concat(per_job_frames, ignore_index=True)
     mean = pd.concat(mean_frames, ignore_index=True)
-    leads = pd.concat(lead_frames, ignore_index=True)
-    write_csv_atomic(metrics, out_job_metrics)
-    write_csv_atomic(per_job, out_f1_per_job)
-    write_csv_atomic(mean, out_f1_mean)
-    if out_leads is not None:
-        write_csv_atomic(leads, out_leads)
+    lead_rows = pd.concat(lead_frames, ignore_index=True)
+    write_csv_atomic(metrics, job_metrics)
+    write_csv_atomic(per_job, f1_per_job)
+    write_csv_atomic(mean, f1_mean)
+    write_csv_atomic(lead_rows, leads)
     from stragglers.report.figures import plot_f1_over_time_panels
 
-    plot_f1_over_time_panels(mean, out_figure, dataset, protocol)
-    if out_lead_figure is not None:
-        report.plot_lead_distribution(leads, metrics, out_lead_figure, dataset)
+    plot_f1_over_time_panels(mean, figure, dataset, protocol)
+    plot_lead_distribution(lead_rows, metrics, lead_figure, dataset)
     return metrics
 
 
@@ -85,53 +88,54 @@ def paper_rows_for(paper_table: str, kinds: dict[str, str]) -> pd.DataFrame:
 
 def table3(
     *,
-    job_metric_files: list[str],
+    job_metrics: list[str],
     datasets: list[str],
     kinds: dict[str, str],
-    paper_table: str,
-    out_csv: str,
-    out_md: str,
-    out_summary: str,
-    lead_files: list[str] | None = None,
+    paper: str,
+    csv: str,
+    md: str,
+    summary_csv: str,
+    leads: list[str] | None = None,
     seed: int | None = None,
     bootstrap: dict | None = None,
-    comparisons_file: str | None = None,
+    comparisons: str | None = None,
 ) -> pd.DataFrame:
-    """Table 3; with `seed`, the bootstrap intervals over jobs (`bootstrap`: resamples,
+    """Rule table3: Table 3 beside the paper's rows; with `seed`, the bootstrap intervals over jobs (`bootstrap`: resamples,
     confidence_level, method; stragglers.evaluate.bootstrap) are added as `<metric>_lo` /
-    `<metric>_hi` columns after the others, and with `comparisons_file` (the
+    `<metric>_hi` columns after the others, and with `comparisons` (the
     paired_comparisons rule's CSV) the methods tied with the best are marked."""
-    from stragglers import evaluate, report
     from stragglers.evaluate import bootstrap as boot
     from stragglers.evaluate import timing
+    from stragglers.evaluate.metrics import summary_table
+    from stragglers.report.tables import write_table3
 
     metrics = pd.concat(
-        [pd.read_csv(p, dtype={"job_id": str}) for p in job_metric_files], ignore_index=True
+        [pd.read_csv(p, dtype={"job_id": str}) for p in job_metrics], ignore_index=True
     )
-    summary = evaluate.summary_table(metrics, dataset_order=datasets)
-    leads = None
-    if lead_files:
-        leads = pd.concat(
-            [pd.read_csv(p, dtype={"job_id": str}) for p in lead_files], ignore_index=True
+    summary = summary_table(metrics, dataset_order=datasets)
+    lead_rows = None
+    if leads:
+        lead_rows = pd.concat(
+            [pd.read_csv(p, dtype={"job_id": str}) for p in leads], ignore_index=True
         )
         summary = summary.merge(
-            timing.timing_summary(metrics, leads), on=["dataset", "method"], how="left"
+            timing.timing_summary(metrics, lead_rows), on=["dataset", "method"], how="left"
         )
-    write_csv_atomic(summary, out_summary)
-    paper_path = Path(out_csv).with_name("paper_table3_relabelled.csv")
-    write_csv_atomic(paper_rows_for(paper_table, kinds), paper_path)
+    write_csv_atomic(summary, summary_csv)
+    paper_path = Path(csv).with_name("paper_table3_relabelled.csv")
+    write_csv_atomic(paper_rows_for(paper, kinds), paper_path)
     intervals = None
     if seed is not None:
         intervals = boot.table3_intervals(
-            metrics, leads, seed=seed, **bootstrap_settings(bootstrap)
+            metrics, lead_rows, seed=seed, **bootstrap_settings(bootstrap)
         )
     ties = None
-    if comparisons_file is not None:
-        ties = boot.tie_marks(pd.read_csv(comparisons_file, dtype={"tied": "boolean"}))
-    report.write_table3(
+    if comparisons is not None:
+        ties = boot.tie_marks(pd.read_csv(comparisons, dtype={"tied": "boolean"}))
+    write_table3(
         summary,
-        out_csv,
-        out_md,
+        csv,
+        md,
         paper_table3_path=paper_path,
         dataset_order=datasets,
         intervals=intervals,
@@ -156,31 +160,31 @@ def bootstrap_settings(settings: dict | None) -> dict:
 
 def paired_comparisons(
     *,
-    job_metric_files: list[str],
+    job_metrics: list[str],
     datasets: list[str],
     seed: int,
     bootstrap: dict | None,
-    out_csv: str,
-    out_md: str,
+    csv: str,
+    md: str,
 ) -> pd.DataFrame:
-    """Every method against the best non-privileged method (by mean F1, and by mean early-F1)
+    """Rule paired_comparisons: every method against the best non-privileged method (by mean F1, and by mean early-F1)
     and against NURD: paired bootstrap differences over the jobs both scored, Holm-adjusted
     p-values and the tie flag (stragglers.evaluate.bootstrap, docs/statistics.md)."""
-    from stragglers import report
     from stragglers.evaluate import bootstrap as boot
+    from stragglers.report.tables import write_table
 
     metrics = pd.concat(
-        [pd.read_csv(p, dtype={"job_id": str}) for p in job_metric_files], ignore_index=True
+        [pd.read_csv(p, dtype={"job_id": str}) for p in job_metrics], ignore_index=True
     )
     summary = boot.comparison_summary(metrics, dataset_order=datasets)
     settings = bootstrap_settings(bootstrap)
     table = boot.paired_comparisons(metrics, summary, seed=seed, **settings)
     level = f"{100 * settings['confidence_level']:g} %"
     alpha = f"{1 - settings['confidence_level']:.2g}"
-    report.write_table(
+    write_table(
         table,
-        out_csv,
-        out_md,
+        csv,
+        md,
         title="Paired comparisons: every method against the best and against NURD",
         caption=(
             "One row per dataset, metric (F1, early-F1: per-job values), reference and method. "
@@ -200,15 +204,15 @@ def paired_comparisons(
     return table
 
 
-def cost_table(
-    *, job_files: list[str], benchmark_files: list[str], out_csv: str, out_md: str
-) -> pd.DataFrame:
-    from stragglers import evaluate, report
+def cost_table(*, jobs: list[str], benchmarks: list[str], csv: str, md: str) -> pd.DataFrame:
+    """Rule cost_table: seconds per job and per checkpoint, with the rules' benchmark totals."""
+    from stragglers.evaluate.metrics import cost_table as cost_per_method
+    from stragglers.report.tables import write_table
 
-    jobs = pd.concat([pd.read_parquet(p) for p in job_files], ignore_index=True)
-    cost = evaluate.cost_table(jobs)
+    job_rows = pd.concat([pd.read_parquet(p) for p in jobs], ignore_index=True)
+    cost = cost_per_method(job_rows)
     bench_rows = []
-    for path in benchmark_files:
+    for path in benchmarks:
         parts = Path(path).parts  # benchmarks/predict/<dataset>/<method>/shard-<k>.tsv
         frame = pd.read_csv(path, sep="\t")
         bench_rows.append(
@@ -226,10 +230,10 @@ def cost_table(
         .reset_index()
     )
     cost = cost.merge(bench, on=["dataset", "method"], how="left")
-    report.write_table(
+    write_table(
         cost,
-        out_csv,
-        out_md,
+        csv,
+        md,
         title="Cost per method",
         caption=(
             "Wall time of each method in the online replay: seconds per job (mean, std), "

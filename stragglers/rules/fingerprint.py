@@ -8,6 +8,8 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -55,30 +57,30 @@ def fingerprint_target(methods: dict[str, list[str]], outputs: list[str]) -> lis
     return outputs
 
 
-def run_fingerprint_table(
+def fingerprint_table(
     *,
-    table3_file: str,
-    paper_table: str,
+    table3: str,
+    paper: str,
     kinds: dict[str, str],
     protocols: dict[str, str],
     bootstrap: dict | None,
-    out_csv: str,
-    out_md: str,
-    out_distances: str,
+    csv: str,
+    md: str,
+    distances: str,
 ) -> pd.DataFrame:
-    """The run's fingerprint from its Table 3 (table3.csv: ours and our intervals) and the
+    """Rule fingerprint_table: the run's fingerprint from its Table 3 (table3.csv: ours and our intervals) and the
     paper's numbers relabelled as Table 3 relabels them; `protocols`: dataset -> the protocol
     its predictions were made under."""
     from stragglers.report.fingerprint import fingerprint_rows, write_fingerprint
 
-    ours = pd.read_csv(table3_file)
-    rows = fingerprint_rows(ours, paper_rows_for(paper_table, kinds), protocols)
+    ours = pd.read_csv(table3)
+    rows = fingerprint_rows(ours, paper_rows_for(paper, kinds), protocols)
     protocol_names = ", ".join(f"`{p}`" for p in dict.fromkeys(protocols.values()))
     return write_fingerprint(
         rows,
-        out_csv,
-        out_md,
-        out_distances,
+        csv,
+        md,
+        distances,
         title=f"Table 3 fingerprint of this run (protocol {protocol_names})",
         confidence_level=bootstrap_settings(bootstrap)["confidence_level"],
     )
@@ -86,71 +88,73 @@ def run_fingerprint_table(
 
 def fingerprint_replay(
     *,
-    converted_dir: str,
+    manifest: str,
+    converted_jobs: Any,
+    job_metrics: str,
     dataset: str,
+    fingerprint_method: str,
     kind: str,
-    method: str,
-    params: dict,
+    method_params: dict,
     replay: dict,
     seed: int,
     tuning_jobs: int,
-    out: str,
 ) -> pd.DataFrame:
-    """One method over every job of a dataset under `protocol: paper`: its per-job metrics."""
+    """Rule fingerprint_replay: one method over every job of the converted dataset whose
+    manifest is `manifest` (`converted_jobs`: ordering only) under `protocol: paper`; its
+    per-job metrics to `job_metrics`."""
     from stragglers.rules.predict import protocol_job_metrics
 
+    method = fingerprint_method
     metrics = protocol_job_metrics(
-        converted_dir=converted_dir,
+        converted_dir=str(Path(manifest).parent),
         dataset=dataset,
         kind=kind,
-        methods={method: params},
-        replay=replay,
+        methods={method: dict(method_params)},
+        replay=dict(replay),
         protocol="paper",
-        seed=seed,
-        tuning_jobs=tuning_jobs,
+        seed=int(seed),
+        tuning_jobs=int(tuning_jobs),
     )
-    write_csv_atomic(metrics, out)
+    write_csv_atomic(metrics, job_metrics)
     failed = int((metrics["status"] == "failed").sum())
     log.info("%s / %s under paper: %d jobs, %d failed", dataset, method, len(metrics), failed)
     return metrics
 
 
-def paper_fingerprint_table(
+def fingerprint_paper_table(
     *,
-    job_metric_files: list[str],
+    job_metrics: list[str],
     datasets: list[str],
     kinds: dict[str, str],
-    paper_table: str,
+    paper: str,
     seed: int,
     bootstrap: dict | None,
-    out_csv: str,
-    out_md: str,
-    out_distances: str,
+    csv: str,
+    md: str,
+    distances: str,
 ) -> pd.DataFrame:
-    """The `paper` fingerprint: Table 3's means and bootstrap intervals over jobs (the same
+    """Rule fingerprint_paper_table: the `paper` fingerprint, Table 3's means and bootstrap intervals over jobs (the same
     functions, seeds and settings as rule table3) of the replays under `protocol: paper`."""
-    from stragglers import evaluate
     from stragglers.evaluate import bootstrap as boot
+    from stragglers.evaluate.metrics import summary_table
     from stragglers.report.fingerprint import fingerprint_rows, write_fingerprint
 
     metrics = pd.concat(
-        [pd.read_csv(p, dtype={"job_id": str}) for p in job_metric_files], ignore_index=True
+        [pd.read_csv(p, dtype={"job_id": str}) for p in job_metrics], ignore_index=True
     )
     settings = bootstrap_settings(bootstrap)
-    ours = evaluate.summary_table(metrics, dataset_order=datasets).merge(
+    ours = summary_table(metrics, dataset_order=datasets).merge(
         boot.table3_intervals(metrics, seed=seed, **settings),
         on=["dataset", "method"],
         how="left",
         validate="one_to_one",
     )
-    rows = fingerprint_rows(
-        ours, paper_rows_for(paper_table, kinds), {d: "paper" for d in datasets}
-    )
+    rows = fingerprint_rows(ours, paper_rows_for(paper, kinds), {d: "paper" for d in datasets})
     return write_fingerprint(
         rows,
-        out_csv,
-        out_md,
-        out_distances,
+        csv,
+        md,
+        distances,
         title="Table 3 fingerprint under protocol `paper` (`snakemake fingerprint`)",
         confidence_level=settings["confidence_level"],
     )

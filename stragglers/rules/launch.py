@@ -53,61 +53,71 @@ def launch_settings(
 
 def launch_predict(
     *,
-    converted_dir: str,
+    manifest: str,
+    converted_jobs: Any,
+    tasks: str,
+    jobs: str,
+    curve: str,
+    simulation: str,
     dataset: str,
+    launch_method: str,
     kind: str,
-    method: str,
-    params: dict[str, Any],
-    launch_config: dict[str, Any],
+    method_params: dict[str, Any],
+    launch: dict[str, Any],
     straggler_quantile: float,
     interval: float,
     repeats: int,
     deadline_factors: list[float],
     seed: int,
-    out_tasks: str,
-    out_jobs: str,
-    out_curve: str,
-    out_simulation: str,
 ) -> None:
+    """Rule launch_predict: one launch-time method on the converted dataset whose manifest is
+    `manifest` (`converted_jobs`: ordering only): its online predictions (`tasks`, `jobs`),
+    learning curve (`curve`) and hold-back simulation (`simulation`)."""
     from stragglers.launch.methods import get_launch_method
 
-    method_class = get_launch_method(method)
-    settings = launch_settings(launch_config, kind, straggler_quantile)
-    tasks, features = load_launch_tasks(converted_dir, kind, settings.workload)
-    tasks = add_labels(tasks, settings)
+    method_class = get_launch_method(launch_method)
+    settings = launch_settings(launch, kind, float(straggler_quantile))
+    rows, features = load_launch_tasks(str(Path(manifest).parent), kind, settings.workload)
+    rows = add_labels(rows, settings)
     log.info(
         "%s: %d tasks of %d jobs, %d nodes, %d workloads (%s), label %s",
         dataset,
-        len(tasks),
-        tasks["job_id"].nunique(),
-        tasks["node"].nunique(),
-        tasks["workload"].nunique(),
+        len(rows),
+        rows["job_id"].nunique(),
+        rows["node"].nunique(),
+        rows["workload"].nunique(),
         settings.workload,
         settings.label,
     )
-    predictions, jobs = online_predictions(
-        tasks, features, method_class, params, settings, seed, dataset
+    params = dict(method_params)
+    predictions, job_rows = online_predictions(
+        rows, features, method_class, params, settings, seed, dataset
     )
-    curve = learning_curve(tasks, features, method_class, params, settings, seed, dataset)
-    curve["workload"] = settings.workload
-    simulation = simulate_hold_back(
-        predictions, interval, straggler_quantile, repeats, seed, deadline_factors
+    curve_rows = learning_curve(rows, features, method_class, params, settings, seed, dataset)
+    curve_rows["workload"] = settings.workload
+    held_back = simulate_hold_back(
+        predictions,
+        float(interval),
+        float(straggler_quantile),
+        int(repeats),
+        int(seed),
+        [float(f) for f in deadline_factors],
     )
     for frame, path in (
-        (predictions, out_tasks),
-        (jobs, out_jobs),
-        (curve, out_curve),
-        (simulation, out_simulation),
+        (predictions, tasks),
+        (job_rows, jobs),
+        (curve_rows, curve),
+        (held_back, simulation),
     ):
         write_parquet_atomic(frame, path)
-    failed = int((jobs["status"] == "failed").sum())
+    failed = int((job_rows["status"] == "failed").sum())
     log.info(
         "%s on %s: %d jobs, %d failed, %d without a model",
-        method,
+        launch_method,
         dataset,
-        len(jobs),
+        len(job_rows),
         failed,
-        int(jobs["reason"].astype(str).str.startswith("no model").sum()),
+        int(job_rows["reason"].astype(str).str.startswith("no model").sum()),
     )
 
 
@@ -122,37 +132,37 @@ def launch_tables(
     curves: list[str],
     simulations: list[str],
     deadline_factors: list[float],
-    out_table_csv: str,
-    out_table_md: str,
-    out_curve_csv: str,
-    out_curve_md: str,
-    out_simulation_csv: str,
-    out_simulation_md: str,
-    figure_dir: str,
+    table_csv: str,
+    table_md: str,
+    curve_csv: str,
+    curve_md: str,
+    simulation_csv: str,
+    simulation_md: str,
+    figures: list[str],
 ) -> None:
-    """Launch-time Table 3 (the replay's scoring), the MTL paper's Table 5 / Figure 3 and §4.8
+    """Rule launch_tables: launch-time Table 3 (the replay's scoring), the MTL paper's Table 5 / Figure 3 and §4.8
     (learning curve, unseen nodes and workloads) and the hold-back simulation."""
-    from stragglers import evaluate
+    from stragglers.evaluate.metrics import job_metrics, summary_table
 
     task_frame = pd.concat([pd.read_parquet(p) for p in tasks], ignore_index=True)
     job_frame = pd.concat([pd.read_parquet(p) for p in jobs], ignore_index=True)
-    metrics = evaluate.job_metrics(task_frame, job_frame[[c for c in job_frame if c != "trace"]])
-    table = evaluate.summary_table(metrics)
+    metrics = job_metrics(task_frame, job_frame[[c for c in job_frame if c != "trace"]])
+    table = summary_table(metrics)
     no_model = job_frame.assign(no_model=job_frame["reason"].astype(str).str.startswith("no model"))
     counts = no_model.groupby(["dataset", "method"])["no_model"].sum().rename("jobs_without_model")
     table = table.merge(counts.reset_index(), on=["dataset", "method"], how="left")
-    write_csv_atomic(table, out_table_csv)
+    write_csv_atomic(table, table_csv)
     write_text_atomic(
         "# Launch-time methods, scored like Table 3\n\nA task flagged at launch counts as flagged "
         "(flag time = its start); jobs whose model had too little finished data flag nothing "
         '(`jobs_without_model`). See docs/definitions.md, "Launch-time prediction".\n\n'
         + _markdown(table)
         + "\n",
-        out_table_md,
+        table_md,
     )
 
     curve = pd.concat([pd.read_parquet(p) for p in curves], ignore_index=True)
-    write_csv_atomic(curve, out_curve_csv)
+    write_csv_atomic(curve, curve_csv)
     columns = [
         "dataset",
         "method",
@@ -179,24 +189,27 @@ def launch_tables(
         "paper reports (it oversamples its validation sets too).\n\n"
         + _markdown(curve[[c for c in columns if c in curve]])
         + "\n",
-        out_curve_md,
+        curve_md,
     )
 
     simulation = pd.concat([pd.read_parquet(p) for p in simulations], ignore_index=True)
-    summary = hold_back_summary(simulation, deadline_factors)
-    write_csv_atomic(summary, out_simulation_csv)
+    summary = hold_back_summary(simulation, [float(f) for f in deadline_factors])
+    write_csv_atomic(summary, simulation_csv)
     write_text_atomic(
         "# Holding predicted stragglers back at launch (one scheduling interval, duration "
         "redrawn with the common random numbers)\n\nreduction = (JCT_trace - JCT_held_back) / "
         "JCT_trace; Hadoop-NS (hold nothing) is 0 by definition; PoCD_base_* is Hadoop-NS's.\n\n"
         + _markdown(summary)
         + "\n",
-        out_simulation_md,
+        simulation_md,
     )
-    _curve_figures(curve, Path(figure_dir))
+    _curve_figures(curve, figures)
 
 
-def _curve_figures(curve: pd.DataFrame, figure_dir: Path) -> None:
+def _curve_figures(curve: pd.DataFrame, figures: list[str]) -> None:
+    """Each dataset's learning curve, to its path among `figures`
+    (results/<dataset>/figures/launch_learning_curve.png)."""
+    by_dataset = {Path(path).parent.parent.name: path for path in figures}
     import matplotlib
 
     matplotlib.use("Agg")
@@ -215,6 +228,5 @@ def _curve_figures(curve: pd.DataFrame, figure_dir: Path) -> None:
         axes[0].legend(fontsize=7)
         fig.suptitle(f"{dataset}: launch-time models vs training data (MTL paper, Fig. 3)")
         fig.tight_layout()
-        out = figure_dir / str(dataset) / "figures" / "launch_learning_curve.png"
-        save_figure(fig, out, dpi=110)
+        save_figure(fig, by_dataset[str(dataset)], dpi=110)
         plt.close(fig)

@@ -20,44 +20,42 @@ from stragglers.replay.runner import run_method_on_jobs
 log = logging.getLogger(__name__)
 
 
-def replay_settings(
-    dataset_config: dict[str, Any], replay_config: dict[str, Any]
-) -> ReplaySettings:
-    """Global replay settings overlaid with the dataset's own grid."""
-    merged = {**replay_config, **dataset_config.get("replay", {})}
-    return ReplaySettings(**merged)
-
-
-def predict_shard(
+def predict(
     *,
-    converted_dir: Path | str,
+    manifest: Path | str,
+    shard_jobs: Any,
+    tuned: str | list,
+    tasks: Path | str,
+    jobs: Path | str,
     dataset: str,
-    kind: str,
-    shard: int,
     method: str,
-    params: dict[str, Any],
-    settings: ReplaySettings,
+    shard: int | str,
+    kind: str,
+    method_name: str,
+    method_params: dict[str, Any],
+    replay: dict[str, Any],
     seed: int,
-    out_tasks: Path | str,
-    out_jobs: Path | str,
-    method_dirs: list[str] | None = None,
+    kill_delay: float | None = None,
+    method_dirs: list[str] = (),
     tuning_jobs: int = 0,
-    tuned_params: str | None = None,
-    label: str | None = None,
 ) -> pd.DataFrame:
-    """Replay one method over a shard. With `tuning_jobs`, the tuning jobs are left out; with
-    `tuned_params` (a tune_method output), its best parameters override `params`; `label` (the
-    config's entry, default the method's name) names it in the output."""
-    label = label or method
+    """Rule predict: replay method `method_name` (labelled `method`, the config's entry) over
+    one shard of the converted dataset whose manifest is `manifest` (`shard_jobs`, the shard's
+    job files, only orders the job after their conversion). With `tuning_jobs`, the tuning
+    jobs are left out; with `tuned` (a tune_method output), its best parameters override
+    `method_params`. Writes the `tasks` and `jobs` prediction files."""
+    converted_dir, shard, label = Path(manifest).parent, int(shard), method
+    settings = ReplaySettings(**replay, kill_delay=kill_delay)
+    params = dict(method_params)
     # imported here: evaluation code paths never import method code
     from stragglers.methods import get_method, load_method_dirs
 
-    load_method_dirs(method_dirs)
-    method_class = get_method(method)
-    if tuned_params:
-        tuned = json.loads(Path(tuned_params).read_text())
-        params = {**params, **tuned["best_params"]}
-        log.info("%s: tuned parameters %s", label, tuned["best_params"])
+    load_method_dirs(list(method_dirs))
+    method_class = get_method(method_name)
+    if tuned:
+        best = json.loads(Path(tuned).read_text())["best_params"]
+        params = {**params, **best}
+        log.info("%s: tuned parameters %s", label, best)
     history = None
     if method_class.cross_job:  # learns from earlier jobs of every shard (CONTRACT B)
         from stragglers.replay.history import JobHistory
@@ -69,7 +67,7 @@ def predict_shard(
             seed=seed,
             machine_state=method_class.uses_machine_state,
         )
-    tasks, jobs = run_method_on_jobs(
+    predicted = run_method_on_jobs(
         iter_shard_jobs(
             converted_dir,
             kind,
@@ -86,6 +84,8 @@ def predict_shard(
         history=history,
         label=label,
     )
+    out_tasks, out_jobs = tasks, jobs
+    tasks, jobs = predicted
     write_parquet_atomic(tasks, out_tasks)
     write_parquet_atomic(jobs, out_jobs)
     failed = jobs[jobs["status"] == "failed"]
@@ -108,28 +108,31 @@ def parameter_grid(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
 
 def tune_method(
     *,
-    converted_dir: Path | str,
+    manifest: Path | str,
+    converted_jobs: Any,
+    tuning: Path | str,
     dataset: str,
-    kind: str,
     method: str,
-    params: dict[str, Any],
+    kind: str,
+    method_name: str,
+    method_params: dict[str, Any],
     grid: dict[str, list[Any]],
-    settings: ReplaySettings,
+    replay: dict[str, Any],
     seed: int,
+    kill_delay: float | None = None,
     n_jobs: int,
-    out: Path | str,
-    method_dirs: list[str] | None = None,
-    label: str | None = None,
+    method_dirs: list[str] = (),
 ) -> dict[str, Any]:
-    """The paper's protocol: each grid point on the tuning jobs only; best mean F1 wins
-    (ties: the first in grid order). The tuning jobs are left out of every evaluation. `label`
-    as for predict_shard."""
-    label = label or method
-    from stragglers import evaluate
+    """Rule tune_method, the paper's protocol: each grid point on the tuning jobs only; best
+    mean F1 wins (ties: the first in grid order), written to `tuning`. The tuning jobs are
+    left out of every evaluation. Names as for predict (`converted_jobs`: ordering only)."""
+    converted_dir, label, params = Path(manifest).parent, method, dict(method_params)
+    settings = ReplaySettings(**replay, kill_delay=kill_delay)
+    from stragglers.evaluate.metrics import job_metrics
     from stragglers.methods import get_method, load_method_dirs
 
-    load_method_dirs(method_dirs)
-    method_class = get_method(method)
+    load_method_dirs(list(method_dirs))
+    method_class = get_method(method_name)
     job_ids = tuning_job_ids(read_manifest(converted_dir), n_jobs)
     jobs = list(
         iter_shard_jobs(
@@ -164,7 +167,7 @@ def tune_method(
             history=history,
             label=label,
         )
-        metrics = evaluate.job_metrics(tasks, job_rows)
+        metrics = job_metrics(tasks, job_rows)
         scored = metrics[metrics["status"] == "ok"]
         scores.append(
             {
@@ -188,7 +191,7 @@ def tune_method(
         "best_params": best["params"],
         "best_mean_F1": best["mean_F1"],
     }
-    dump_json(result, out)
+    dump_json(result, tuning)
     return result
 
 
@@ -207,8 +210,8 @@ def protocol_job_metrics(
     under the `protocol` preset (the config's protocol and `overrides` set aside) and scored
     per job as evaluate_dataset scores the predict rule's files: confusion matrix, TPR, FPR,
     F1 and the timing columns. With `tuning_jobs`, the tuning jobs are left out, as there."""
-    from stragglers import evaluate
     from stragglers.evaluate import timing
+    from stragglers.evaluate.metrics import job_metrics
     from stragglers.formats.predictions import KEYS
     from stragglers.methods import get_method, method_entry
 
@@ -230,7 +233,7 @@ def protocol_job_metrics(
             label=name,
         )
         frames.append(
-            evaluate.job_metrics(tasks, job_rows).merge(
+            job_metrics(tasks, job_rows).merge(
                 timing.timing_job_metrics(tasks, job_rows, validated=True), on=KEYS, how="left"
             )
         )

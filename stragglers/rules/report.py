@@ -1,10 +1,15 @@
-"""What the report rules call: the index of results/ (workflow/rules/report.smk)."""
+"""What the report rules call (workflow/rules/report.smk): the index of results/, the findings
+page and the overview figure."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
+
 from stragglers.io import write_text_atomic
+from stragglers.report.figures import plot_overview
+from stragglers.report.findings import write_findings
 
 RESULTS_INDEX = """# results/
 
@@ -66,8 +71,15 @@ log per rule run; a method's failure on a job is logged there with its traceback
 
 
 def results_index(
-    *, datasets: list[str], methods: list[str], config: dict[str, Any], out: str
+    *,
+    tables: list[str],
+    index: str,
+    datasets: list[str],
+    methods: list[str],
+    config: dict[str, Any],
 ) -> None:
+    """Rule results_index: results/README.md, what every file in results/ is (`tables`: the
+    tables it describes, ordering only)."""
     replay = config.get("replay", {})
     text = RESULTS_INDEX.format(
         datasets=", ".join(f"`{d}`" for d in datasets),
@@ -77,4 +89,48 @@ def results_index(
         start=100 * replay.get("start_fraction", 0.04),
         seed=config.get("seed"),
     )
-    write_text_atomic(text, out)
+    write_text_atomic(text, index)
+
+
+def findings(
+    *,
+    table3: str,
+    paired: str,
+    completion: str,
+    policies: str,
+    audit: list[str],
+    fingerprint: str,
+    md: str,
+    sources: str,
+    datasets: list[str],
+    protocol: str,
+    config_name: str,
+) -> pd.DataFrame:
+    """Rule findings: results/findings.md, the run's headline statements from its tables (the
+    audit's when `snakemake audit` made it: `audit` is then its one table)."""
+    return write_findings(
+        table3=table3,
+        paired=paired,
+        completion=completion,
+        policies=policies,
+        audit=audit[0] if audit else None,
+        datasets=list(datasets),
+        protocol=str(protocol),
+        config_name=str(config_name),
+        out_md=md,
+        out_sources=sources,
+        fingerprint=fingerprint,
+    )
+
+
+def overview(
+    *, table3: str, policies: str, figure: str, datasets: list[str], protocol: str
+) -> None:
+    """Rule overview: results/figures/overview.png, the figure to open first."""
+    plot_overview(
+        pd.read_csv(table3),
+        pd.read_csv(policies, dtype={"machines": str}),
+        figure,
+        datasets=list(datasets),
+        protocol=str(protocol),
+    )

@@ -1,14 +1,9 @@
-"""What the replicate and sensitivity rules call (workflow/rules/sensitivity.smk).
-
-Both targets make their extra traces ordinary datasets, so the existing rules (generate,
-convert, predict, evaluate, simulate) run them unchanged:
-- replicate k >= 2 of a generated dataset D is `D@r<k>`: D's settings with the generator seed
-  `replicate_seed(D's seed, k)`; replicate 1 is D itself (the default run's data);
-- grid point (i, j) of the sensitivity map is `<base>@s<i>t<j>`: the base dataset's settings
-  with `sensitivity.n_jobs` jobs and the i-th signal and j-th tail generator settings, all
-  points with the base's seed (the same draws wherever a setting does not change them);
-- `sensitivity.place` entries are measured (predictability and tail) and marked on the map.
-Config names cannot contain "@" (schema), so a derived name never clashes with a configured one.
+"""What the replicate and sensitivity rules call (workflow/rules/sensitivity.smk). Both targets
+make their extra traces ordinary datasets, so the stage rules run them unchanged: replicate k
+of a generated dataset D is `D@r<k>` (D with the generator seed `replicate_seed`), grid point
+(i, j) of the map is `<base>@s<i>t<j>` (the i-th signal and j-th tail settings, the base's
+seed), and `sensitivity.place` entries are measured and marked on the map. Config names
+cannot contain "@", so a derived name never clashes (docs/sensitivity.md).
 """
 
 from __future__ import annotations
@@ -169,7 +164,7 @@ def derived_datasets(config: dict) -> dict[str, dict]:
 def sensitivity_table_inputs(points: list[str], placed: list[str]) -> dict[str, str]:
     """The sensitivity_table rule's named inputs: per grid point its job metrics (configured
     protocol and paper), policy summary and predictability; per placed dataset its
-    predictability (names as scripts/sensitivity_table.py reads them)."""
+    predictability (names as the rule's function, sensitivity_table, reads them)."""
     per_point = {
         "metrics": "results/{}/evaluation/job_metrics.csv",
         "paper": "results/{}/sensitivity/paper_job_metrics.csv",
@@ -185,110 +180,137 @@ def sensitivity_table_inputs(points: list[str], placed: list[str]) -> dict[str, 
 # rule entry points
 
 
-def measure_predictability(
-    *, converted_dir: str, kind: str, replay: dict, seed: int, out_json: str, out_csv: str
+def predictability(
+    *,
+    manifest: str,
+    converted_jobs: Any,
+    json: str,
+    csv: str,
+    dataset: str,
+    kind: str,
+    replay: dict,
+    seed: int,
 ) -> dict:
+    """Rule predictability: the predictability and tail of the converted dataset whose manifest
+    is `manifest` (`converted_jobs`: ordering only), summary to `json`, per job to `csv`."""
     from stragglers.replay.predictability import dataset_predictability, write_predictability
 
-    per_job, summary = dataset_predictability(converted_dir, kind, replay, seed)
-    write_predictability(per_job, summary, out_json, out_csv)
+    converted_dir = str(Path(manifest).parent)
+    per_job, summary = dataset_predictability(converted_dir, kind, dict(replay), int(seed))
+    write_predictability(per_job, summary, json, csv)
     log.info("%s: %s", converted_dir, summary)
     return summary
 
 
-def run_paper_protocol(
+def sensitivity_paper(
     *,
-    converted_dir: str,
+    manifest: str,
+    converted_jobs: Any,
+    job_metrics: str,
+    paper_job_metrics: str,
     dataset: str,
     kind: str,
     replay: dict,
-    job_metrics_file: str,
     paper_methods: list[str],
     method_params: dict[str, dict],
     seed: int,
-    out: str,
 ) -> pd.DataFrame:
-    """`paper_methods` and the point's leader by F1 under the configured protocol (Table 3's
-    best non-privileged method), re-run under `protocol: paper`: per-job metrics as
-    evaluate_dataset writes them, the method named `<method> (paper)`."""
-    from stragglers import evaluate
+    """Rule sensitivity_paper: `paper_methods` and the point's leader by F1 under the
+    configured protocol (Table 3's best non-privileged method, from `job_metrics`), re-run
+    under `protocol: paper` on the converted dataset whose manifest is `manifest`: per-job
+    metrics as evaluate_dataset writes them, the method named `<method> (paper)`."""
     from stragglers.evaluate.bootstrap import best_method
+    from stragglers.evaluate.metrics import summary_table
     from stragglers.rules.predict import protocol_job_metrics
 
-    causal = pd.read_csv(job_metrics_file, dtype={"job_id": str})
-    leader = best_method(evaluate.summary_table(causal), "F1")
+    causal = pd.read_csv(job_metrics, dtype={"job_id": str})
+    leader = best_method(summary_table(causal), "F1")
     chosen = list(dict.fromkeys([*paper_methods, *([leader] if leader else [])]))
     metrics = protocol_job_metrics(
-        converted_dir=converted_dir,
+        converted_dir=str(Path(manifest).parent),
         dataset=dataset,
         kind=kind,
-        methods={name: method_params.get(name) or {} for name in chosen},
-        replay=replay,
+        methods={name: dict(method_params.get(name) or {}) for name in chosen},
+        replay=dict(replay),
         protocol="paper",
-        seed=seed,
+        seed=int(seed),
     )
     metrics["method"] = metrics["method"] + " (paper)"
-    write_csv_atomic(metrics, out)
+    write_csv_atomic(metrics, paper_job_metrics)
     return metrics
 
 
-def sensitivity_tables(
+def sensitivity_table(
     *,
+    csv: str,
+    leaders: str,
+    md: str,
+    png: str,
     points: dict[str, dict],
-    job_metric_files: dict[str, list[str]],
-    policy_files: dict[str, str],
-    predictability_files: dict[str, str],
-    placed_files: dict[str, str],
+    placed: list[str],
     seed: int,
     bootstrap: dict,
-    out_csv: str,
-    out_md: str,
-    out_leaders_csv: str,
-    out_png: str,
+    **inputs: str,
 ) -> pd.DataFrame:
-    """Read each point's outputs and write the map (stragglers/report/sensitivity.py)."""
+    """Rule sensitivity_table: each point's outputs (`inputs`, named as
+    sensitivity_table_inputs names them) -> the map, who leads where, and its figure
+    (stragglers/report/sensitivity.py)."""
     from stragglers.report import sensitivity as report
     from stragglers.rules.evaluate import bootstrap_settings
 
     measured = {
-        name: pd.read_json(path, typ="series").to_dict()
-        for name, path in predictability_files.items()
+        name: pd.read_json(inputs[f"measure_{name}"], typ="series").to_dict() for name in points
     }
-    placed = {
-        name: pd.read_json(path, typ="series").to_dict() for name, path in placed_files.items()
+    placed_points = {
+        name: pd.read_json(inputs[f"place_{name}"], typ="series").to_dict() for name in placed
     }
     job_metrics = {
-        name: pd.concat([pd.read_csv(p, dtype={"job_id": str}) for p in files], ignore_index=True)
-        for name, files in job_metric_files.items()
+        name: pd.concat(
+            [
+                pd.read_csv(inputs[f"{part}_{name}"], dtype={"job_id": str})
+                for part in ("metrics", "paper")
+            ],
+            ignore_index=True,
+        )
+        for name in points
     }
-    policies = {name: pd.read_csv(path) for name, path in policy_files.items()}
-    table, leaders = report.sensitivity_table(
-        points, job_metrics, policies, measured, seed=seed, bootstrap=bootstrap_settings(bootstrap)
+    policies = {name: pd.read_csv(inputs[f"policies_{name}"]) for name in points}
+    table, leader_rows = report.sensitivity_table(
+        dict(points),
+        job_metrics,
+        policies,
+        measured,
+        seed=int(seed),
+        bootstrap=bootstrap_settings(dict(bootstrap)),
     )
-    write_csv_atomic(table, out_csv)
-    write_csv_atomic(leaders, out_leaders_csv)
-    write_text_atomic(report.sensitivity_markdown(table, leaders, placed), out_md)
-    report.plot_sensitivity(table, placed, out_png)
-    dump_json(placed, Path(out_csv).with_name("sensitivity_placed.json"))
+    write_csv_atomic(table, csv)
+    write_csv_atomic(leader_rows, leaders)
+    write_text_atomic(report.sensitivity_markdown(table, leader_rows, placed_points), md)
+    report.plot_sensitivity(table, placed_points, png)
+    dump_json(placed_points, Path(csv).with_name("sensitivity_placed.json"))
     return table
 
 
-def replicate_tables(
+def replicate_table(
     *,
+    job_metrics: list[str],
+    csv: str,
+    md: str,
     replicates: dict[str, dict[int, str]],
-    out_csv: str,
-    out_md: str,
 ) -> pd.DataFrame:
-    """replicates: base dataset -> {replicate number: its job_metrics.csv}."""
+    """Rule replicate_table: per method, spread and rank across replicates (rank stability).
+    replicates: base dataset -> {replicate number: its dataset name}; `job_metrics`: those
+    datasets' results/<name>/evaluation/job_metrics.csv."""
     from stragglers.report import sensitivity as report
 
+    by_name = {Path(path).parent.parent.name: path for path in job_metrics}
     frames = []
-    for dataset, files in replicates.items():
-        for replicate, path in files.items():
-            metrics = pd.read_csv(path, dtype={"job_id": str})
-            frames.append(report.replicate_summary(metrics, dataset, replicate))
+    for dataset, names in replicates.items():
+        for replicate, name in names.items():
+            metrics = pd.read_csv(by_name[name], dtype={"job_id": str})
+            frames.append(report.replicate_summary(metrics, dataset, int(replicate)))
     summaries = pd.concat(frames, ignore_index=True)
     table = report.replicate_table(summaries)
-    write_csv_atomic(table, out_csv)
-    write_text_atomic(report.replicate_markdown(table), out_md)
+    write_csv_atomic(table, csv)
+    write_text_atomic(report.replicate_markdown(table), md)
     return table

@@ -1,18 +1,64 @@
-"""Pipeline steps of the mitigation-policy simulation (``stragglers.simulate.policies``): per method,
-per dataset (tables and figures), and the table over datasets."""
+"""What the simulation rules call (workflow/rules/simulate.smk): per method, the completion-time
+simulation and the mitigation policies (stragglers/simulate); per dataset, their tables and
+figures; and the tables over datasets (docs/simulation.md)."""
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from stragglers.io import save_figure, write_csv_atomic, write_parquet_atomic
+from stragglers.replay.protocols import resolve_rules
 
 log = logging.getLogger(__name__)
 
 ID_COLUMNS = ["dataset", "method", "job_id"]
+
+
+def simulate_method(
+    *,
+    tasks: list[str],
+    jobs: list[str],
+    simulation: str,
+    policies: str,
+    dataset: str,
+    method: str,
+    replay: dict[str, Any],
+    repeats: int,
+    machines: list[int],
+    seed: int,
+    relaunch: str,
+    resume_attempts: int,
+    kill_delay: float | None,
+) -> None:
+    """Rule simulate_method: one method's predictions of one dataset through the completion-time
+    simulation (Algorithms 2-3) and the mitigation policies (relaunch, speculative copy,
+    speculative resume), in one process (half the start-up of two jobs: bench/run_split.py)."""
+    protocol_rules = resolve_rules(replay.get("protocol", "causal"), replay.get("overrides"))
+    common = dict(
+        task_files=list(tasks),
+        job_files=list(jobs),
+        grid_origin=float(replay["grid_origin"]),
+        checkpoint_interval=float(replay["checkpoint_interval"]),
+        machines=list(machines),
+        repeats=repeats,
+        seed=seed,
+    )
+    simulate_relaunch(
+        **common,
+        out=simulation,
+        aligned_timeline=protocol_rules.timeline == "aligned",
+        relaunch=relaunch,
+    )
+    simulate_policies_method(
+        **common,
+        resume_attempts=int(resume_attempts),
+        kill_delay=None if kill_delay is None else float(kill_delay),
+        out=policies,
+    )
 
 
 def simulate_policies_method(
@@ -29,10 +75,10 @@ def simulate_policies_method(
     out: str,
 ) -> pd.DataFrame:
     """Every policy (unlimited and each m) for every successful job of one method."""
-    from stragglers import evaluate
+    from stragglers.evaluate.metrics import load_predictions
     from stragglers.simulate import policies
 
-    tasks, jobs = evaluate.load_predictions(task_files, job_files)
+    tasks, jobs = load_predictions(task_files, job_files)
     ok = jobs[jobs["status"] == "ok"].set_index("job_id")["straggler_threshold"]
     frames = []
     for (dataset, method, job_id), job_tasks in tasks.groupby(ID_COLUMNS, sort=False):
@@ -118,14 +164,15 @@ def policies_report(
     simulation_files: list[str],
     dataset: str,
     deadline_factors: list[float],
-    out_csv: str,
-    out_pocd_png: str,
-    out_reduction_png: str,
+    csv: str,
+    pocd_png: str,
+    reduction_png: str,
     protocol: str,
     seed: int | None = None,
     bootstrap: dict | None = None,
 ) -> pd.DataFrame:
-    """Per (method, policy, machines): reduction, machine time, PoCD; and the two figures.
+    """Rule policies_report: per (method, policy, machines) of one dataset, reduction, machine
+    time, PoCD; and the two figures.
     With `seed`, the reduction's bootstrap interval over jobs (`reduction_intervals`) is
     appended as reduction_lo, reduction_hi, reduction_interval_note."""
     import matplotlib
@@ -144,11 +191,11 @@ def policies_report(
         table = table.merge(
             intervals, on=["method", "policy", "machines"], how="left", validate="one_to_one"
         )
-    write_csv_atomic(table, out_csv)
+    write_csv_atomic(table, csv)
 
     from stragglers.report.figures import plot_pocd_vs_machine_time
 
-    plot_pocd_vs_machine_time(table, out_pocd_png, dataset, protocol, deadline_factors)
+    plot_pocd_vs_machine_time(table, pocd_png, dataset, protocol, deadline_factors)
 
     unlimited = table[table["machines"] == "unlimited"]
     mitigated = unlimited[unlimited["policy"] != "none"]
@@ -165,17 +212,17 @@ def policies_report(
     ax.set_title(f"JCT reduction per mitigation policy, {dataset}, protocol {protocol}")
     ax.legend()
     fig.tight_layout()
-    save_figure(fig, out_reduction_png, dpi=120)
+    save_figure(fig, reduction_png, dpi=120)
     plt.close(fig)
     return table
 
 
-def policies_table(*, files: list[str], out_csv: str, out_md: str) -> pd.DataFrame:
-    """Long CSV over datasets; Markdown: one table per dataset (unlimited and the mean over m)."""
-    from stragglers import report
+def policies_table(*, files: list[str], csv: str, md: str) -> pd.DataFrame:
+    """Rule policies_table: long CSV over datasets; Markdown: one table per dataset (unlimited and the mean over m)."""
+    from stragglers.report.tables import markdown_table
 
     table = pd.concat([pd.read_csv(p, dtype={"machines": str}) for p in files], ignore_index=True)
-    write_csv_atomic(table, out_csv)
+    write_csv_atomic(table, csv)
     caption = (
         "Per method and mitigation policy (unlimited machines): mean JCT reduction over jobs, "
         "machine time (all attempts' machine-seconds, killed ones included) relative to no "
@@ -203,7 +250,7 @@ def policies_table(*, files: list[str], out_csv: str, out_md: str) -> pd.DataFra
                     )
                 ]
             ).drop(columns=["reduction_lo", "reduction_hi", "reduction_interval_note"])
-        parts.append(f"## {dataset}\n\n" + report.markdown_table(rows))
+        parts.append(f"## {dataset}\n\n" + markdown_table(rows))
     text = (
         "# Mitigation policies: JCT, PoCD and machine time\n\n"
         + caption
@@ -212,7 +259,7 @@ def policies_table(*, files: list[str], out_csv: str, out_md: str) -> pd.DataFra
     )
     from stragglers.io import write_text_atomic
 
-    write_text_atomic(text, out_md)
+    write_text_atomic(text, md)
     return table
 
 
@@ -221,7 +268,7 @@ log = logging.getLogger(__name__)
 
 # ---------------------------------------------------------------------------------------------
 # completion-time simulation
-def simulate_method(
+def simulate_relaunch(
     *,
     task_files: list[str],
     job_files: list[str],
@@ -241,14 +288,23 @@ def simulate_method(
     Every reading of the relaunch (simulation.RELAUNCH_READINGS) is simulated, with the same
     draws; column `reading` names it and `primary` marks the configured one
     (`simulation.relaunch`), which the per-dataset tables and figures show."""
-    from stragglers import evaluate, simulate
+    from stragglers.evaluate.metrics import load_predictions
     from stragglers.replay import aligned
+    from stragglers.simulate.jct import (
+        RELAUNCH_READINGS,
+        RESULT_COLUMNS,
+        draw_pool,
+        relaunch_reading,
+        replacement_durations,
+        replacement_uniforms,
+        simulate_job,
+    )
 
-    simulate.relaunch_reading(relaunch)  # an unknown setting stops here, named
-    readings = [relaunch] + [r for r in simulate.RELAUNCH_READINGS if r != relaunch]
+    relaunch_reading(relaunch)  # an unknown setting stops here, named
+    readings = [relaunch] + [r for r in RELAUNCH_READINGS if r != relaunch]
     if aligned_timeline:
         grid_origin = 0.0
-    tasks, jobs = evaluate.load_predictions(task_files, job_files)
+    tasks, jobs = load_predictions(task_files, job_files)
     frames = []
     ok_jobs = set(jobs.loc[jobs["status"] == "ok", "job_id"])
     for (dataset, method, job_id), job_tasks in tasks.groupby(
@@ -261,15 +317,15 @@ def simulate_method(
         flag_time = job_tasks["flag_time"].to_numpy(float)
         if aligned_timeline:
             flag_time = aligned.simulation_flags(flag_time, job_tasks["task_end"].to_numpy(float))
-        uniforms = simulate.replacement_uniforms(str(job_id), len(latency), repeats, seed)
+        uniforms = replacement_uniforms(str(job_id), len(latency), repeats, seed)
         for reading in readings:
-            relaunch_from, pool = simulate.relaunch_reading(reading)
-            frame = simulate.simulate_job(
+            relaunch_from, pool = relaunch_reading(reading)
+            frame = simulate_job(
                 job_tasks["task_start"].to_numpy(float),
                 job_tasks["task_end"].to_numpy(float),
                 flag_time,
-                simulate.replacement_durations(
-                    simulate.draw_pool(latency, job_tasks["is_straggler"].to_numpy(bool), pool),
+                replacement_durations(
+                    draw_pool(latency, job_tasks["is_straggler"].to_numpy(bool), pool),
                     uniforms,
                 ),
                 grid_origin=grid_origin,
@@ -288,7 +344,7 @@ def simulate_method(
         pd.concat(frames, ignore_index=True)
         if frames
         else pd.DataFrame(
-            columns=["dataset", "method", "job_id", *simulate.RESULT_COLUMNS, "reading", "primary"]
+            columns=["dataset", "method", "job_id", *RESULT_COLUMNS, "reading", "primary"]
         )
     )
     write_parquet_atomic(result, out)
@@ -302,38 +358,41 @@ def simulate_method(
 
 def simulation_report(
     *,
-    simulation_files: list[str],
+    simulations: list[str],
     dataset: str,
-    out_unlimited_csv: str,
-    out_limited_csv: str,
-    out_unlimited_png: str,
-    out_by_machines_png: str,
-    out_limited_mean_png: str,
-    out_readings_csv: str | None = None,
+    unlimited_csv: str,
+    limited_csv: str,
+    unlimited_png: str,
+    by_machines_png: str,
+    limited_mean_png: str,
+    readings_csv: str | None = None,
 ) -> None:
-    from stragglers import report
+    """Rule simulation_report: completion-time tables and figures for one dataset."""
+    from stragglers.report.tables import (
+        plot_reduction_bars,
+        plot_reduction_by_machines,
+        simulation_tables,
+    )
 
-    every = pd.concat([pd.read_parquet(p) for p in simulation_files], ignore_index=True)
-    if out_readings_csv is not None:
-        write_csv_atomic(relaunch_readings_table(every), out_readings_csv)
+    every = pd.concat([pd.read_parquet(p) for p in simulations], ignore_index=True)
+    if readings_csv is not None:
+        write_csv_atomic(relaunch_readings_table(every), readings_csv)
     frame = (
         every[every["primary"]].drop(columns=["reading", "primary"])
         if "primary" in every
         else every
     )
-    unlimited_table, by_machines_table = report.simulation_tables(frame)
-    write_csv_atomic(unlimited_table, out_unlimited_csv)
-    write_csv_atomic(by_machines_table, out_limited_csv)
+    unlimited_table, by_machines_table = simulation_tables(frame)
+    write_csv_atomic(unlimited_table, unlimited_csv)
+    write_csv_atomic(by_machines_table, limited_csv)
     unlimited = frame[frame["algorithm"] == "unlimited"]
     limited = frame[frame["algorithm"] == "limited"]
-    report.plot_reduction_bars(
-        unlimited, out_unlimited_png, f"{dataset}: more machines than tasks (Algorithm 2)"
+    plot_reduction_bars(
+        unlimited, unlimited_png, f"{dataset}: more machines than tasks (Algorithm 2)"
     )
-    report.plot_reduction_by_machines(
-        limited, out_by_machines_png, f"{dataset}: m machines (Algorithm 3)"
-    )
-    report.plot_reduction_bars(
-        limited, out_limited_mean_png, f"{dataset}: Algorithm 3, mean over machine counts"
+    plot_reduction_by_machines(limited, by_machines_png, f"{dataset}: m machines (Algorithm 3)")
+    plot_reduction_bars(
+        limited, limited_mean_png, f"{dataset}: Algorithm 3, mean over machine counts"
     )
 
 
@@ -357,11 +416,12 @@ def completion_time_table(
     unlimited_files: list[str],
     limited_files: list[str],
     datasets: list[str],
-    out_csv: str,
-    out_md: str,
+    csv: str,
+    md: str,
     readings_files: list[str] | None = None,
 ) -> pd.DataFrame:
-    from stragglers import report
+    """Rule completion_time_table: mean reduction in job completion time, all datasets."""
+    from stragglers.report.tables import write_table
 
     rows = []
     for dataset, unlimited_path, limited_path in zip(datasets, unlimited_files, limited_files):
@@ -389,10 +449,10 @@ def completion_time_table(
             mask = table["dataset"] == dataset
             for column in ("reduction_unlimited", "reduction_limited_mean_over_m"):
                 table.loc[mask, f"{column}_{reading}"] = table.loc[mask, "method"].map(part[column])
-    report.write_table(
+    write_table(
         table,
-        out_csv,
-        out_md,
+        csv,
+        md,
         title="Reduction in job completion time",
         caption=(
             "Fraction by which job completion time drops when predicted stragglers are killed at "

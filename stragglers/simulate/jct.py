@@ -1,32 +1,10 @@
-"""Job-completion-time simulation of straggler mitigation (NURD, MLSys 2022: §5 and §7.3).
-
-A method's flags (the time each task was first predicted to straggle) are turned into a
-reduction of the job's completion time by relaunching flagged tasks:
-
-- Algorithm 2 (more machines than tasks): a flagged task is killed at its flag time and its
-  new copy starts at once.
-- Algorithm 3 (``m`` machines for the job): a relaunch needs a free machine at a checkpoint;
-  a flagged task that finds none keeps running and retries at every later checkpoint.
-
-Where a relaunched copy ends has two readings of §7.3 ("the new completion time for a
-rescheduled task is randomly sampled from the existing execution times"), chosen by
-``relaunch_from`` (setting ``simulation.relaunch``, RELAUNCH_READINGS): ``"flag"`` (ours,
-the default: the copy starts when it is launched, end = launch time + draw; the killed
-attempt's time is lost) or ``"start"`` ("replace the latency": end = task start + draw, as if
-the task had run with the drawn latency from its start). ``docs/simulation.md`` shows that the
-sign of the paper's headline result depends on this choice.
-
-A relaunched copy's duration is drawn from the job's own task latencies (paper §7.3), through
-uniforms that depend only on (seed, job id, repeat, task), so every method is scored with the
-same random numbers. The model, with its consequences and the ones that do *not* hold, is
-written out in ``docs/simulation.md``.
-
-Typical use, one job and one method::
-
-    uniforms = replacement_uniforms(job_id, n_tasks, n_repeats=5, seed=seed)
-    replacement = replacement_durations(task_end - task_start, uniforms)
-    frame = simulate_job(task_start, task_end, flag_time, replacement,
-                         machines=DEFAULT_MACHINES, grid_origin=job_start)
+"""Job-completion-time simulation of straggler mitigation (NURD, MLSys 2022: §5 and §7.3): a
+method's flags become a reduction of the job's completion time by relaunching flagged tasks,
+with more machines than tasks (Algorithm 2) or m machines (Algorithm 3). A relaunched copy's
+duration is drawn from the job's own latencies through uniforms that depend only on (seed,
+job id, repeat, task), so every method meets the same random numbers; where the copy ends has
+two readings of §7.3 (`simulation.relaunch`), which decide the sign of the headline result.
+The model and its consequences: docs/simulation.md.
 """
 
 from __future__ import annotations

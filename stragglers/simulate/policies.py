@@ -1,37 +1,10 @@
-"""Mitigation policies with deadlines and machine time (LASER/SRQuant paper, Algorithms 1-2).
-
-Beside NURD's kill-and-relaunch (Algorithms 2-3, ``stragglers.simulate``), a flagged task can be
-
-- ``relaunch``: killed at its flag time, a new copy runs the whole task again (Algorithms 2-3);
-- ``copy``: speculative copy (Hadoop-S, LATE, Dolly): the original keeps running, a copy
-  starts on a free machine, the task ends at the earlier of the two and the other is killed;
-- ``resume``: speculative resume with r + 1 attempts (LASER / SRQuant, laser.txt §III, Fig. 2):
-  at tau_est the straggler is killed, r + 1 attempts continue its *remaining* work, and at
-  tau_kill the attempt with the most progress is kept, the others killed.
-
-Replay reading of LASER's times: tau_est is the checkpoint where the task is served (its flag
-time with unlimited machines), tau_kill = tau_est + ``kill_delay`` (default one checkpoint
-interval: the first checkpoint where the attempts' progress can be compared). Every attempt
-starts with the same remaining work, so the one with the most progress at tau_kill is the
-fastest one; the task ends when it finishes. An attempt that finishes before tau_kill ends the
-task then (the others are killed at that moment).
-
-Durations come from the job's own latencies through the common random numbers of
-``stragglers.simulate``: attempt 0 uses exactly ``replacement_uniforms(job_id, ...)`` (the draw
-kill-and-relaunch uses), attempt a > 0 the stream of job id ``f"{job_id}#attempt{a}"``. A
-resumed attempt does the remaining share of the work, ``(task_end - tau_est) / latency`` of
-a full draw (the original is assumed to progress at a constant rate).
-
-Machines: each configured m is simulated as Algorithm 3 (``docs/simulation.md``): original
-tasks keep their trace placement; at each checkpoint free = m - copies running; flagged tasks
-wait in order of flag time then position; a task needs 1 free machine (relaunch, copy) or
-r + 1 (resume); a killed original's machine comes back at the next checkpoint; a task that
-finds too few machines keeps running and retries at each later checkpoint (first in line
-blocks the others). ``machines = None`` means unlimited (served at the flag time).
-
-Metrics per job and repeat: mitigated JCT; the reference time (the JCT if no task ran past
-tau: each straggler's latency cut to tau, same starts); machine time = machine-seconds of all
-attempts, killed ones included.
+"""Mitigation policies with deadlines and machine time (LASER / SRQuant paper, Algorithms 1-2):
+besides NURD's kill-and-relaunch, a flagged task can get a speculative copy (Hadoop-S, LATE,
+Dolly) or a speculative resume with r + 1 attempts continuing its remaining work, kept at
+tau_kill = tau_est + `kill_delay`. Durations come from the common random numbers of
+`stragglers.simulate.jct`; machines are simulated as Algorithm 3. Per job and repeat: the
+mitigated JCT, the reference time and machine time. The policies' timing, the machine queue
+and the metrics: docs/simulation.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
-"""Verified, resumable HTTP downloads of the raw traces (standard library only).
+"""Verified, resumable HTTP downloads of the raw traces (standard library only): a transfer
+streams into `<dest>.part`, resumes with an HTTP Range request, retries transient failures
+with back-off, and moves the file into place only once its SHA-256 matches (docs/download.md:
+each failure's behaviour, and why not Snakemake's HTTP storage plugin).
 
-The traces are large (a Google task_usage part is ~90 MB, 500 of them; Alibaba's
-batch_instance.tar.gz is ~20 GB), so a transfer must survive cut connections and stalled
-servers without starting over, and nothing may reach the pipeline before its SHA-256 has
-been checked. `download` streams into `<dest>.part`, resumes it with an HTTP Range request,
-retries transient failures with exponential back-off, and moves the file into place only
-after it verified. docs/download.md explains why Snakemake's own HTTP storage plugin is
-not used for this, and the exact behaviour on each failure.
-
-Command line:
-
-    python -m stragglers.traces.download google --out resources/google-2011 \
-        --tables task_events task_usage job_events machine_events --parts 0-1
-    (machine_events has one part, fetched whole whatever --parts says)
+    python -m stragglers.traces.download google --out DIR --tables task_events --parts 0-1
     python -m stragglers.traces.download url URL --out FILE --sha256 HEX
     python -m stragglers.traces.download verify /work/shared/data/google-2011
 """

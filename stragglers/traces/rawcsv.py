@@ -1,13 +1,10 @@
-"""Reading headerless raw-trace CSV parts (gzip or plain) in bounded-size chunks.
-
-Fast path: blocks of whole lines, decompressed by ISA-L (`isal.igzip`: about 4x faster than
-zlib, the same bytes) in a thread and each parsed by pyarrow's CSV parser with explicit column
-names and types (the blocks and batches of pyarrow's streaming reader, without its read-ahead
-queue: `_line_blocks`). A row with the wrong number of columns is skipped and recorded (file,
-line, reason). If a value cannot be
-parsed, the file is re-read with a slower, exact line-by-line path that records every bad row
-with its line number and skips it. A truncated or corrupt gzip stream is an error naming the
-file: a part that cannot be read to its end is never half-used.
+"""Reading headerless raw-trace CSV parts (gzip or plain) in bounded-size chunks. Fast path:
+blocks of whole lines, decompressed by ISA-L (`isal.igzip`, about 4x zlib's speed, the same
+bytes) in a thread and parsed by pyarrow's CSV parser with explicit names and types; a row
+with the wrong number of columns is skipped and recorded. A value that cannot be parsed sends
+the file to an exact line-by-line path that records every bad row with its line number. A
+truncated or corrupt gzip stream is an error naming the file: a part that cannot be read to
+its end is never half-used.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""Read one CSV member of a (gzipped) tarball as a stream of bounded DataFrame chunks.
-
-The Alibaba archives are large (batch_instance.tar.gz is ~20 GB compressed), so the member
-is never extracted to disk: the tarball is opened as a forward-only stream (tarfile mode
-"r|*", which covers "r|gz"), and the member's lines are parsed `chunk_rows` at a time.
-Every line's field count is checked before parsing, because pandas silently pads short
-rows with NaN and turns surplus fields into an index; a bad line is an error naming the
-archive, the member and the line number. A truncated or corrupt archive is an error naming
-the member and the line reached, never a silently short result.
-
-Both traces are plain headerless CSV without quoted separators; a chunk that contains a
-double quote is checked with the csv module instead of the fast separator count.
+"""Read one CSV member of a (gzipped) tarball as a stream of bounded DataFrame chunks: the
+Alibaba archives (batch_instance.tar.gz is ~20 GB) are never extracted to disk but opened as
+a forward-only stream (tarfile mode "r|*"). Every line's field count is checked before
+parsing, since pandas silently pads short rows and turns surplus fields into an index; a bad
+line, or a truncated or corrupt archive, is an error naming the archive, the member and the
+line (docs/download.md).
 """
 
 from __future__ import annotations
@@ -134,6 +128,8 @@ def _check_field_counts(
     lines: list[bytes], n_separators: int, where: str, lines_before: int
 ) -> None:
     """Raise TarStreamError at the first line whose field count is not n_separators + 1."""
+    # both traces are plain CSV without quoted separators: a chunk with a double quote is
+    # counted by the csv module, every other one by the fast separator count
     if any(b'"' in line for line in lines):
         reader = csv.reader(line.decode("utf-8", errors="replace") for line in lines)
         for offset, row in enumerate(reader):

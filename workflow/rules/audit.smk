@@ -5,9 +5,9 @@
 rule audit_variant:
     input:
         manifest=CONVERTED_MANIFEST,
-        jobs=converted_all_shards,
+        converted_jobs=converted_all_shards,
     output:
-        "results/{dataset}/audit/{variant}.csv",
+        rows="results/{dataset}/audit/{variant}.csv",
     log:
         "logs/audit/{dataset}/{variant}.log",
     benchmark:
@@ -25,7 +25,7 @@ rule audit_variant:
         repeats=config["simulation"]["repeats"],
         relaunch=config["simulation"].get("relaunch", "from_flag"),
     script:
-        "../../scripts/audit_variant.py"
+        "../../scripts/run.py"
 
 
 rule audit_table:
@@ -54,7 +54,7 @@ rule audit_table:
         methods=config.get("audit", {}).get("methods", {}),
         headline=config.get("audit", {}).get("nurd_lines", ["NURD a=0", "NURD a=0.5"]),
     script:
-        "../../scripts/audit_table.py"
+        "../../scripts/run.py"
 
 
 rule audit:

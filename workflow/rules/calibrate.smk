@@ -23,9 +23,9 @@ CALIBRATION_DATASETS = list(CALIBRATION.get("datasets", []))
 
 rule calibration_propose:
     input:
-        lambda wc: previous_round(wc.dataset, int(wc.round)),
+        previous=lambda wc: previous_round(wc.dataset, int(wc.round)),
     output:
-        "results/calibration/{dataset}/round-{round}/proposals.json",
+        proposals="results/calibration/{dataset}/round-{round}/proposals.json",
     log:
         "logs/calibration/{dataset}/round-{round}/propose.log",
     conda:
@@ -33,7 +33,7 @@ rule calibration_propose:
     params:
         search=lambda wc: search_params(config, wc.dataset),
     script:
-        "../../scripts/calibration_propose.py"
+        "../../scripts/run.py"
 
 
 rule calibration_trial:
@@ -41,7 +41,7 @@ rule calibration_trial:
         proposals="results/calibration/{dataset}/round-{round}/proposals.json",
         paper=workflow.source_path("../../stragglers/data/paper_table3.csv"),
     output:
-        "results/calibration/{dataset}/round-{round}/trial-{trial}.json",
+        result="results/calibration/{dataset}/round-{round}/trial-{trial}.json",
     log:
         "logs/calibration/{dataset}/round-{round}/trial-{trial}.log",
     benchmark:
@@ -56,7 +56,7 @@ rule calibration_trial:
     params:
         search=lambda wc: search_params(config, wc.dataset),
     script:
-        "../../scripts/calibration_trial.py"
+        "../../scripts/run.py"
 
 
 rule calibration_tell:
@@ -64,7 +64,7 @@ rule calibration_tell:
         proposals="results/calibration/{dataset}/round-{round}/proposals.json",
         results=lambda wc: round_trials(wc.dataset, int(wc.round), CALIBRATION["batch"]),
     output:
-        "results/calibration/{dataset}/round-{round}/told.json",
+        told="results/calibration/{dataset}/round-{round}/told.json",
     log:
         "logs/calibration/{dataset}/round-{round}/tell.log",
     conda:
@@ -72,12 +72,12 @@ rule calibration_tell:
     params:
         search=lambda wc: search_params(config, wc.dataset),
     script:
-        "../../scripts/calibration_tell.py"
+        "../../scripts/run.py"
 
 
 rule calibration_tables:
     input:
-        lambda wc: last_rounds(CALIBRATION, config["datasets"]),
+        told=lambda wc: last_rounds(CALIBRATION, config["datasets"]),
     output:
         trials="results/calibration/trials.csv",
         rounds_csv="results/calibration/rounds.csv",
@@ -101,7 +101,7 @@ rule calibration_tables:
         calibration=CALIBRATION,
         datasets={d: config["datasets"].get(d) for d in CALIBRATION_DATASETS},
     script:
-        "../../scripts/calibration_tables.py"
+        "../../scripts/run.py"
 
 
 rule calibrate:

@@ -5,12 +5,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir)))  # the stragglers package, even when not installed
 
-from stragglers.methods import (
-    available_methods,
-    declared_cross_job,
-    load_method_dirs,
-    method_entry,
-)
+from stragglers.launch import launch_datasets
+from stragglers.methods import declared_cross_job, load_method_dirs, method_entry
+from stragglers.replay.core import dataset_replay
+from stragglers.rules.config import check_config
+from stragglers.rules.sensitivity import derived_datasets
 
 load_method_dirs(config.get("method_dirs", []))
 
@@ -25,81 +24,14 @@ def method_of(label):
     return method_entry(label, config["methods"].get(label))
 
 
-_unknown = sorted({method_of(m)[0] for m in METHODS} - set(available_methods()))
-if _unknown:
-    raise ValueError(
-        f"config methods: unknown method(s) {_unknown}; available: {available_methods()}"
-    )
-# launch-time models (stragglers/launch): checked here so a typo fails before anything runs
-from stragglers.launch import launch_datasets
-
+# every check the schema cannot make (methods and their parameters, launch methods, local
+# folders, sensitivity, calibration): a bad setting stops here, before any job
+check_config(config)
 LAUNCH_METHODS = list((config.get("launch") or {}).get("methods") or {})
 LAUNCH_DATASETS = launch_datasets(config)
-if LAUNCH_METHODS:
-    from stragglers.launch.methods import available_launch_methods
-
-    _unknown = sorted(set(LAUNCH_METHODS) - set(available_launch_methods()))
-    if _unknown:
-        raise ValueError(
-            f"config launch.methods: unknown launch method(s) {_unknown}; "
-            f"available: {sorted(available_launch_methods())}"
-        )
-# every method's parameters against its declaration (types, ranges, renamed names), read from
-# the methods' source: a bad parameter stops here, before any job, not in the predict job
-from stragglers.methods import check_method_params
-from stragglers.methods.base import reject_renamed
-
-
-def _check_params(check, name, params, where):
-    try:
-        check(name, params)
-    except ValueError as error:
-        raise ValueError(f"{error} (config {where})") from None
-
-
-for _label in METHODS:
-    _check_params(check_method_params, *method_of(_label), f"methods.{_label}")
-for _label, _entry in ((config.get("audit") or {}).get("methods") or {}).items():
-    if _entry["method"] not in available_methods():
-        raise ValueError(
-            f"config audit.methods.{_label}: unknown method {_entry['method']!r}; "
-            f"available: {available_methods()}"
-        )
-    _check_params(
-        check_method_params, _entry["method"], _entry.get("params"), f"audit.methods.{_label}"
-    )
-for _name, _grid in ((config.get("tuning") or {}).get("grids") or {}).items():
-    for _key, _values in _grid.items():
-        for _value in _values:
-            _check_params(
-                check_method_params,
-                method_of(_name)[0],
-                {_key: _value},
-                f"tuning.grids.{_name}.{_key}",
-            )
-if LAUNCH_METHODS:
-    from stragglers.launch.methods import check_launch_params
-
-    for _name, _params in config["launch"]["methods"].items():
-        _check_params(check_launch_params, _name, _params, f"launch.methods.{_name}")
-reject_renamed(
-    "config launch", config.get("launch") or {}, ("refit_every", "history_jobs"), noun="setting"
-)
-for _name, _ds in config["datasets"].items():
-    if _ds["source"] == "local" and not Path(_ds["raw_dir"]).exists():
-        raise ValueError(f"config datasets.{_name}.raw_dir: {_ds['raw_dir']} does not exist")
-
 # the datasets `replicates` and `sensitivity` add (<dataset>@r<k>, <base>@s<i>t<j>, placed
 # traces): ordinary datasets the default run does not ask for (workflow/rules/sensitivity.smk)
-from stragglers.rules.sensitivity import check_sensitivity, derived_datasets
-
-check_sensitivity(config, sorted(set(available_methods()) | set(METHODS)))
 DERIVED_DATASETS = derived_datasets(config)
-
-# the generator's calibration (workflow/rules/calibrate.smk): knobs, ranges and seeds
-from stragglers.calibrate.settings import check_calibration
-
-check_calibration(config)
 
 
 wildcard_constraints:
@@ -110,9 +42,6 @@ wildcard_constraints:
 
 
 TUNING = config.get("tuning") or {}
-for _method in TUNING.get("grids", {}):
-    if _method not in METHODS:
-        raise ValueError(f"config tuning.grids: {_method} is not among the configured methods")
 
 
 def tuning_jobs():
@@ -143,6 +72,16 @@ def resume_kill_delay():
 
 def dataset_config(dataset):
     return config["datasets"].get(dataset) or DERIVED_DATASETS[dataset]
+
+
+def replay_of(dataset):
+    """A dataset's replay settings: the global `replay` overlaid with the dataset's own."""
+    return dataset_replay(config["replay"], dataset_config(dataset))
+
+
+def replay_input(wildcards):
+    """replay_of the job's dataset (a rule's `replay` parameter)."""
+    return replay_of(wildcards.dataset)
 
 
 def dataset_methods(dataset):
@@ -304,9 +243,10 @@ def download_markers(wildcards):
 
 
 def download_file_input(wildcards):
+    """A Google part is verified against the bucket's SHA256SUM, fetched first."""
     if dataset_config(wildcards.dataset)["kind"].startswith("google"):
-        return f"resources/download/{wildcards.dataset}.sha256sum.json"
-    return []
+        return {"checksums": f"resources/download/{wildcards.dataset}.sha256sum.json"}
+    return {}
 
 
 # a pattern, not an input function: Snakemake inspects a function's signature at every call,
@@ -349,8 +289,7 @@ from stragglers.report.audit import VARIANTS as AUDIT_VARIANTS
 
 def audit_replay(dataset):
     """The dataset's replay settings without protocol/overrides: each variant sets its own."""
-    merged = {**config["replay"], **dataset_config(dataset).get("replay", {})}
-    return {k: v for k, v in merged.items() if k not in ("protocol", "overrides")}
+    return {k: v for k, v in replay_of(dataset).items() if k not in ("protocol", "overrides")}
 
 
 def audit_variant_files():

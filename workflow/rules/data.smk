@@ -4,7 +4,7 @@
 
 rule generate_trace:
     output:
-        directory("resources/raw/{dataset}"),
+        raw=directory("resources/raw/{dataset}"),
     log:
         "logs/generate/{dataset}.log",
     benchmark:
@@ -21,12 +21,12 @@ rule generate_trace:
         generator=lambda wc: dataset_config(wc.dataset).get("generator", {}),
         seed=config["seed"],
     script:
-        "../../scripts/generate_trace.py"
+        "../../scripts/run.py"
 
 
 rule verify_local_trace:
     output:
-        "resources/verified/{dataset}.json",
+        verified="resources/verified/{dataset}.json",
     log:
         "logs/verify/{dataset}.log",
     conda:
@@ -35,7 +35,7 @@ rule verify_local_trace:
         raw_dir=lambda wc: dataset_config(wc.dataset)["raw_dir"],
         sha256sum=lambda wc: dataset_config(wc.dataset).get("sha256sum", ""),
     script:
-        "../../scripts/verify_local_trace.py"
+        "../../scripts/run.py"
 
 
 # The downloaded files live in resources/download/<dataset>/, which is deliberately not a
@@ -48,7 +48,7 @@ rule verify_local_trace:
 # (verified with download.machine_meta_sha256 / machine_usage_sha256).
 rule download_checksums:
     output:
-        "resources/download/{dataset}.sha256sum.json",
+        checksums="resources/download/{dataset}.sha256sum.json",
     log:
         "logs/download/{dataset}/SHA256SUM.log",
     conda:
@@ -59,14 +59,14 @@ rule download_checksums:
         download=lambda wc: dataset_config(wc.dataset)["download"],
         folder=lambda wc: f"resources/download/{wc.dataset}",
     script:
-        "../../scripts/download_checksums.py"
+        "../../scripts/run.py"
 
 
 rule download_file:
     input:
-        download_file_input,
+        unpack(download_file_input),
     output:
-        "resources/download/{dataset}.files/{file}.json",
+        marker="resources/download/{dataset}.files/{file}.json",
     log:
         "logs/download/{dataset}/{file}.log",
     benchmark:
@@ -80,14 +80,14 @@ rule download_file:
         download=lambda wc: dataset_config(wc.dataset)["download"],
         folder=lambda wc: f"resources/download/{wc.dataset}",
     script:
-        "../../scripts/download_file.py"
+        "../../scripts/run.py"
 
 
 rule download_trace:
     input:
-        download_markers,
+        markers=download_markers,
     output:
-        "resources/download/{dataset}.done.json",
+        done="resources/download/{dataset}.done.json",
     log:
         "logs/download/{dataset}.log",
     conda:
@@ -96,7 +96,7 @@ rule download_trace:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
         folder=lambda wc: f"resources/download/{wc.dataset}",
     script:
-        "../../scripts/download_trace.py"
+        "../../scripts/run.py"
 
 
 # Conversion, scattered (stragglers/convert/layout.py): prepare (google-2011: the task events of every
@@ -104,9 +104,9 @@ rule download_trace:
 # gather_shard job per shard (its per-job files) -> convert_manifest (manifest + report.json).
 rule convert_prepare:
     input:
-        prepare_input,
+        raw=prepare_input,
     output:
-        directory("resources/convert/{dataset}/prepared"),
+        prepared=directory("resources/convert/{dataset}/prepared"),
     log:
         "logs/convert/{dataset}/prepare.log",
     benchmark:
@@ -121,7 +121,7 @@ rule convert_prepare:
         min_tasks=lambda wc: dataset_config(wc.dataset).get("min_tasks", 100),
         priorities=lambda wc: dataset_config(wc.dataset).get("production_priorities", [9, 10, 11]),
     script:
-        "../../scripts/convert_prepare.py"
+        "../../scripts/run.py"
 
 
 rule convert_part:
@@ -153,8 +153,9 @@ rule convert_part:
         priorities=lambda wc: dataset_config(wc.dataset).get("production_priorities", [9, 10, 11]),
         grid=lambda wc: dataset_config(wc.dataset).get("replay", {}),
         machine_event_parts=lambda wc: layout(wc.dataset).tables.get("machine_events", []),
+        configured_files=lambda wc: layout(wc.dataset).files,
     script:
-        "../../scripts/convert_part.py"
+        "../../scripts/run.py"
 
 
 rule gather_shard:
@@ -177,7 +178,7 @@ rule gather_shard:
             "latency_definition", "schedule_to_finish"
         ),
     script:
-        "../../scripts/gather_shard.py"
+        "../../scripts/run.py"
 
 
 rule convert_manifest:
@@ -193,4 +194,4 @@ rule convert_manifest:
     params:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
     script:
-        "../../scripts/convert_manifest.py"
+        "../../scripts/run.py"

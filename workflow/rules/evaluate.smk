@@ -3,8 +3,8 @@
 
 rule evaluate_dataset:
     input:
-        tasks=dataset_prediction_files("tasks"),
-        jobs=dataset_prediction_files("jobs"),
+        task_files=dataset_prediction_files("tasks"),
+        job_files=dataset_prediction_files("jobs"),
     output:
         job_metrics="results/{dataset}/evaluation/job_metrics.csv",
         f1_per_job="results/{dataset}/evaluation/f1_over_time_per_job.csv",
@@ -32,7 +32,7 @@ rule evaluate_dataset:
         n_points=config["evaluation"]["f1_time_points"],
         protocol=PROTOCOL,
     script:
-        "../../scripts/evaluate_dataset.py"
+        "../../scripts/run.py"
 
 
 rule paired_comparisons:
@@ -56,7 +56,7 @@ rule paired_comparisons:
         seed=config["seed"],
         bootstrap=config["evaluation"],
     script:
-        "../../scripts/paired_comparisons.py"
+        "../../scripts/run.py"
 
 
 rule table3:
@@ -72,7 +72,7 @@ rule table3:
             caption="../report/table3.rst",
             category="Prediction",
         ),
-        summary="results/tables/summary_by_dataset.csv",
+        summary_csv="results/tables/summary_by_dataset.csv",
     log:
         "logs/tables/table3.log",
     benchmark:
@@ -85,7 +85,7 @@ rule table3:
         seed=config["seed"],
         bootstrap=config["evaluation"],
     script:
-        "../../scripts/table3.py"
+        "../../scripts/run.py"
 
 
 rule cost_table:
@@ -110,4 +110,4 @@ rule cost_table:
     conda:
         "../../environment.yml"
     script:
-        "../../scripts/cost_table.py"
+        "../../scripts/run.py"

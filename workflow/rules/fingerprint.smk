@@ -40,20 +40,19 @@ rule fingerprint_table:
     params:
         kinds={name: ds["kind"] for name, ds in config["datasets"].items()},
         protocols={
-            name: protocol_label({**config["replay"], **ds.get("replay", {})})
-            for name, ds in config["datasets"].items()
+            name: protocol_label(replay_of(name)) for name in config["datasets"]
         },
         bootstrap=config["evaluation"],
     script:
-        "../../scripts/fingerprint_table.py"
+        "../../scripts/run.py"
 
 
 rule fingerprint_replay:
     input:
         manifest=CONVERTED_MANIFEST,
-        jobs=converted_all_shards,
+        converted_jobs=converted_all_shards,
     output:
-        "results/fingerprint/{dataset}/{fingerprint_method}.csv",
+        job_metrics="results/fingerprint/{dataset}/{fingerprint_method}.csv",
     log:
         "logs/fingerprint/{dataset}/{fingerprint_method}.log",
     benchmark:
@@ -64,11 +63,11 @@ rule fingerprint_replay:
     params:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
         method_params=lambda wc: config["methods"].get(wc.fingerprint_method) or {},
-        replay=lambda wc: {**config["replay"], **dataset_config(wc.dataset).get("replay", {})},
+        replay=replay_input,
         seed=config["seed"],
         tuning_jobs=tuning_jobs(),
     script:
-        "../../scripts/fingerprint_replay.py"
+        "../../scripts/run.py"
 
 
 rule fingerprint_paper_table:
@@ -99,7 +98,7 @@ rule fingerprint_paper_table:
         seed=config["seed"],
         bootstrap=config["evaluation"],
     script:
-        "../../scripts/fingerprint_paper_table.py"
+        "../../scripts/run.py"
 
 
 rule fingerprint:

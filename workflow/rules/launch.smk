@@ -6,7 +6,7 @@
 rule launch_predict:
     input:
         manifest=CONVERTED_MANIFEST,
-        jobs=converted_all_shards,
+        converted_jobs=converted_all_shards,
     output:
         tasks="results/{dataset}/launch/{launch_method}.tasks.parquet",
         jobs="results/{dataset}/launch/{launch_method}.jobs.parquet",
@@ -32,7 +32,7 @@ rule launch_predict:
         .get("deadline_factors", [1.0, 1.1, 1.25]),
         seed=config["seed"],
     script:
-        "../../scripts/launch_predict.py"
+        "../../scripts/run.py"
 
 
 rule launch_tables:
@@ -60,4 +60,4 @@ rule launch_tables:
         .get("policies", {})
         .get("deadline_factors", [1.0, 1.1, 1.25]),
     script:
-        "../../scripts/launch_tables.py"
+        "../../scripts/run.py"

@@ -4,7 +4,7 @@
 rule predict:
     input:
         manifest=CONVERTED_MANIFEST,
-        jobs=converted_shard,
+        shard_jobs=converted_shard,
         tuned=tuned_params_input,
     output:
         tasks="results/{dataset}/predictions/{method}/shard-{shard}.tasks.parquet",
@@ -28,24 +28,24 @@ rule predict:
         runtime=7,
     params:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
-        method=lambda wc: method_of(wc.method)[0],
+        method_name=lambda wc: method_of(wc.method)[0],
         method_params=lambda wc: method_of(wc.method)[1],
-        replay=lambda wc: {**config["replay"], **dataset_config(wc.dataset).get("replay", {})},
+        replay=replay_input,
         seed=config["seed"],
         kill_delay=resume_kill_delay(),
         method_dirs=config.get("method_dirs", []),
         tuning_jobs=tuning_jobs(),
     script:
-        "../../scripts/predict.py"
+        "../../scripts/run.py"
 
 
 # The paper's tuning protocol (optional): each method's grid on the tuning jobs only.
 rule tune_method:
     input:
         manifest=CONVERTED_MANIFEST,
-        jobs=converted_all_shards,
+        converted_jobs=converted_all_shards,
     output:
-        "results/{dataset}/tuning/{method}.json",
+        tuning="results/{dataset}/tuning/{method}.json",
     log:
         "logs/tune/{dataset}/{method}.log",
     benchmark:
@@ -54,16 +54,16 @@ rule tune_method:
         "../../environment.yml"
     params:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
-        method=lambda wc: method_of(wc.method)[0],
+        method_name=lambda wc: method_of(wc.method)[0],
         method_params=lambda wc: method_of(wc.method)[1],
         grid=lambda wc: TUNING["grids"][wc.method],
-        replay=lambda wc: {**config["replay"], **dataset_config(wc.dataset).get("replay", {})},
+        replay=replay_input,
         seed=config["seed"],
         kill_delay=resume_kill_delay(),
         n_jobs=tuning_jobs(),
         method_dirs=config.get("method_dirs", []),
     script:
-        "../../scripts/tune_method.py"
+        "../../scripts/run.py"
 
 
 rule tuning:

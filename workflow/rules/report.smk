@@ -3,11 +3,13 @@
 
 rule results_index:
     input:
-        "results/tables/table3.md",
-        "results/tables/cost.md",
-        "results/tables/completion_time.md",
+        tables=[
+            "results/tables/table3.md",
+            "results/tables/cost.md",
+            "results/tables/completion_time.md",
+        ],
     output:
-        "results/README.md",
+        index="results/README.md",
     log:
         "logs/results_index.log",
     conda:
@@ -17,7 +19,7 @@ rule results_index:
         methods=METHODS,
         config=config,
     script:
-        "../../scripts/results_index.py"
+        "../../scripts/run.py"
 
 
 rule findings:
@@ -40,7 +42,7 @@ rule findings:
         protocol=PROTOCOL,
         config_name=config_files(),
     script:
-        "../../scripts/findings.py"
+        "../../scripts/run.py"
 
 
 rule overview:
@@ -48,7 +50,7 @@ rule overview:
         table3="results/tables/table3.csv",
         policies="results/tables/policies.csv",
     output:
-        report(
+        figure=report(
             "results/figures/overview.png",
             caption="../report/overview.rst",
             category="Overview",
@@ -61,4 +63,4 @@ rule overview:
         datasets=DATASETS,
         protocol=PROTOCOL,
     script:
-        "../../scripts/overview.py"
+        "../../scripts/run.py"

@@ -32,7 +32,7 @@ REPLICATES = {
 rule predictability:
     input:
         manifest=CONVERTED_MANIFEST,
-        jobs=converted_all_shards,
+        converted_jobs=converted_all_shards,
     output:
         json="results/{dataset}/predictability.json",
         csv="results/{dataset}/predictability.csv",
@@ -44,19 +44,19 @@ rule predictability:
         "../../environment.yml"
     params:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
-        replay=lambda wc: {**config["replay"], **dataset_config(wc.dataset).get("replay", {})},
+        replay=replay_input,
         seed=config["seed"],
     script:
-        "../../scripts/predictability.py"
+        "../../scripts/run.py"
 
 
 rule sensitivity_paper:
     input:
         manifest=CONVERTED_MANIFEST,
-        jobs=converted_all_shards,
+        converted_jobs=converted_all_shards,
         job_metrics="results/{dataset}/evaluation/job_metrics.csv",
     output:
-        "results/{dataset}/sensitivity/paper_job_metrics.csv",
+        paper_job_metrics="results/{dataset}/sensitivity/paper_job_metrics.csv",
     log:
         "logs/sensitivity/{dataset}/paper.log",
     benchmark:
@@ -65,12 +65,12 @@ rule sensitivity_paper:
         "../../environment.yml"
     params:
         kind=lambda wc: dataset_config(wc.dataset)["kind"],
-        replay=lambda wc: {**config["replay"], **dataset_config(wc.dataset).get("replay", {})},
+        replay=replay_input,
         paper_methods=SENSITIVITY.get("paper_methods", ["NURD"]),
         method_params=config["methods"],
         seed=config["seed"],
     script:
-        "../../scripts/sensitivity_paper.py"
+        "../../scripts/run.py"
 
 
 rule sensitivity_table:
@@ -101,7 +101,7 @@ rule sensitivity_table:
         seed=config["seed"],
         bootstrap=config["evaluation"],
     script:
-        "../../scripts/sensitivity_table.py"
+        "../../scripts/run.py"
 
 
 rule sensitivity:
@@ -118,7 +118,7 @@ rule sensitivity:
 
 rule replicate_table:
     input:
-        [
+        job_metrics=[
             f"results/{name}/evaluation/job_metrics.csv"
             for replicates in REPLICATES.values()
             for name in replicates.values()
@@ -137,7 +137,7 @@ rule replicate_table:
     params:
         replicates=REPLICATES,
     script:
-        "../../scripts/replicate_table.py"
+        "../../scripts/run.py"
 
 
 rule replicates:

@@ -23,7 +23,7 @@ rule simulate_method:
         mem_mb=768,
         runtime=8,
     params:
-        replay=lambda wc: {**config["replay"], **dataset_config(wc.dataset).get("replay", {})},
+        replay=replay_input,
         repeats=config["simulation"]["repeats"],
         machines=config["simulation"]["machines"],
         seed=config["seed"],
@@ -31,29 +31,29 @@ rule simulate_method:
         resume_attempts=policy_setting("resume_attempts", 2),
         kill_delay=resume_kill_delay(),
     script:
-        "../../scripts/simulate_method.py"
+        "../../scripts/run.py"
 
 
 rule simulation_report:
     input:
-        expand("results/{{dataset}}/simulation/{method}.parquet", method=METHODS),
+        simulations=expand("results/{{dataset}}/simulation/{method}.parquet", method=METHODS),
     output:
         unlimited_csv="results/{dataset}/simulation/reduction_unlimited.csv",
         limited_csv="results/{dataset}/simulation/reduction_by_machines.csv",
         readings_csv="results/{dataset}/simulation/reduction_readings.csv",
-        unlimited=report(
+        unlimited_png=report(
             "results/{dataset}/figures/reduction_unlimited.png",
             caption="../report/reduction_unlimited.rst",
             category="Completion time",
             subcategory="{dataset}",
         ),
-        by_machines=report(
+        by_machines_png=report(
             "results/{dataset}/figures/reduction_by_machines.png",
             caption="../report/reduction_by_machines.rst",
             category="Completion time",
             subcategory="{dataset}",
         ),
-        limited_mean=report(
+        limited_mean_png=report(
             "results/{dataset}/figures/reduction_limited_mean.png",
             caption="../report/reduction_limited_mean.rst",
             category="Completion time",
@@ -64,14 +64,20 @@ rule simulation_report:
     conda:
         "../../environment.yml"
     script:
-        "../../scripts/simulation_report.py"
+        "../../scripts/run.py"
 
 
 rule completion_time_table:
     input:
-        unlimited=expand("results/{dataset}/simulation/reduction_unlimited.csv", dataset=DATASETS),
-        limited=expand("results/{dataset}/simulation/reduction_by_machines.csv", dataset=DATASETS),
-        readings=expand("results/{dataset}/simulation/reduction_readings.csv", dataset=DATASETS),
+        unlimited_files=expand(
+            "results/{dataset}/simulation/reduction_unlimited.csv", dataset=DATASETS
+        ),
+        limited_files=expand(
+            "results/{dataset}/simulation/reduction_by_machines.csv", dataset=DATASETS
+        ),
+        readings_files=expand(
+            "results/{dataset}/simulation/reduction_readings.csv", dataset=DATASETS
+        ),
     output:
         csv="results/tables/completion_time.csv",
         md=report(
@@ -86,26 +92,26 @@ rule completion_time_table:
     params:
         datasets=DATASETS,
     script:
-        "../../scripts/completion_time_table.py"
+        "../../scripts/run.py"
 
 
 # Mitigation policies with deadlines: relaunch, speculative copy, speculative resume (simulated
 # per method by rule simulate_method).
 rule policies_report:
     input:
-        lambda wc: [
+        simulation_files=lambda wc: [
             f"results/{wc.dataset}/policies/{method}.parquet"
             for method in dataset_methods(wc.dataset)
         ],
     output:
         csv="results/{dataset}/policies/summary.csv",
-        pocd=report(
+        pocd_png=report(
             "results/{dataset}/figures/pocd_vs_machine_time.png",
             caption="../report/pocd_vs_machine_time.rst",
             category="Mitigation policies",
             subcategory="{dataset}",
         ),
-        reduction=report(
+        reduction_png=report(
             "results/{dataset}/figures/reduction_by_policy.png",
             caption="../report/reduction_by_policy.rst",
             category="Mitigation policies",
@@ -123,12 +129,12 @@ rule policies_report:
         protocol=PROTOCOL,
         bootstrap=config["evaluation"],
     script:
-        "../../scripts/policies_report.py"
+        "../../scripts/run.py"
 
 
 rule policies_table:
     input:
-        expand("results/{dataset}/policies/summary.csv", dataset=DATASETS),
+        files=expand("results/{dataset}/policies/summary.csv", dataset=DATASETS),
     output:
         csv="results/tables/policies.csv",
         md=report(
@@ -141,4 +147,4 @@ rule policies_table:
     conda:
         "../../environment.yml"
     script:
-        "../../scripts/policies_table.py"
+        "../../scripts/run.py"

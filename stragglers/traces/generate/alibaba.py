@@ -1,20 +1,9 @@
-"""Synthetic Alibaba cluster-trace-v2018 `batch_instance.csv` in the raw format.
-
-Headerless CSV, columns `ALIBABA_2018_BATCH_INSTANCE`: instance_name, task_name, job_name,
-task_type, status, start_time, end_time, machine_id, seq_no, total_seq_no, cpu_avg,
-cpu_max, mem_avg, mem_max. Times are integer seconds on the trace's clock (0 = trace
-start); CPU in units of 100 = one core; memory normalised to [0, 100].
-
-The latent model's jobs (`stragglers.traces.generate.latent`) become Alibaba *tasks* (a task with
->= 100 terminated instances is one NURD job); latent tasks become instances. Alibaba jobs
-group one to three tasks chained as a DAG (M1 -> R2_1 -> R3_2: a task starts after the
-previous one's instances all ended). An instance that is evicted or fails leaves a `Failed`
-row and runs again (seq_no counts the runs, total_seq_no is the number of runs); its last
-run is `Terminated` (or `Failed` for instances killed for good). Instances still `Running`
-or `Waiting` at the end, and tasks with fewer than 100 instances, are there to be filtered.
-
-Beside it, `machine_meta.csv` and `machine_usage.csv` (columns `ALIBABA_2018_MACHINE_META`,
-`ALIBABA_2018_MACHINE_USAGE`; see `_write_machine_tables`).
+"""Synthetic Alibaba cluster-trace-v2018 tables in the raw format: headerless
+`batch_instance.csv` (columns `ALIBABA_2018_BATCH_INSTANCE`), and beside it `machine_meta.csv`
+and `machine_usage.csv`. The latent model's jobs (`stragglers.traces.generate.latent`) become
+Alibaba tasks and its tasks instances; Alibaba jobs chain one to three tasks as a DAG, evicted
+or failed runs leave `Failed` rows, and running, waiting and too-small tasks are there to be
+filtered (docs/generator.md, "Output formats").
 """
 
 from __future__ import annotations

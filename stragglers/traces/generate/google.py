@@ -1,22 +1,10 @@
 """Synthetic Google clusterdata-2011-2 trace in the raw format (job_events, task_events,
-task_usage: headerless gzip CSV parts; column orders from `stragglers.formats.raw`).
-
-The latent workload (`stragglers.traces.generate.latent`) is placed on the trace's clock (which
-starts at 600 s) and written as:
-
-* job_events: SUBMIT, SCHEDULE (first task scheduled), FINISH (last task ended);
-* task_events: SUBMIT, then per attempt SCHEDULE on a machine and FINISH / EVICT / FAIL /
-  KILL; an EVICT or FAIL is followed ~10 µs later by a resubmission (SUBMIT), as in the real
-  trace, and then a new SCHEDULE;
-* task_usage: per attempt, windows on the 300 s grid starting at 600 s, cut at the attempt's
-  start and end (rounded inward to whole seconds, as in the real trace), with the 13 usage
-  columns behind the paper's features, sample_portion, aggregation_type, sampled_cpu_usage;
-* machine_events (one part, as in the trace): every machine ADDed at time 0 with its
-  platform, CPUs and memory, and a few UPDATEs.
-
-Parts split the trace by time: part p holds the rows whose timestamp (task_usage: window
-start) falls in its time range; the ranges are chosen so that parts hold about equally many
-events.
+task_usage: headerless gzip CSV parts; machine_events: one part; column orders from
+`stragglers.formats.raw`). The latent workload (`stragglers.traces.generate.latent`) is placed
+on the trace's clock (from 600 s): its attempts become SCHEDULE / FINISH / EVICT / FAIL / KILL
+events with resubmissions, and usage windows on the 300 s grid cut at the attempts' starts and
+ends. Parts split the trace by time into about equal numbers of events (docs/generator.md,
+"Output formats").
 """
 
 from __future__ import annotations

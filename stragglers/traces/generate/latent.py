@@ -1,31 +1,12 @@
-"""The latent job/task/attempt model shared by the synthetic Google and Alibaba traces.
+"""The latent job / task / attempt model shared by the synthetic Google and Alibaba traces.
 
-A *job* here is the unit NURD predicts over: a Google job, or an Alibaba task (a set of
-instances). Each job has `n_tasks` tasks; each task runs one or more *attempts* (an
-eviction or failure ends an attempt and the task restarts from scratch on a new machine).
-Times in this module are seconds relative to the job's submission; the trace writers place
-jobs on the trace's clock and turn the latent quantities into the raw columns.
-
-Why tasks straggle (each mechanism has a fraction and a strength knob):
-
-* slow / overloaded machines: a fraction of the machine pool runs tasks slower; a task's
-  attempt on such a machine is slower and shows CPU interference (higher CPI/MAI, lower CPU
-  rate) for its whole duration;
-* memory pressure and disk I/O contention: an attempt slows down from an onset time inside
-  its run, and from then on shows high memory/page cache or high disk I/O time;
-* data skew: a task has more input, so more work from the start, with proportionally more
-  I/O and local disk use;
-* evictions and failures: the attempt is cut short and the task restarts from scratch;
-* silent stragglers: slower with no trace in any feature;
-* decoys (not stragglers): attempts that show a mechanism's signature but are not slower.
-
-Every mechanism has a *cause* of random size per affected task/attempt (how overloaded the
-machine is, how much memory pressure, how much extra data). The features show the cause;
-the latency shows cause x the job's *severity* (how sensitive the job is to interference).
-Severity varies widely across jobs: most real jobs have a tight latency distribution, a few
-a long tail. A chosen fraction of jobs are heavy-tailed (severity about
-`heavy_tail_severity`), which puts them in the regime of the paper's Figure 1 where the p90
-latency lies below half the maximum.
+A job is the unit NURD predicts over (a Google job, an Alibaba task); its tasks run one or
+more attempts. Tasks straggle through mechanisms, each with a fraction and a strength knob
+(slow machines, memory pressure, disk contention, data skew, evictions and failures, silent
+stragglers, and decoys that look slow but are not): the features show each mechanism's cause,
+the latency shows cause x the job's severity, and a chosen fraction of jobs is heavy-tailed,
+the regime of the paper's Figure 1. Times are relative to the job's submission; the trace
+writers place jobs on the trace's clock. The model and its knobs: docs/generator.md.
 """
 
 from __future__ import annotations
