@@ -17,5 +17,7 @@ run_rule(
         out_md=snakemake.output.md,
         out_sources=snakemake.output.sources,
         fingerprint=snakemake.input.fingerprint,
+        fingerprint_paper=snakemake.input.fingerprint_paper or None,
+        fingerprint_paper_distances=snakemake.input.fingerprint_paper_distances or None,
     ),
 )
