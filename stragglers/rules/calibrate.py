@@ -8,7 +8,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from stragglers.calibrate import outputs, search, trial
+from stragglers.calibrate import check, outputs, search, trial
 from stragglers.calibrate.settings import dataset_knobs, search_fingerprint, start_settings
 from stragglers.io import dump_json
 
@@ -75,6 +75,56 @@ def search_params(config: dict, dataset: str) -> dict[str, Any]:
         "replay": replay,
         "fingerprint": search_fingerprint(section, ds, replay, knobs),
     }
+
+
+def check_params(config: dict, dataset: str) -> dict[str, Any]:
+    """What a check job needs: the search's parameters (its trials' replay and dataset) and the
+    validation set's method parameters. A parameter of its own, so a search's trials do not
+    rerun when the check changes."""
+    search_ = search_params(config, dataset)
+    methods = [m for members in check.CHECK_SETS.values() for m in members]
+    return {
+        "dataset": search_["dataset"],
+        "knobs": list(search_["knobs"]),
+        "start": search_["start"],
+        "replay": search_["replay"],
+        "n_jobs": int(config["calibration"].get("check_n_jobs", search_["n_jobs"])),
+        "check_method_params": {m: dict(config["methods"].get(m) or {}) for m in methods},
+    }
+
+
+def check_outputs(calibration: dict) -> list[str]:
+    """Every check job's file: each dataset, starting and best settings, each check seed."""
+    return [
+        f"results/calibration/check/{dataset}/{label}-seed-{seed}.json"
+        for dataset in calibration["datasets"]
+        for label in check.SETTINGS_LABELS
+        for seed in calibration.get("check_seeds", [])
+    ]
+
+
+def score_check(
+    *, params: dict, dataset: str, label: str, seed: int, best: str, paper_table: str, out: str
+) -> dict:
+    settings = (
+        params["start"]
+        if label == "start"
+        else check.best_generator_settings(best, dataset, params["knobs"])
+    )
+    result = check.check_trial(
+        params=params,
+        dataset=dataset,
+        settings=settings,
+        seed=seed,
+        n_jobs=params["n_jobs"],
+        paper_table=paper_table,
+    )
+    dump_json({"dataset": dataset, "label": label, **result}, out)
+    return result
+
+
+def check_table(*, results: list[str], outs: dict[str, str]):
+    return check.write_check(results=[json.loads(Path(p).read_text()) for p in results], **outs)
 
 
 def propose(*, params: dict, dataset: str, round_: int, out: str) -> list[dict]:
