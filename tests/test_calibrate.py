@@ -7,10 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
-from stragglers.calibrate import search
+from stragglers.calibrate import check, search
 from stragglers.calibrate.settings import (
     DEFAULT_SEED,
     check_calibration,
@@ -18,7 +19,7 @@ from stragglers.calibrate.settings import (
     search_fingerprint,
     start_settings,
 )
-from stragglers.rules.calibrate import last_rounds
+from stragglers.rules.calibrate import check_params, last_rounds
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -223,3 +224,88 @@ def test_a_datasets_own_knob_range_overrides_the_shared_one_and_is_checked():
         ValueError, match="calibration.dataset_knobs.google-synthetic.median_task_duration_s"
     ):
         check_calibration(config)
+
+
+def test_check_seeds_must_be_fresh():
+    for seeds in ([101], [DEFAULT_SEED]):
+        with pytest.raises(ValueError, match="calibration.check_seeds"):
+            check_calibration(with_calibration(check_seeds=seeds))
+
+
+def test_the_check_table_gives_each_sets_distance_per_seed_and_over_the_seeds(tmp_path):
+    def result(label, seed, calibration, validation):
+        return {
+            "dataset": "google-synthetic",
+            "label": label,
+            "seed": seed,
+            "sets": {
+                "calibration": {"distance": calibration, "rows": 11},
+                "validation": {"distance": validation, "rows": 9 + seed % 2},
+            },
+        }
+
+    results = [
+        result("start", 103, 0.5, 0.4),
+        result("start", 104, 0.7, 0.6),
+        result("best", 103, 0.2, 0.3),
+        result("best", 104, 0.3, 0.5),
+    ]
+    outs = {
+        "out_csv": str(tmp_path / "check.csv"),
+        "out_summary_csv": str(tmp_path / "summary.csv"),
+        "out_md": str(tmp_path / "check.md"),
+    }
+    summary = check.write_check(results=results, **outs).set_index(["settings", "set"])
+    assert summary.loc[("start", "calibration"), "mean"] == pytest.approx(0.6)
+    assert summary.loc[("best", "validation"), "sd"] == pytest.approx(0.1 * 2**0.5)
+    assert summary.loc[("best", "calibration"), ["min", "max"]].tolist() == [0.2, 0.3]
+    assert summary.loc[("best", "validation"), "rows"] == 9  # the least over the seeds
+    assert (summary["seeds"] == 2).all()
+    assert len(pd.read_csv(outs["out_csv"])) == 8
+    assert "seeds the search never used" in (tmp_path / "check.md").read_text()
+
+
+def test_the_check_reads_the_searched_knobs_of_the_best_trial(tmp_path):
+    best = tmp_path / "best.yaml"
+    best.write_text(
+        yaml.safe_dump(
+            {
+                "google-synthetic": {
+                    "distance": 0.2,
+                    "generator": {"n_jobs": 30, "signature_strength": 1.5, "feature_noise": 0.7},
+                }
+            }
+        )
+    )
+    assert check.best_generator_settings(best, "google-synthetic", ["signature_strength"]) == {
+        "signature_strength": 1.5
+    }
+    with pytest.raises(ValueError, match="no best trial for alibaba-synthetic"):
+        check.best_generator_settings(best, "alibaba-synthetic", ["signature_strength"])
+
+
+def test_the_check_scores_both_sets_on_one_seed():
+    """A real check job's work on a tiny trace: every calibration- and validation-set method
+    replayed under `protocol: paper`; each set's distance is the mean of its methods' rows."""
+    config = default_config()
+    params = check_params(config, "google-synthetic")
+    result = check.check_trial(
+        params=params,
+        dataset="google-synthetic",
+        settings={},
+        seed=7,
+        n_jobs=2,
+        paper_table=str(ROOT / "stragglers" / "data" / "paper_table3.csv"),
+    )
+    rows = pd.DataFrame.from_dict(result["methods"], orient="index")
+    assert set(rows.index) == set(check.CHECK_SETS["calibration"]) | set(
+        check.CHECK_SETS["validation"]
+    )
+    for name, members in check.CHECK_SETS.items():
+        chosen = rows.loc[list(members)].dropna(subset=["TPR", "FPR"])
+        expected = (
+            (chosen["TPR"] - chosen["paper_TPR"]).abs()
+            + (chosen["FPR"] - chosen["paper_FPR"]).abs()
+        ).mean()
+        assert result["sets"][name]["rows"] == len(chosen)
+        assert result["sets"][name]["distance"] == pytest.approx(expected)

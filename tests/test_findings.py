@@ -173,3 +173,60 @@ def test_findings_quote_the_fingerprint_distances(tmp_path):
         "11 methods); held-out 0.250 (2 of 2 methods)."
     ) in page
     assert findings.verify_findings(page, sources) == []
+
+
+def test_findings_give_the_held_out_test_under_the_paper_protocol(tmp_path):
+    paths = _tables(tmp_path)
+    paper_run = pd.DataFrame(
+        {
+            "dataset": DATASET,
+            "protocol": "paper",
+            "set": ["calibration", "held-out", "held-out"],
+            "method": ["GBTR", "NURD", "NURD-NC"],
+            "TPR": [0.3, 0.6125, float("nan")],
+            "FPR": [0.01, 0.0875, float("nan")],
+            "F1": [0.4, 0.55, float("nan")],
+            "paper_TPR": [0.46, 0.95, 0.96],
+            "paper_FPR": [0.01, 0.11, 0.6],
+            "paper_F1": [0.57, 0.81, 0.42],
+            "TPR_lo": [0.2, 0.5, float("nan")],
+            "TPR_hi": [0.4, 0.7, float("nan")],
+            "FPR_lo": [0.0, 0.05, float("nan")],
+            "FPR_hi": [0.02, 0.125, float("nan")],
+            "F1_lo": [0.3, 0.45, float("nan")],
+            "F1_hi": [0.5, 0.65, float("nan")],
+        }
+    )
+    paper_run.to_csv(tmp_path / "paper.csv", index=False)
+    distances = pd.DataFrame(
+        {
+            "dataset": DATASET,
+            "protocol": "paper",
+            "set": ["calibration", "validation", "held-out"],
+            "distance": [0.17, float("nan"), 0.4125],
+            "rows": [1, 0, 1],
+            "of": [11, 10, 2],
+        }
+    )
+    distances.to_csv(tmp_path / "paper_distances.csv", index=False)
+    out_md, out_sources = tmp_path / "findings.md", tmp_path / "findings.sources.csv"
+    sources = findings.write_findings(
+        **paths,
+        audit=None,
+        datasets=[DATASET],
+        protocol="causal",
+        config_name="config/config.yaml",
+        out_md=str(out_md),
+        out_sources=str(out_sources),
+        fingerprint_paper=str(tmp_path / "paper.csv"),
+        fingerprint_paper_distances=str(tmp_path / "paper_distances.csv"),
+    )
+    page = out_md.read_text()
+    # NURD-NC has no score: left out; the validation set has no scored row: not quoted
+    assert (
+        "calibration): NURD TPR 0.613 [0.500, 0.700], FPR 0.087 [0.050, 0.125], "
+        "F1 0.550 [0.450, 0.650] (paper: TPR 0.950, FPR 0.110, F1 0.810). Distance to the "
+        "paper's Table 3 under that protocol: calibration 0.170; held-out 0.412."
+    ) in page
+    assert "NURD-NC" not in page.split("Held-out test")[1].split("):", 1)[1]
+    assert findings.verify_findings(page, sources) == []

@@ -219,9 +219,10 @@ def test_paper_replay_then_table(converted, tmp_path):
     assert (scored["TPR_lo"] <= scored["TPR"]).all() and (scored["TPR"] <= scored["TPR_hi"]).all()
 
 
-def dry_run(folder: Path, *targets: str) -> dict[str, int]:
-    """Jobs per rule of `snakemake -n` on tests/configs/generated (run in `folder`)."""
-    config = write_config(load_config("generated"), folder / "config.yaml")
+def dry_run(folder: Path, *targets: str, **changes) -> dict[str, int]:
+    """Jobs per rule of `snakemake -n` on tests/configs/generated (run in `folder`), with
+    `changes` over its top-level settings."""
+    config = write_config({**load_config("generated"), **changes}, folder / "config.yaml")
     run = subprocess.run(
         snakemake_command(folder, config, "-n", *targets, "--quiet", "rules"),
         capture_output=True,
@@ -242,3 +243,11 @@ def test_fingerprint_target_dag(tmp_path):
     assert "predict" not in counts
     counts = dry_run(tmp_path)
     assert counts["fingerprint_table"] == 1 and "fingerprint_replay" not in counts
+
+
+def test_paper_fingerprint_puts_the_held_out_test_in_the_default_run(tmp_path):
+    """`paper_fingerprint: true` (the default config's): the default target replays every
+    method with a paper row under `protocol: paper`, and the findings wait for it."""
+    counts = dry_run(tmp_path, paper_fingerprint=True)
+    assert counts["fingerprint_replay"] == 23
+    assert counts["fingerprint_paper_table"] == counts["findings"] == 1

@@ -71,6 +71,13 @@ def check_calibration(config: dict) -> None:
             )
     if len(set(section["seeds"])) != len(section["seeds"]):
         _fail("seeds", f"repeated seed in {section['seeds']}")
+    for seed in section.get("check_seeds", []):
+        if int(seed) in forbidden or int(seed) in section["seeds"]:
+            _fail(
+                "check_seeds",
+                f"{seed} is a search seed or the judged seed: the check uses seeds the search "
+                "never saw, and the judged seed is the default run's",
+            )
     for method in section["methods"]:
         if method not in CALIBRATION_SET:
             _fail(

@@ -276,6 +276,66 @@ def _fingerprint_statement(
     ]
 
 
+def _held_out_statement(
+    sources: Sources,
+    paper_run: pd.DataFrame | None,
+    paper_distances: pd.DataFrame | None,
+    dataset: str,
+    files: dict[str, str],
+) -> list[str]:
+    """NURD and NURD-NC replayed under `protocol: paper` (`snakemake fingerprint`) beside the
+    paper's Table 3: the held-out test of docs/fingerprint.md, since neither method enters the
+    generator's calibration."""
+    if paper_run is None:
+        return []
+    rows = paper_run[paper_run["dataset"] == dataset]
+    if rows.empty:
+        return []
+    file = files["fingerprint_paper"]
+    parts = []
+    for method in ("NURD", "NURD-NC"):
+        keys = {"dataset": dataset, "method": method}
+        match = rows[rows["method"] == method]
+        if match.empty or match[["TPR", "FPR", "F1"]].isna().any(axis=None):
+            continue
+        ours = ", ".join(
+            f"{metric} {sources.interval(paper_run, file, keys, metric)}"
+            for metric in ("TPR", "FPR", "F1")
+        )
+        paper = ", ".join(
+            f"{metric} {sources.quote(paper_run, file, keys, f'paper_{metric}')}"
+            for metric in ("TPR", "FPR", "F1")
+        )
+        parts.append(f"{method} {ours} (paper: {paper})")
+    if not parts:
+        return []
+    text = (
+        "- Held-out test (every method with a paper row replayed under `protocol: paper`, "
+        "`snakemake fingerprint`; NURD and NURD-NC never enter the generator's calibration): "
+        + "; ".join(parts)
+        + "."
+    )
+    if paper_distances is not None:
+        sets = paper_distances[
+            (paper_distances["dataset"] == dataset) & (paper_distances["rows"] > 0)
+        ]
+        quoted = [
+            f"{row.set} "
+            + sources.quote(
+                paper_distances,
+                files["fingerprint_paper_distances"],
+                {"dataset": dataset, "set": row.set},
+                "distance",
+            )
+            for row in sets.itertuples()
+        ]
+        if quoted:
+            text += (
+                " Distance to the paper's Table 3 under that protocol: " + "; ".join(quoted) + "."
+            )
+    return [text]
+
+
 def findings_markdown(
     *,
     table3: pd.DataFrame,
@@ -288,6 +348,8 @@ def findings_markdown(
     protocol: str,
     config_name: str,
     fingerprint: pd.DataFrame | None = None,
+    fingerprint_paper: pd.DataFrame | None = None,
+    fingerprint_paper_distances: pd.DataFrame | None = None,
 ) -> tuple[str, pd.DataFrame]:
     """The page and its sources (one row per quoted number)."""
     sources = Sources()
@@ -312,6 +374,9 @@ def findings_markdown(
         lines += _oracle_statement(sources, table3, dataset, files)
         lines += _jct_statements(sources, completion, policies, dataset, files)
         lines += _fingerprint_statement(sources, fingerprint, dataset, files)
+        lines += _held_out_statement(
+            sources, fingerprint_paper, fingerprint_paper_distances, dataset, files
+        )
     audit_lines = _audit_statements(sources, audit, files)
     if audit_lines:
         lines += ["", "## Reproduction audit (paper's protocol to ours)", "", *audit_lines]
@@ -337,6 +402,8 @@ def write_findings(
     out_md: str,
     out_sources: str,
     fingerprint: str | None = None,
+    fingerprint_paper: str | None = None,
+    fingerprint_paper_distances: str | None = None,
 ) -> pd.DataFrame:
     """Read the tables, write the page and its sources; returns the sources."""
     from stragglers.io import write_csv_atomic, write_text_atomic
@@ -348,6 +415,8 @@ def write_findings(
         "policies": policies or "",
         "audit": audit or "",
         "fingerprint": fingerprint or "",
+        "fingerprint_paper": fingerprint_paper or "",
+        "fingerprint_paper_distances": fingerprint_paper_distances or "",
     }
     text, sources = findings_markdown(
         table3=pd.read_csv(table3),
@@ -360,6 +429,8 @@ def write_findings(
         protocol=protocol,
         config_name=config_name,
         fingerprint=_read(fingerprint),
+        fingerprint_paper=_read(fingerprint_paper),
+        fingerprint_paper_distances=_read(fingerprint_paper_distances),
     )
     write_text_atomic(text, out_md)
     write_csv_atomic(sources, out_sources)

@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from stragglers.calibrate import check
 from stragglers.calibrate.outputs import write_outputs
 from stragglers.calibrate.search import propose_round, tell_round
 from stragglers.calibrate.settings import dataset_knobs, search_fingerprint, start_settings
@@ -170,4 +171,62 @@ def calibration_tables(
         out_best=best,
         out_methods_csv=methods_csv,
         out_figure=figure,
+    )
+
+
+def check_params(config: dict, dataset: str) -> dict[str, Any]:
+    """What a check job needs: the search's parameters (its trials' replay and dataset) and the
+    validation set's method parameters. A parameter of its own, so a search's trials do not
+    rerun when the check changes."""
+    search_ = search_params(config, dataset)
+    methods = [m for members in check.CHECK_SETS.values() for m in members]
+    return {
+        "dataset": search_["dataset"],
+        "knobs": list(search_["knobs"]),
+        "start": search_["start"],
+        "replay": search_["replay"],
+        "n_jobs": int(config["calibration"].get("check_n_jobs", search_["n_jobs"])),
+        "check_method_params": {m: dict(config["methods"].get(m) or {}) for m in methods},
+    }
+
+
+def check_outputs(calibration: dict) -> list[str]:
+    """Every check job's file: each dataset, starting and best settings, each check seed."""
+    return [
+        f"results/calibration/check/{dataset}/{label}-seed-{seed}.json"
+        for dataset in calibration["datasets"]
+        for label in check.SETTINGS_LABELS
+        for seed in calibration.get("check_seeds", [])
+    ]
+
+
+def calibration_check(
+    *, best: str, paper: str, result: str, dataset: str, label: str, seed: str, check_params: dict
+) -> dict:
+    """Rule calibration_check: the starting or the best settings scored on one fresh seed, on
+    the calibration and the validation set (`best`: best_settings.yaml)."""
+    settings = (
+        check_params["start"]
+        if label == "start"
+        else check.best_generator_settings(best, dataset, check_params["knobs"])
+    )
+    scored = check.check_trial(
+        params=check_params,
+        dataset=dataset,
+        settings=settings,
+        seed=int(seed),
+        n_jobs=check_params["n_jobs"],
+        paper_table=paper,
+    )
+    dump_json({"dataset": dataset, "label": label, **scored}, result)
+    return scored
+
+
+def calibration_check_table(*, check_results: list[str], csv: str, summary_csv: str, md: str):
+    """Rule calibration_check_table: the check's distances per seed and over the seeds."""
+    return check.write_check(
+        results=[json.loads(Path(p).read_text()) for p in check_results],
+        out_csv=csv,
+        out_summary_csv=summary_csv,
+        out_md=md,
     )

@@ -100,6 +100,8 @@ def findings(
     policies: str,
     audit: list[str],
     fingerprint: str,
+    fingerprint_paper: str | list,
+    fingerprint_paper_distances: str | list,
     md: str,
     sources: str,
     datasets: list[str],
@@ -107,7 +109,8 @@ def findings(
     config_name: str,
 ) -> pd.DataFrame:
     """Rule findings: results/findings.md, the run's headline statements from its tables (the
-    audit's when `snakemake audit` made it: `audit` is then its one table)."""
+    audit's when `snakemake audit` made it: `audit` is then its one table; the `paper`
+    fingerprint's when the run replays it, `paper_fingerprint`, else empty lists)."""
     return write_findings(
         table3=table3,
         paired=paired,
@@ -120,6 +123,8 @@ def findings(
         out_md=md,
         out_sources=sources,
         fingerprint=fingerprint,
+        fingerprint_paper=fingerprint_paper or None,
+        fingerprint_paper_distances=fingerprint_paper_distances or None,
     )
 
 

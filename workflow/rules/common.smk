@@ -142,6 +142,9 @@ def final_targets():
         "results/findings.md",
         "results/figures/overview.png",
     ]
+    if config.get("paper_fingerprint"):
+        # the held-out test (docs/fingerprint.md); a config without a paper counterpart has none
+        targets += ["results/fingerprint/fingerprint.md"] if FINGERPRINT_METHODS else []
     if LAUNCH_METHODS and LAUNCH_DATASETS:
         targets += [
             "results/tables/launch_table.md",
