@@ -47,9 +47,7 @@ rule fingerprint_table:
         "../../environment.yml"
     params:
         kinds={name: ds["kind"] for name, ds in config["datasets"].items()},
-        protocols={
-            name: protocol_label(replay_of(name)) for name in config["datasets"]
-        },
+        protocols={name: protocol_label(replay_of(name)) for name in config["datasets"]},
         bootstrap=config["evaluation"],
     script:
         "../../scripts/run.py"
