@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
-from pyod.models.abod import ABOD as PyodABOD
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import JobInfo, Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pyod.models.abod import ABOD as PyodABOD
 
 
 class ABOD(OutlierDetectionMethod):
@@ -33,6 +34,8 @@ class ABOD(OutlierDetectionMethod):
         return self._new_detector(n_train)
 
     def _new_detector(self, n_train: int) -> PyodABOD:
+        from pyod.models.abod import ABOD as PyodABOD
+
         return PyodABOD(
             contamination=self.params["contamination"],
             n_neighbors=self.neighbours(self.params["n_neighbors"], n_train),

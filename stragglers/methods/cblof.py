@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from pyod.models.cblof import CBLOF as PyodCBLOF
 
 from stragglers.methods._features import distinct_row_count
 from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Checkpoint, Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pyod.models.cblof import CBLOF as PyodCBLOF
 
 # Looser (alpha, beta) pairs tried when PyOD cannot split clusters into large and small ones.
 # With alpha = 0.5 alone a split always exists once there are two clusters (all clusters but
@@ -46,6 +48,8 @@ class CBLOF(OutlierDetectionMethod):
         alpha: float | None = None,
         beta: float | None = None,
     ) -> PyodCBLOF:
+        from pyod.models.cblof import CBLOF as PyodCBLOF
+
         return PyodCBLOF(
             contamination=self.params["contamination"],
             n_clusters=self.params["n_clusters"] if n_clusters is None else n_clusters,

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
-from pyod.models.cof import COF as PyodCOF
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pyod.models.cof import COF as PyodCOF
 
 
 class COF(OutlierDetectionMethod):
@@ -21,6 +22,8 @@ class COF(OutlierDetectionMethod):
     score_with_training: ClassVar[bool] = True  # PyOD's COF scores a batch against itself
 
     def make_detector(self, n_train: int, seed: int) -> PyodCOF:
+        from pyod.models.cof import COF as PyodCOF
+
         return PyodCOF(
             contamination=self.params["contamination"],
             n_neighbors=self.neighbours(self.params["n_neighbors"], n_train),

@@ -24,12 +24,10 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
-from lifelines import CoxPHFitter
-from lifelines.exceptions import ConvergenceError
 
 from stragglers.methods._censored import (
     CENSORED_FAMILY,
@@ -41,6 +39,9 @@ from stragglers.methods._censored import (
 from stragglers.methods._features import Standardizer, fit_standardizer
 from stragglers.methods._online import OnlineRefitMethod
 from stragglers.methods.base import Checkpoint, Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from lifelines import CoxPHFitter
 
 COX_DECISIONS = ("conditional_survival", "median")
 BASELINE_TAILS = ("weibull", "flat")
@@ -171,6 +172,9 @@ class CoxPH(OnlineRefitMethod):
         return CoxFit(scaler=scaler, columns=columns, coef=coef, offset=offset, baseline=baseline)
 
     def _fit_lifelines(self, frame: pd.DataFrame, checkpoint: Checkpoint) -> CoxPHFitter:
+        from lifelines import CoxPHFitter
+        from lifelines.exceptions import ConvergenceError
+
         penalizer = float(self.params["penalizer"])
         attempts = [penalizer, max(penalizer, 0.01) * RETRY_PENALIZER_FACTOR]
         last_error: Exception | None = None

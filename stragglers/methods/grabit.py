@@ -11,10 +11,9 @@ initial prediction is the mean target.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import xgboost as xgb
 
 from stragglers.methods._censored import (
     CENSORING_MODES,
@@ -24,6 +23,9 @@ from stragglers.methods._censored import (
     tobit_grad_hess,
 )
 from stragglers.methods.base import Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    import xgboost as xgb
 
 _MIN_SIGMA = 1e-3  # on the target scale (tau = 1)
 
@@ -42,6 +44,8 @@ class BoostedTobit:
         self.booster = booster
 
     def predict(self, Z: np.ndarray) -> np.ndarray:
+        import xgboost as xgb
+
         Z = np.asarray(Z, dtype=np.float64)
         if Z.shape[1] == 0:
             Z = np.zeros((len(Z), 1))
@@ -58,6 +62,8 @@ def fit_boosted_tobit(
     max_depth: int,
     seed: int,
 ) -> BoostedTobit:
+    import xgboost as xgb
+
     Z = np.asarray(Z, dtype=np.float64)
     if Z.shape[1] == 0:  # no varying feature: the boosted model reduces to a constant
         Z = np.zeros((len(Z), 1))

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
-from pyod.models.hbos import HBOS as PyodHBOS
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pyod.models.hbos import HBOS as PyodHBOS
 
 
 class HBOS(OutlierDetectionMethod):
@@ -20,4 +21,6 @@ class HBOS(OutlierDetectionMethod):
     drop_constant_training_columns: ClassVar[bool] = True  # zero-width histograms
 
     def make_detector(self, n_train: int, seed: int) -> PyodHBOS:
+        from pyod.models.hbos import HBOS as PyodHBOS
+
         return PyodHBOS(contamination=self.params["contamination"], n_bins=self.params["n_bins"])

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
-from pyod.models.iforest import IForest as PyodIForest
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pyod.models.iforest import IForest as PyodIForest
 
 
 class IForest(OutlierDetectionMethod):
@@ -19,6 +20,8 @@ class IForest(OutlierDetectionMethod):
     }
 
     def make_detector(self, n_train: int, seed: int) -> PyodIForest:
+        from pyod.models.iforest import IForest as PyodIForest
+
         return PyodIForest(
             contamination=self.params["contamination"],
             n_estimators=self.params["n_estimators"],

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
-from pyod.models.knn import KNN as PyodKNN
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pyod.models.knn import KNN as PyodKNN
 
 
 class KNN(OutlierDetectionMethod):
@@ -19,6 +20,8 @@ class KNN(OutlierDetectionMethod):
     }
 
     def make_detector(self, n_train: int, seed: int) -> PyodKNN:
+        from pyod.models.knn import KNN as PyodKNN
+
         return PyodKNN(
             contamination=self.params["contamination"],
             n_neighbors=self.neighbours(self.params["n_neighbors"], n_train),

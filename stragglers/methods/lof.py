@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
-from pyod.models.lof import LOF as PyodLOF
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pyod.models.lof import LOF as PyodLOF
 
 
 class LOF(OutlierDetectionMethod):
@@ -19,6 +20,8 @@ class LOF(OutlierDetectionMethod):
     }
 
     def make_detector(self, n_train: int, seed: int) -> PyodLOF:
+        from pyod.models.lof import LOF as PyodLOF
+
         return PyodLOF(
             contamination=self.params["contamination"],
             n_neighbors=self.neighbours(self.params["n_neighbors"], n_train),

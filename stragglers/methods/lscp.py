@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
-from pyod.models.lof import LOF as PyodLOF
-from pyod.models.lscp import LSCP as PyodLSCP
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pyod.models.lscp import LSCP as PyodLSCP
 
 
 class LSCP(OutlierDetectionMethod):
@@ -22,6 +22,9 @@ class LSCP(OutlierDetectionMethod):
     }
 
     def make_detector(self, n_train: int, seed: int) -> PyodLSCP:
+        from pyod.models.lof import LOF as PyodLOF
+        from pyod.models.lscp import LSCP as PyodLSCP
+
         base = [
             PyodLOF(n_neighbors=self.neighbours(k, n_train)) for k in self.params["lof_neighbors"]
         ]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
-from pyod.models.mcd import MCD as PyodMCD
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pyod.models.mcd import MCD as PyodMCD
 
 
 class MCD(OutlierDetectionMethod):
@@ -19,4 +20,6 @@ class MCD(OutlierDetectionMethod):
     drop_constant_training_columns: ClassVar[bool] = True  # singular covariance otherwise
 
     def make_detector(self, n_train: int, seed: int) -> PyodMCD:
+        from pyod.models.mcd import MCD as PyodMCD
+
         return PyodMCD(contamination=self.params["contamination"], random_state=seed)

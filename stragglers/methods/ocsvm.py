@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
-from pyod.models.ocsvm import OCSVM as PyodOCSVM
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pyod.models.ocsvm import OCSVM as PyodOCSVM
 
 
 class OCSVM(OutlierDetectionMethod):
@@ -19,4 +20,6 @@ class OCSVM(OutlierDetectionMethod):
     }
 
     def make_detector(self, n_train: int, seed: int) -> PyodOCSVM:
+        from pyod.models.ocsvm import OCSVM as PyodOCSVM
+
         return PyodOCSVM(contamination=self.params["contamination"], nu=self.params["nu"])

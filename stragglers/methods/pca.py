@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
-from pyod.models.pca import PCA as PyodPCA
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pyod.models.pca import PCA as PyodPCA
 
 
 class PCA(OutlierDetectionMethod):
@@ -19,4 +20,6 @@ class PCA(OutlierDetectionMethod):
     drop_constant_training_columns: ClassVar[bool] = True  # zero eigenvalues otherwise
 
     def make_detector(self, n_train: int, seed: int) -> PyodPCA:
+        from pyod.models.pca import PCA as PyodPCA
+
         return PyodPCA(contamination=self.params["contamination"], random_state=seed)

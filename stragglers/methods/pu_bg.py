@@ -14,12 +14,13 @@ Mordelet & Vert's recommended setting.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from pulearn import BaggingPuClassifier
-
-from stragglers.methods._pu import PlattSVC, PUMethod
+from stragglers.methods._pu import PUMethod
 from stragglers.methods.base import Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pulearn import BaggingPuClassifier
 
 
 class PUBagging(PUMethod):
@@ -47,6 +48,10 @@ class PUBagging(PUMethod):
         return float(self.params["max_samples"])
 
     def make_classifier(self, seed: int, n_labelled: int, n_unlabeled: int) -> BaggingPuClassifier:
+        from pulearn import BaggingPuClassifier
+
+        from stragglers.methods._pu import PlattSVC
+
         return BaggingPuClassifier(
             estimator=PlattSVC(C=self.params["C"], random_state=seed),
             n_estimators=self.params["n_estimators"],

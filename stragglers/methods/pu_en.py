@@ -9,13 +9,15 @@ finished (non-straggler) class.
 from __future__ import annotations
 
 import warnings
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from pulearn import ElkanotoPuClassifier
 
-from stragglers.methods._pu import PlattSVC, PUMethod
+from stragglers.methods._pu import PUMethod
 from stragglers.methods.base import Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pulearn import ElkanotoPuClassifier
 
 # pulearn holds out a uniform random share of all rows to estimate c; when that share holds
 # no labelled row (likely with few finished tasks) it raises: retry with other draws.
@@ -32,6 +34,10 @@ class PUElkanNoto(PUMethod):
     }
 
     def make_classifier(self, seed: int, n_labelled: int, n_unlabeled: int) -> ElkanotoPuClassifier:
+        from pulearn import ElkanotoPuClassifier
+
+        from stragglers.methods._pu import PlattSVC
+
         return ElkanotoPuClassifier(
             estimator=PlattSVC(C=self.params["C"], random_state=seed),
             hold_out_ratio=self.params["hold_out_ratio"],

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
-from pyod.models.sod import SOD as PyodSOD
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pyod.models.sod import SOD as PyodSOD
 
 
 class SOD(OutlierDetectionMethod):
@@ -24,6 +25,8 @@ class SOD(OutlierDetectionMethod):
     score_with_training: ClassVar[bool] = True  # PyOD's SOD scores a batch against itself
 
     def make_detector(self, n_train: int, seed: int) -> PyodSOD:
+        from pyod.models.sod import SOD as PyodSOD
+
         n_neighbors = self.neighbours(self.params["n_neighbors"], n_train)
         ref_set = int(self.params["ref_set"])
         if not self.abstains:

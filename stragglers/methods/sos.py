@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
-from pyod.models.sos import SOS as PyodSOS
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pyod.models.sos import SOS as PyodSOS
 
 
 class SOS(OutlierDetectionMethod):
@@ -20,6 +21,8 @@ class SOS(OutlierDetectionMethod):
     score_with_training: ClassVar[bool] = True  # PyOD's SOS scores a batch against itself
 
     def make_detector(self, n_train: int, seed: int) -> PyodSOS:
+        from pyod.models.sos import SOS as PyodSOS
+
         return PyodSOS(
             contamination=self.params["contamination"], perplexity=self.params["perplexity"]
         )

@@ -24,7 +24,6 @@ import warnings
 from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.svm import LinearSVC
 
 from stragglers.methods._features import fit_standardizer, job_seed
 from stragglers.methods._online import validate_checkpoint
@@ -99,6 +98,8 @@ class Wrangler(Method):
         return np.flatnonzero(self._training)
 
     def predict(self, checkpoint: Checkpoint) -> np.ndarray:
+        from sklearn.svm import LinearSVC
+
         if self._training is None or self._labels is None:
             raise RuntimeError(f"method {self.name}: predict() called before start_job()")
         validate_checkpoint(self.job, checkpoint)
