@@ -19,6 +19,7 @@ run_rule(
         repeats=int(snakemake.params.repeats),
         deadline_factors=[float(f) for f in snakemake.params.deadline_factors],
         seed=int(snakemake.params.seed),
+        method_dirs=list(snakemake.params.method_dirs),
         out_tasks=snakemake.output.tasks,
         out_jobs=snakemake.output.jobs,
         out_curve=snakemake.output.curve,

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from stragglers.formats.datasets import last_columns
+from stragglers.formats.features import FeatureAccumulator, fill_missing
 from stragglers.methods._laser_model import (
     choose_attempts,
     fit_regressor,
@@ -85,8 +87,6 @@ def earlier_job_examples(
     """A finished earlier job's tasks as task-network examples: each task's final features at
     elapsed = f x its latency for f in `elapsed_fractions`, elapsed and target in units of the
     job's median latency. Tasks with no usage window are left out."""
-    from stragglers.formats.features import FeatureAccumulator, fill_missing
-
     accumulator = FeatureAccumulator(job, last_columns)
     accumulator.advance(np.inf)
     tasks = np.flatnonzero(accumulator.n_windows > 0)
@@ -268,8 +268,6 @@ class LASER(Method):
                 "method LASER: history_jobs > 0 needs the dataset's job history "
                 "(JobInfo.history), which this run did not provide"
             )
-        from stragglers.formats.datasets import last_columns
-
         fractions = np.asarray(self.params["elapsed_fractions"], dtype=np.float64)
         finished = history.finished_before(time).tail(int(self.params["history_jobs"]))
         with_progress = bool(self.params["progress_input"])

@@ -39,6 +39,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from stragglers.formats.datasets import last_columns
 from stragglers.methods._start import ALPHA_MAX, ALPHA_MIN, clip_alpha, pareto_mle, start_rule
 from stragglers.methods.base import Checkpoint, JobInfo, Param
 from stragglers.methods.start_mle import StartMLE
@@ -295,8 +296,6 @@ class Start(StartMLE):
             self.job.grid_origin,
         )
         if key not in _sequence_cache:
-            from stragglers.formats.datasets import last_columns
-
             job = history.load(job_id, time)
             checkpoints = history.checkpoints(
                 job,

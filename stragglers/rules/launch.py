@@ -68,9 +68,11 @@ def launch_predict(
     out_jobs: str,
     out_curve: str,
     out_simulation: str,
+    method_dirs: list[str] | None = None,
 ) -> None:
-    from stragglers.launch.methods import get_launch_method
+    from stragglers.launch.methods import get_launch_method, load_launch_method_dirs
 
+    load_launch_method_dirs(method_dirs)
     method_class = get_launch_method(method)
     settings = launch_settings(launch_config, kind, straggler_quantile)
     tasks, features = load_launch_tasks(converted_dir, kind, settings.workload)

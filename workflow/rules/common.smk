@@ -1,4 +1,6 @@
 # Input functions and config lookups shared by the rules.
+import functools
+import os
 import re
 import sys
 from pathlib import Path
@@ -10,6 +12,7 @@ from stragglers.methods import (
     declared_cross_job,
     load_method_dirs,
     method_entry,
+    method_files,
 )
 
 load_method_dirs(config.get("method_dirs", []))
@@ -36,8 +39,9 @@ from stragglers.launch import launch_datasets
 LAUNCH_METHODS = list((config.get("launch") or {}).get("methods") or {})
 LAUNCH_DATASETS = launch_datasets(config)
 if LAUNCH_METHODS:
-    from stragglers.launch.methods import available_launch_methods
+    from stragglers.launch.methods import available_launch_methods, load_launch_method_dirs
 
+    load_launch_method_dirs(config.get("method_dirs", []))
     _unknown = sorted(set(LAUNCH_METHODS) - set(available_launch_methods()))
     if _unknown:
         raise ValueError(
@@ -325,6 +329,35 @@ def converted_shard(wildcards):
     if declared_cross_job(method_of(wildcards.method)[0]):
         return []
     return f"resources/converted/{wildcards.dataset}/jobs/shard-{wildcards.shard}"
+
+
+@functools.cache
+def _source_inputs(files):
+    """Files that define a method, as rule inputs: the package's through
+    workflow.source_path (so a cluster job receives them with the workflow's sources), a
+    `method_dirs` file as it is."""
+    rules_dir = Path(workflow.basedir) / "workflow" / "rules"
+    return [
+        (
+            workflow.source_path(os.path.relpath(path, rules_dir))
+            if path.is_relative_to(Path(workflow.basedir).resolve())
+            else str(path)
+        )
+        for path in files
+    ]
+
+
+def method_sources(wildcards):
+    """The files that define the method a label runs, its module and the package modules it
+    builds on (stragglers.methods.method_files): editing one reruns that method's jobs."""
+    return _source_inputs(tuple(method_files(method_of(wildcards.method)[0])))
+
+
+def launch_method_sources(wildcards):
+    """As method_sources, for a launch-time model."""
+    from stragglers.launch.methods import launch_method_files
+
+    return _source_inputs(tuple(launch_method_files(wildcards.launch_method)))
 
 
 def launch_outputs(kind):
