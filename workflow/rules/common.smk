@@ -1,5 +1,4 @@
 # Input functions and config lookups shared by the rules.
-import functools
 import os
 import re
 import sys
@@ -331,20 +330,24 @@ def converted_shard(wildcards):
     return f"resources/converted/{wildcards.dataset}/jobs/shard-{wildcards.shard}"
 
 
-@functools.cache
+_SOURCE_INPUTS = {}  # files -> inputs: one source_path call per file, not one per job
+
+
 def _source_inputs(files):
-    """Files that define a method, as rule inputs: the package's through
+    """Files that define a method, as the inputs of its jobs: the package's through
     workflow.source_path (so a cluster job receives them with the workflow's sources), a
     `method_dirs` file as it is."""
-    rules_dir = Path(workflow.basedir) / "workflow" / "rules"
-    return [
-        (
-            workflow.source_path(os.path.relpath(path, rules_dir))
-            if path.is_relative_to(Path(workflow.basedir).resolve())
-            else str(path)
-        )
-        for path in files
-    ]
+    if files not in _SOURCE_INPUTS:
+        rules_dir = Path(workflow.basedir) / "workflow" / "rules"
+        _SOURCE_INPUTS[files] = [
+            (
+                workflow.source_path(os.path.relpath(path, rules_dir))
+                if path.is_relative_to(Path(workflow.basedir).resolve())
+                else str(path)
+            )
+            for path in files
+        ]
+    return _SOURCE_INPUTS[files]
 
 
 def method_sources(wildcards):
