@@ -173,7 +173,15 @@ def check_params_declared(cls) -> None:
         assert spec.accepts(spec.default), (
             f"method {cls.name}: the default of {key!r}, {spec.default!r}, is not {spec.allowed()}"
         )
+        _check_doc(f"method {cls.name}", key, spec)
     cls({}, seed=0)  # the defaults pass the constructor's check
+
+
+def _check_doc(what: str, key: str, spec: Param) -> None:
+    assert spec.doc.strip() and "\n" not in spec.doc, (
+        f"{what}: parameter {key!r} has no one-line doc (Param(..., doc=...)); "
+        "docs/methods.md's parameter tables are made from it"
+    )
 
 
 def check_flags(cls, tmp_path: Path) -> None:
@@ -342,6 +350,7 @@ def check_launch_params_declared(cls) -> None:
         assert spec.accepts(spec.default), (
             f"launch method {cls.name}: the default of {key!r} is not {spec.allowed()}"
         )
+        _check_doc(f"launch method {cls.name}", key, spec)
     cls({}, seed=0)
 
 

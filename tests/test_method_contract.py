@@ -70,6 +70,7 @@ def _broken(module: str, class_name: str):
         ("VagueError", checks.check_degenerate_checkpoints, "names neither the method nor the job"),
         ("BareDefaults", checks.check_params_declared, "bare value"),
         ("DefaultOutOfRange", checks.check_params_declared, "is not a number > 0"),
+        ("UndocumentedParam", checks.check_params_declared, "'factor' has no one-line doc"),
     ],
 )
 def test_checks_catch_broken_methods(class_name, check, message, tmp_path):

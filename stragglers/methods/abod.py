@@ -14,9 +14,22 @@ if TYPE_CHECKING:  # annotations only: the library is imported where it is used
 class ABOD(OutlierDetectionMethod):
     name: ClassVar[str] = "ABOD"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": Param(0.1, float, gt=0, le=0.5),
-        "n_neighbors": Param(5, int, ge=1),  # PyOD default (the paper's code uses PyOD defaults)
-        "refit_growth": Param(0.1, float, ge=0),
+        "contamination": Param(
+            0.1,
+            float,
+            gt=0,
+            le=0.5,
+            doc="share of the training rows the detector takes as outliers (its score threshold)",
+        ),
+        "n_neighbors": Param(
+            5, int, ge=1, doc="neighbours of the fast (kNN) angle variant"
+        ),  # PyOD default (the paper's code uses PyOD defaults)
+        "refit_growth": Param(
+            0.1,
+            float,
+            ge=0,
+            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
+        ),
     }
     min_train: ClassVar[int] = 3  # angles need two other points
 

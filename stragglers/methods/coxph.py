@@ -116,15 +116,37 @@ class CoxPH(OnlineRefitMethod):
     family: ClassVar[str] = CENSORED_FAMILY
     defaults: ClassVar[dict[str, Any]] = {
         "censoring": Param(
-            "elapsed", str, choices=CENSORING_MODES
+            "elapsed",
+            str,
+            choices=CENSORING_MODES,
+            doc="a running task's censoring point: its elapsed time, or the longest finished latency",
         ),  # or "max_finished" (the paper's code for Tobit/Grabit)
-        "penalizer": Param(0.1, float, ge=0),
-        "decision": Param("conditional_survival", str, choices=COX_DECISIONS),  # or "median"
-        "survival_threshold": Param(0.5, float, gt=0, lt=1),
+        "penalizer": Param(0.1, float, ge=0, doc="ridge penalty of lifelines' Cox fit"),
+        "decision": Param(
+            "conditional_survival",
+            str,
+            choices=COX_DECISIONS,
+            doc="flag on the conditional survival past tau, or on the predicted median latency",
+        ),  # or "median"
+        "survival_threshold": Param(
+            0.5,
+            float,
+            gt=0,
+            lt=1,
+            doc="P(T >= tau | T > elapsed) at or above which a running task is flagged",
+        ),
         "baseline_tail": Param(
-            "weibull", str, choices=BASELINE_TAILS
+            "weibull",
+            str,
+            choices=BASELINE_TAILS,
+            doc="baseline hazard beyond the last finished latency: a Weibull tail, or flat",
         ),  # or "flat" (lifelines' Breslow step function as is)
-        "refit_growth": Param(0.25, float, ge=0),
+        "refit_growth": Param(
+            0.25,
+            float,
+            ge=0,
+            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
+        ),
     }
 
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):

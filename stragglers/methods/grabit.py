@@ -94,19 +94,39 @@ class Grabit(CensoredGaussianMethod):
     name: ClassVar[str] = "Grabit"
     defaults: ClassVar[dict[str, Any]] = {
         "censoring": Param(
-            "elapsed", str, choices=CENSORING_MODES
+            "elapsed",
+            str,
+            choices=CENSORING_MODES,
+            doc="a running task's censoring point: its elapsed time, or the longest finished latency",
         ),  # or "max_finished" (the paper's code)
-        "target": Param("latency", str, choices=TARGETS),  # or "log_latency"
+        "target": Param(
+            "latency",
+            str,
+            choices=TARGETS,
+            doc="the regression target: latency / tau, or its logarithm",
+        ),  # or "log_latency"
         "decision": Param(
-            "latent_mean", str, choices=GAUSSIAN_DECISIONS
+            "latent_mean",
+            str,
+            choices=GAUSSIAN_DECISIONS,
+            doc="flag on the latent mean, or on the median conditional on the elapsed time",
         ),  # or "conditional_median"
         "sigma": Param(
-            None, float, gt=0, nullable=True
+            None,
+            float,
+            gt=0,
+            nullable=True,
+            doc="the Tobit noise scale on the target's scale (null: a linear fit's residual spread)",
         ),  # None: residual std of a linear fit; else on the latency / tau scale
-        "n_estimators": Param(100, int, ge=1),
-        "learning_rate": Param(0.1, float, gt=0),
-        "max_depth": Param(5, int, ge=1),
-        "refit_growth": Param(0.5, float, ge=0),
+        "n_estimators": Param(100, int, ge=1, doc="boosting rounds"),
+        "learning_rate": Param(0.1, float, gt=0, doc="boosting step size"),
+        "max_depth": Param(5, int, ge=1, doc="depth of each tree"),
+        "refit_growth": Param(
+            0.5,
+            float,
+            ge=0,
+            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
+        ),
     }
 
     def fit_model(self, Z, y, censored, seed):

@@ -26,12 +26,32 @@ if TYPE_CHECKING:  # annotations only: the library is imported where it is used
 class PUBagging(PUMethod):
     name: ClassVar[str] = "PU-BG"
     defaults: ClassVar[dict[str, Any]] = {
-        "n_estimators": Param(10, int, ge=1),  # pulearn defaults, as in the paper's code
+        "n_estimators": Param(
+            10, int, ge=1, doc="bagged classifiers"
+        ),  # pulearn defaults, as in the paper's code
         # bootstrap size: a share of the unlabeled tasks, or "balanced" (= number of labelled)
-        "max_samples": Param(1.0, float, gt=0, le=1, choices=("balanced",)),
-        "C": Param(1.0, float, gt=0),
-        "flag_below": Param(0.5, float, ge=0, le=1),
-        "refit_growth": Param(0.5, float, ge=0),
+        "max_samples": Param(
+            1.0,
+            float,
+            gt=0,
+            le=1,
+            choices=("balanced",),
+            doc="unlabeled rows per bag, as a share of the running tasks ('balanced': as many as labelled)",
+        ),
+        "C": Param(1.0, float, gt=0, doc="inverse regularisation strength of the RBF SVM"),
+        "flag_below": Param(
+            0.5,
+            float,
+            ge=0,
+            le=1,
+            doc="P(finished class | x) below which a running task is flagged",
+        ),
+        "refit_growth": Param(
+            0.5,
+            float,
+            ge=0,
+            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
+        ),
     }
 
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):

@@ -27,10 +27,29 @@ HOLD_OUT_DRAWS = 20
 class PUElkanNoto(PUMethod):
     name: ClassVar[str] = "PU-EN"
     defaults: ClassVar[dict[str, Any]] = {
-        "hold_out_ratio": Param(0.1, float, gt=0, lt=1),  # the paper's code and pulearn's default
-        "C": Param(1.0, float, gt=0),  # SVC defaults, as in the paper's code
-        "flag_below": Param(0.5, float, ge=0, le=1),
-        "refit_growth": Param(0.1, float, ge=0),
+        "hold_out_ratio": Param(
+            0.1,
+            float,
+            gt=0,
+            lt=1,
+            doc="share of the labelled rows held out to estimate P(labelled | positive)",
+        ),  # the paper's code and pulearn's default
+        "C": Param(
+            1.0, float, gt=0, doc="inverse regularisation strength of the RBF SVM"
+        ),  # SVC defaults, as in the paper's code
+        "flag_below": Param(
+            0.5,
+            float,
+            ge=0,
+            le=1,
+            doc="P(finished class | x) below which a running task is flagged",
+        ),
+        "refit_growth": Param(
+            0.1,
+            float,
+            ge=0,
+            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
+        ),
     }
 
     def make_classifier(self, seed: int, n_labelled: int, n_unlabeled: int) -> ElkanotoPuClassifier:

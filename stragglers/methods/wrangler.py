@@ -59,9 +59,15 @@ class Wrangler(Method):
     family: ClassVar[str] = "Systems"
     privileged: ClassVar[bool] = True
     defaults: ClassVar[dict[str, Any]] = {
-        "train_fraction": Param(2.0 / 3.0, float, gt=0, lt=1),  # the NURD paper's protocol
-        "C": Param(1.0, float, gt=0),
-        "oversample": Param(True, bool),
+        "train_fraction": Param(
+            2.0 / 3.0,
+            float,
+            gt=0,
+            lt=1,
+            doc="share of the job's tasks in the labelled training split",
+        ),  # the NURD paper's protocol
+        "C": Param(1.0, float, gt=0, doc="inverse regularisation strength of the linear SVM"),
+        "oversample": Param(True, bool, doc="oversample the minority class of the training split"),
     }
 
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):

@@ -65,14 +65,30 @@ def compact_tos(n_train: int, seed: int) -> tuple[list[Any], list[bool]]:
 class XGBOD(OutlierDetectionMethod):
     name: ClassVar[str] = "XGBOD"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": Param(0.1, float, gt=0, le=0.5),
-        "n_estimators": Param(100, int, ge=1),  # PyOD defaults for the XGBoost classifier
-        "max_depth": Param(3, int, ge=1),
-        "learning_rate": Param(0.1, float, gt=0),
+        "contamination": Param(
+            0.1,
+            float,
+            gt=0,
+            le=0.5,
+            doc="share of the training rows the detector takes as outliers (its score threshold)",
+        ),
+        "n_estimators": Param(
+            100, int, ge=1, doc="boosting rounds of the XGBoost classifier"
+        ),  # PyOD defaults for the XGBoost classifier
+        "max_depth": Param(3, int, ge=1, doc="depth of each tree"),
+        "learning_rate": Param(0.1, float, gt=0, doc="boosting step size"),
         "tos_detectors": Param(
-            "compact", str, choices=TOS_CHOICES
+            "compact",
+            str,
+            choices=TOS_CHOICES,
+            doc="the unsupervised detectors whose scores XGBoost reads: a compact set, or PyOD's 41",
         ),  # or "pyod_default" (41 detectors)
-        "refit_growth": Param(0.5, float, ge=0),
+        "refit_growth": Param(
+            0.5,
+            float,
+            ge=0,
+            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
+        ),
     }
 
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):
