@@ -41,6 +41,7 @@ class Registry:
         self.base = base
         self.noun = noun
         self._external: dict[str, type] = {}
+        self._files: dict[str, list[Path]] = {}  # source_files, asked once per job of the DAG
 
     def _classes_in(self, module) -> list[type]:
         return [
@@ -120,6 +121,11 @@ class Registry:
         of its method folder) that module builds on, followed through the classes, functions,
         constants and modules they hold at their top level (NURD's file for GBTR, the shared
         helpers `_*.py`, base.py). A change to one of them can change the method's output."""
+        if name not in self._files:
+            self._files[name] = self._source_files(name)
+        return list(self._files[name])
+
+    def _source_files(self, name: str) -> list[Path]:
         modules: dict[str, Path] = {}
         pending = [klass.__module__ for klass in self.get(name).__mro__]
         while pending:
@@ -162,5 +168,5 @@ def _tracked(module) -> bool:
     return (
         name.startswith("stragglers.")
         and name != __name__
-        and not Path(getattr(module, "__file__", "") or "").name == "__init__.py"
+        and Path(getattr(module, "__file__", "") or "").name != "__init__.py"
     )

@@ -330,7 +330,7 @@ def converted_shard(wildcards):
     return f"resources/converted/{wildcards.dataset}/jobs/shard-{wildcards.shard}"
 
 
-_SOURCE_INPUTS = {}  # files -> inputs: one source_path call per file, not one per job
+_SOURCE_INPUTS = {}  # files -> inputs: source_path once per method, not once per job
 
 
 def _source_inputs(files):
