@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from workflow_runs import ROOT, load_config, write_config
 
 TARGETS = ["results/alibaba-edit/evaluation/job_metrics.csv"]
@@ -62,6 +63,7 @@ def _edit(path: Path, work: Path) -> None:
     os.utime(path, ns=(later, later))
 
 
+@pytest.mark.e2e  # three runs of a small config: ~1 min on 2 cores
 def test_editing_a_method_file_reruns_that_methods_jobs_only(tmp_path):
     code = _copy_workflow(tmp_path / "code")
     work = tmp_path / "work"
