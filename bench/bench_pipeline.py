@@ -86,7 +86,7 @@ def bench_nurd_vs_gbr(n_jobs: int, seed: int) -> None:
     generate_google(work / "raw", GoogleGeneratorConfig.from_dict({"n_jobs": n_jobs, "seed": seed}))
     convert_google(work / "raw", work / "converted", dataset="bench", n_shards=1)
     jobs = list(iter_shard_jobs(work / "converted", "google-2011", 0))
-    get_method("NURD")  # import every method module (PyOD, lifelines...) before timing
+    get_method("NURD")  # import every method module before timing; the libraries NURD uses:
     import sklearn.ensemble  # noqa: F401
     import xgboost  # noqa: F401
 

@@ -47,6 +47,17 @@ def write_text_atomic(text: str, path: Path | str) -> None:
     write_atomic(path, lambda staging: staging.write_text(text, encoding="utf-8"))
 
 
+def pyplot():
+    """matplotlib.pyplot, drawing to files only (the Agg backend: no display on cluster nodes
+    or in CI), imported on first use: loading the workflow imports no matplotlib."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def save_figure(fig, path: Path | str, **savefig_options: Any) -> None:
     """A matplotlib figure written atomically, in the format its suffix names."""
     fmt = Path(path).suffix.lstrip(".") or "png"

@@ -1,34 +1,130 @@
-"""The method registry: finds every method by its source, loads only what is asked for."""
+"""The method registry (stragglers.methods.registry): one mechanism for the online methods and
+the launch-time models, the package's and those of `method_dirs`, with the same errors."""
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from stragglers.methods import _registry, available_methods, get_method, load_method_dirs
+from stragglers.launch.methods import (
+    LAUNCH_METHODS,
+    available_launch_methods,
+    get_launch_method,
+    launch_method_files,
+    load_launch_method_dirs,
+)
+from stragglers.launch.methods.base import LaunchMethod
+from stragglers.methods import (
+    UnknownMethodError,
+    available_methods,
+    check_method_params,
+    get_method,
+    load_method_dirs,
+    method_files,
+)
 from stragglers.methods.base import Method
 
-EXTRA = Path(__file__).parent / "extra_methods"
+TESTS = Path(__file__).parent
+EXTRA = TESTS / "extra_methods"
+PACKAGE = TESTS.parent / "stragglers"
 
 
-def test_names_read_from_source_match_the_imported_classes():
-    registry = _registry()  # imports every module
-    assert set(available_methods()) >= set(registry)
-    for name, cls in registry.items():
-        assert get_method(name) is cls and issubclass(cls, Method)
-        assert cls.family, f"{name} has no family"
+def test_every_name_is_its_class():
+    for name in available_methods():
+        cls = get_method(name)
+        assert cls.name == name and issubclass(cls, Method) and cls.family, name
+    for name in available_launch_methods():
+        cls = get_launch_method(name)
+        assert cls.name == name and issubclass(cls, LaunchMethod), name
 
 
 def test_backbone_methods_are_registered():
     assert {"NURD", "NURD-NC", "GBTR", "Oracle"} <= set(available_methods())
+    assert {"MTL-f0", "Wrangler-node"} <= set(available_launch_methods())
+    # helpers and the shared base of the MTL models are not methods
+    assert not {"_MultiTask", ""} & set(available_launch_methods())
 
 
-def test_unknown_method_lists_the_available_ones():
-    with pytest.raises(KeyError, match="available: .*NURD"):
-        get_method("NoSuchMethod")
+@pytest.mark.parametrize(
+    "lookup,message",
+    [
+        (lambda: get_method("NoSuchMethod"), "^no method named 'NoSuchMethod'; available: .*NURD"),
+        (
+            lambda: get_launch_method("NoSuch"),
+            "^no launch method named 'NoSuch'; available: .*MTL-f0",
+        ),
+        (lambda: check_method_params("NoSuchMethod", {}), "^no method named"),
+    ],
+)
+def test_unknown_method_lists_the_available_ones(lookup, message):
+    # one error for both registries: a KeyError for lookups, a ValueError for config checks
+    with pytest.raises(UnknownMethodError, match=message) as error:
+        lookup()
+    assert isinstance(error.value, KeyError) and isinstance(error.value, ValueError)
 
 
 def test_methods_from_a_folder():
     assert load_method_dirs([EXTRA]) == ["AlwaysFails"]
     assert get_method("AlwaysFails").family == "Test"
+    assert load_method_dirs([EXTRA]) == ["AlwaysFails"]  # loading again is harmless
+    assert set(method_files("AlwaysFails")) == {
+        (EXTRA / "always_fails.py").resolve(),
+        (PACKAGE / "methods" / "base.py").resolve(),
+    }
+    # the folder holds no launch-time model; the launch registry reads it all the same
+    assert load_launch_method_dirs([EXTRA]) == []
     with pytest.raises(FileNotFoundError, match="method_dirs"):
         load_method_dirs([EXTRA / "missing"])
+
+
+def test_launch_methods_from_a_folder(tmp_path):
+    folder = tmp_path / "my_models"
+    folder.mkdir()
+    (folder / "always_no.py").write_text(
+        "import numpy as np\n"
+        "from stragglers.launch.methods.base import LaunchMethod\n\n\n"
+        "class AlwaysNo(LaunchMethod):\n"
+        "    name = 'AlwaysNo'\n\n"
+        "    def fit(self, X, straggler, node, workload):\n"
+        "        pass\n\n"
+        "    def predict(self, X, node, workload):\n"
+        "        return np.zeros(len(X), dtype=bool)\n"
+    )
+    try:
+        assert load_launch_method_dirs([folder]) == ["AlwaysNo"]
+        assert (
+            get_launch_method("AlwaysNo")({}).predict(np.zeros((3, 1)), None, None).tolist()
+            == [False] * 3
+        )
+        assert (folder / "always_no.py").resolve() in launch_method_files("AlwaysNo")
+        assert load_method_dirs([folder]) == []  # not an online method
+    finally:
+        LAUNCH_METHODS._external.pop("AlwaysNo", None)
+
+
+def test_a_name_taken_by_the_package_is_refused(tmp_path):
+    (tmp_path / "nurd_again.py").write_text(
+        "from stragglers.methods.base import Method\n\n\n"
+        "class Again(Method):\n"
+        "    name = 'NURD'\n\n"
+        "    def predict(self, checkpoint):\n"
+        "        return None\n"
+    )
+    with pytest.raises(RuntimeError, match=r"nurd_again.py: method name 'NURD' is already taken"):
+        load_method_dirs([tmp_path])
+
+
+def test_a_method_is_defined_by_its_module_and_what_it_builds_on():
+    methods = PACKAGE / "methods"
+    assert method_files("NURD") == [methods / "base.py", methods / "nurd.py"]
+    # GBTR is NURD with another regressor: NURD's file defines it too
+    assert method_files("GBTR") == [methods / f for f in ("base.py", "gbtr.py", "nurd.py")]
+    # the shared helpers a method's module (and its base classes') use
+    assert set(method_files("PU-BG")) == {
+        methods / f for f in ("_features.py", "_online.py", "_pu.py", "base.py", "pu_bg.py")
+    }
+    assert methods / "srquant.py" in method_files("LASER")
+    assert PACKAGE / "launch" / "mtl.py" in launch_method_files("MTL-f0")
+    # no registry: the package's __init__ lists every method
+    for name in available_methods():
+        assert all(p.name not in ("__init__.py", "registry.py") for p in method_files(name))

@@ -301,17 +301,18 @@ def _policies_rows():
 
 
 def test_pocd_figure_leaves_out_a_flat_deadline(tmp_path, monkeypatch):
+    from stragglers.io import pyplot
     from stragglers.report import figures
 
     panels = []
-    original = figures.plt.subplots
+    original = pyplot().subplots
 
     def recording_subplots(*args, **kwargs):
         fig, axes = original(*args, **kwargs)
         panels.append(axes)
         return fig, axes
 
-    monkeypatch.setattr(figures.plt, "subplots", recording_subplots)
+    monkeypatch.setattr(pyplot(), "subplots", recording_subplots)
     path = tmp_path / "pocd.png"
     figures.plot_pocd_vs_machine_time(_policies_rows(), path, "google", "causal", [1.0, 1.25])
     assert path.read_bytes()[:8] == PNG_MAGIC

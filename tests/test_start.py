@@ -279,7 +279,7 @@ def test_start_is_deterministic(trace, monkeypatch):
     pd.testing.assert_frame_equal(runs[0], runs[1])
 
 
-def test_cross_job_methods_are_declared_in_source():
+def test_cross_job_methods_are_declared():
     assert declared_cross_job("START") and declared_cross_job("START-MLE")
     assert not declared_cross_job("NURD")
     assert get_method("START").cross_job

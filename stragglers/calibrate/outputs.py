@@ -123,10 +123,9 @@ def method_rows(trials: pd.DataFrame, methods: list[str], paper: dict[str, dict]
 def plot_methods(rows: pd.DataFrame, out: str | Path) -> None:
     """Per dataset, TPR and FPR of each calibration method: the paper, ours at the starting
     settings and ours at the best."""
-    import matplotlib
+    from stragglers.io import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     datasets = list(dict.fromkeys(rows["dataset"]))
     fig, axes = plt.subplots(

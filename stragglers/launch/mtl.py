@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.svm import LinearSVC
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    import scipy.sparse as sp
+    from sklearn.svm import LinearSVC
 
 PARTITIONS = ("base", "node", "workload", "tuple")
 INTERCEPT_SCALING = 10.0  # larger values slow liblinear down badly (measured on the tests' problem)
@@ -137,6 +139,8 @@ def augment(
     """phi(x) (eqs. 10-11): for each partition, x * sqrt(lam / lambda_{p,g}) in the block of
     the row's group (nothing if the group is unseen). `block_scale` (one per group, in block
     order) multiplies each block further (the mixed-norm solver's sqrt(eta))."""
+    import scipy.sparse as sp
+
     X = np.asarray(X, dtype=float)
     n, d = X.shape
     rows, cols, vals = [], [], []
@@ -167,6 +171,8 @@ def _fit_linear_svm(
     Z: sp.csr_matrix, y_signed: np.ndarray, lam: float, seed: int, max_iter: int, tol: float
 ) -> tuple[np.ndarray, float]:
     """min lam ||w||^2 + sum hinge  ==  liblinear's 1/2 ||w||^2 + C sum hinge, C = 1 / (2 lam)."""
+    from sklearn.svm import LinearSVC
+
     svm = LinearSVC(
         C=1.0 / (2.0 * lam),
         loss="hinge",
@@ -184,6 +190,8 @@ def _fit_linear_svm(
 def _fit_quietly(svm: LinearSVC, X, y) -> None:
     """liblinear's convergence warnings silenced: the objective (MTL) or the model's
     predictions (per tuple) are what the tests and tables check."""
+    from sklearn.exceptions import ConvergenceWarning
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         svm.fit(X, y)
@@ -309,6 +317,8 @@ class MultiTaskSVM:
         return np.sqrt(np.bincount(block, weights=w_tilde**2, minlength=int(block.max()) + 1))
 
     def _fit_mixed(self, X, y_signed, node, workload) -> None:
+        import scipy.sparse as sp
+
         block = self.block_of_column()
         n_blocks = int(block.max()) + 1
         eta = np.full(n_blocks, 1.0 / n_blocks)
@@ -421,6 +431,7 @@ class PerTupleSVM:
 
     def fit(self, X, y, node, workload) -> PerTupleSVM:
         from sklearn.linear_model import LogisticRegression
+        from sklearn.svm import LinearSVC
 
         X = _check_inputs(X, node, workload, y)
         y = np.asarray(y, dtype=bool)
@@ -450,6 +461,7 @@ class PerTupleSVM:
         """Out-of-fold SVM decisions over folds of distinct rows; None when a class has fewer
         than 2 distinct rows (or a training fold would hold one class)."""
         from sklearn.model_selection import StratifiedGroupKFold
+        from sklearn.svm import LinearSVC
 
         _, group = np.unique(np.column_stack([X, labels]), axis=0, return_inverse=True)
         group = np.asarray(group).ravel()

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy import optimize, special
 
 from stragglers.methods._features import Standardizer, fit_standardizer, job_seed
 from stragglers.methods._online import OnlineRefitMethod
@@ -85,6 +84,8 @@ def observed_time(checkpoint: Checkpoint, mode: str) -> float:
 
 
 def _log_normal_sf(u: np.ndarray) -> np.ndarray:
+    from scipy import special
+
     return special.log_ndtr(-u)
 
 
@@ -136,6 +137,8 @@ def fit_tobit(
 
     Starts from the ridge least-squares fit that treats censoring points as observations.
     """
+    from scipy import optimize
+
     p = X.shape[1]
     ridge = l2 * np.eye(p)
     ridge[0, 0] = 0.0

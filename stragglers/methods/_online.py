@@ -69,7 +69,14 @@ class OnlineRefitMethod(Method):
     """A method that fits on the data at a checkpoint and reuses the fit while it is current."""
 
     # subclasses extend this; every online method accepts the refit schedule
-    defaults: dict[str, Any] = {"refit_growth": Param(0.0, float, ge=0)}
+    defaults: dict[str, Any] = {
+        "refit_growth": Param(
+            0.0,
+            float,
+            ge=0,
+            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
+        )
+    }
 
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):
         super().__init__(params, seed)

@@ -56,8 +56,19 @@ class OutlierDetectionMethod(OnlineRefitMethod):
 
     family: ClassVar[str] = "Outlier detection"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": Param(0.1, float, gt=0, le=0.5),
-        "refit_growth": Param(0.0, float, ge=0),
+        "contamination": Param(
+            0.1,
+            float,
+            gt=0,
+            le=0.5,
+            doc="share of the training rows the detector takes as outliers (its score threshold)",
+        ),
+        "refit_growth": Param(
+            0.0,
+            float,
+            ge=0,
+            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
+        ),
     }
 
     min_train: ClassVar[int] = 2  # fewest finished tasks the detector can be fit on

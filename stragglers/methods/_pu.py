@@ -14,71 +14,90 @@ from __future__ import annotations
 import abc
 import warnings
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold
-from sklearn.svm import SVC
 
 from stragglers.methods._features import Standardizer, fit_standardizer, job_seed
 from stragglers.methods._online import OnlineRefitMethod
 from stragglers.methods.base import Checkpoint
 
 
-class PlattSVC(ClassifierMixin, BaseEstimator):
-    """RBF SVC with probabilities from a sigmoid fit on cross-validated decision values.
+@cache
+def _platt_svc_class() -> type:
+    """PlattSVC derives from scikit-learn's estimator classes, so it is defined on first use:
+    importing the PU methods (the registry does, when the workflow loads) imports no
+    scikit-learn. `stragglers.methods._pu.PlattSVC` names it (module `__getattr__`), so it
+    pickles and imports like an ordinary class."""
+    from sklearn.base import BaseEstimator, ClassifierMixin
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.svm import SVC
 
-    Uses min(cv, smallest class size) stratified folds; with a class of a single row the
-    sigmoid is fit on the in-sample decision values instead.
-    """
+    class PlattSVC(ClassifierMixin, BaseEstimator):
+        """RBF SVC with probabilities from a sigmoid fit on cross-validated decision values.
 
-    def __init__(
-        self,
-        C: float = 1.0,
-        gamma: str | float = "scale",
-        cv: int = 5,
-        random_state: int | None = None,
-    ):
-        self.C = C
-        self.gamma = gamma
-        self.cv = cv
-        self.random_state = random_state
+        Uses min(cv, smallest class size) stratified folds; with a class of a single row the
+        sigmoid is fit on the in-sample decision values instead.
+        """
 
-    # no sample_weight argument on purpose: pulearn's bagging then fits each estimator on
-    # its bootstrap rows (with repeats) instead of zero-weighting the others
-    def fit(self, X, y):
-        X = np.asarray(X, dtype=np.float64)
-        y = np.asarray(y).astype(int)
-        self.classes_ = np.unique(y)
-        if len(self.classes_) != 2:
-            raise ValueError(f"PlattSVC needs two classes, got {self.classes_.tolist()}")
-        positive = y == self.classes_[1]
-        self.svc_ = SVC(C=self.C, gamma=self.gamma, kernel="rbf")
-        self.svc_.fit(X, y)
-        n_folds = min(int(self.cv), int(positive.sum()), int((~positive).sum()))
-        if n_folds >= 2:
-            decision = np.empty(len(y))
-            folds = StratifiedKFold(n_folds, shuffle=True, random_state=self.random_state)
-            for train_idx, test_idx in folds.split(X, y):
-                if np.unique(y[train_idx]).size < 2:
-                    decision[test_idx] = self.svc_.decision_function(X[test_idx])
-                    continue
-                fold_svc = SVC(C=self.C, gamma=self.gamma, kernel="rbf")
-                fold_svc.fit(X[train_idx], y[train_idx])
-                decision[test_idx] = fold_svc.decision_function(X[test_idx])
-        else:
-            decision = self.svc_.decision_function(X)
-        self.sigmoid_ = LogisticRegression(C=1e6).fit(decision.reshape(-1, 1), positive.astype(int))
-        return self
+        def __init__(
+            self,
+            C: float = 1.0,
+            gamma: str | float = "scale",
+            cv: int = 5,
+            random_state: int | None = None,
+        ):
+            self.C = C
+            self.gamma = gamma
+            self.cv = cv
+            self.random_state = random_state
 
-    def predict_proba(self, X):
-        decision = self.svc_.decision_function(np.asarray(X, dtype=np.float64))
-        return self.sigmoid_.predict_proba(decision.reshape(-1, 1))
+        # no sample_weight argument on purpose: pulearn's bagging then fits each estimator on
+        # its bootstrap rows (with repeats) instead of zero-weighting the others
+        def fit(self, X, y):
+            X = np.asarray(X, dtype=np.float64)
+            y = np.asarray(y).astype(int)
+            self.classes_ = np.unique(y)
+            if len(self.classes_) != 2:
+                raise ValueError(f"PlattSVC needs two classes, got {self.classes_.tolist()}")
+            positive = y == self.classes_[1]
+            self.svc_ = SVC(C=self.C, gamma=self.gamma, kernel="rbf")
+            self.svc_.fit(X, y)
+            n_folds = min(int(self.cv), int(positive.sum()), int((~positive).sum()))
+            if n_folds >= 2:
+                decision = np.empty(len(y))
+                folds = StratifiedKFold(n_folds, shuffle=True, random_state=self.random_state)
+                for train_idx, test_idx in folds.split(X, y):
+                    if np.unique(y[train_idx]).size < 2:
+                        decision[test_idx] = self.svc_.decision_function(X[test_idx])
+                        continue
+                    fold_svc = SVC(C=self.C, gamma=self.gamma, kernel="rbf")
+                    fold_svc.fit(X[train_idx], y[train_idx])
+                    decision[test_idx] = fold_svc.decision_function(X[test_idx])
+            else:
+                decision = self.svc_.decision_function(X)
+            self.sigmoid_ = LogisticRegression(C=1e6).fit(
+                decision.reshape(-1, 1), positive.astype(int)
+            )
+            return self
 
-    def predict(self, X):
-        return self.classes_[(self.predict_proba(X)[:, 1] >= 0.5).astype(int)]
+        def predict_proba(self, X):
+            decision = self.svc_.decision_function(np.asarray(X, dtype=np.float64))
+            return self.sigmoid_.predict_proba(decision.reshape(-1, 1))
+
+        def predict(self, X):
+            return self.classes_[(self.predict_proba(X)[:, 1] >= 0.5).astype(int)]
+
+    PlattSVC.__module__, PlattSVC.__qualname__ = __name__, "PlattSVC"
+    return PlattSVC
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PlattSVC":
+        return _platt_svc_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)

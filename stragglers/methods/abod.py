@@ -2,20 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
-from pyod.models.abod import ABOD as PyodABOD
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import JobInfo, Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pyod.models.abod import ABOD as PyodABOD
 
 
 class ABOD(OutlierDetectionMethod):
     name: ClassVar[str] = "ABOD"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": Param(0.1, float, gt=0, le=0.5),
-        "n_neighbors": Param(5, int, ge=1),  # PyOD default (the paper's code uses PyOD defaults)
-        "refit_growth": Param(0.1, float, ge=0),
+        "contamination": Param(
+            0.1,
+            float,
+            gt=0,
+            le=0.5,
+            doc="share of the training rows the detector takes as outliers (its score threshold)",
+        ),
+        "n_neighbors": Param(
+            5, int, ge=1, doc="neighbours of the fast (kNN) angle variant"
+        ),  # PyOD default (the paper's code uses PyOD defaults)
+        "refit_growth": Param(
+            0.1,
+            float,
+            ge=0,
+            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
+        ),
     }
     min_train: ClassVar[int] = 3  # angles need two other points
 
@@ -33,6 +47,8 @@ class ABOD(OutlierDetectionMethod):
         return self._new_detector(n_train)
 
     def _new_detector(self, n_train: int) -> PyodABOD:
+        from pyod.models.abod import ABOD as PyodABOD
+
         return PyodABOD(
             contamination=self.params["contamination"],
             n_neighbors=self.neighbours(self.params["n_neighbors"], n_train),

@@ -108,14 +108,15 @@ _PLURAL = {int: "integers", float: "numbers", bool: "booleans", str: "texts"}
 
 @dataclass(frozen=True)
 class Param:
-    """A method parameter: its default, type and allowed values, read by the workflow from
-    the method's source when it loads (stragglers.methods._source) and by the constructor.
+    """A method parameter: its default, type, allowed values and a one-line `doc` (the
+    parameter tables of docs/methods.md are made from it: stragglers.report.methods_docs),
+    checked by the workflow when it loads and by the constructor.
 
     `type` is int, float (any real number; ints accepted), bool, str or list (of `items`);
     `ge`/`gt`/`le`/`lt` bound numbers (a list's items); `choices` are the only texts a str
     takes, or special values a number also takes (PU-BG's "balanced"); `nullable`: None too.
-    Declare it literally in the class body (`defaults = {"alpha": Param(0.5, float, ge=0,
-    le=1)}`): the registry evaluates that expression without importing the module."""
+    Declared in the class body: `defaults = {"alpha": Param(0.5, float, ge=0, le=1,
+    doc="...")}`."""
 
     default: Any
     type: type
@@ -283,7 +284,7 @@ class Method(abc.ABC):
     # parameter name -> Param(default, type, range) (stragglers.methods.base.Param)
     defaults: ClassVar[dict[str, Any]] = {}
     # learns from earlier jobs: the replay fills JobInfo.history / job_start, and the predict
-    # rule gives it every shard of the dataset (read from source: methods.declared_cross_job)
+    # rule gives it every shard of the dataset (methods.declared_cross_job)
     cross_job: ClassVar[bool] = False
     # reads the machine's state: the replay fills Checkpoint.*_machine_state / *_launch_state
     uses_machine_state: ClassVar[bool] = False

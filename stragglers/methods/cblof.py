@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from pyod.models.cblof import CBLOF as PyodCBLOF
 
 from stragglers.methods._features import distinct_row_count
 from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Checkpoint, Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pyod.models.cblof import CBLOF as PyodCBLOF
 
 # Looser (alpha, beta) pairs tried when PyOD cannot split clusters into large and small ones.
 # With alpha = 0.5 alone a split always exists once there are two clusters (all clusters but
@@ -31,11 +33,31 @@ def cblof_attempts(n_clusters: int, alpha: float, beta: float, n_distinct: int):
 class CBLOF(OutlierDetectionMethod):
     name: ClassVar[str] = "CBLOF"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": Param(0.1, float, gt=0, le=0.5),
-        "n_clusters": Param(8, int, ge=1),  # PyOD defaults
-        "alpha": Param(0.9, float, gt=0, lt=1),
-        "beta": Param(5.0, float, gt=1),  # PyOD needs beta > 1
-        "refit_growth": Param(0.1, float, ge=0),
+        "contamination": Param(
+            0.1,
+            float,
+            gt=0,
+            le=0.5,
+            doc="share of the training rows the detector takes as outliers (its score threshold)",
+        ),
+        "n_clusters": Param(
+            8, int, ge=1, doc="k-means clusters (at most the distinct finished rows)"
+        ),  # PyOD defaults
+        "alpha": Param(
+            0.9, float, gt=0, lt=1, doc="share of the rows the large clusters must hold"
+        ),
+        "beta": Param(
+            5.0,
+            float,
+            gt=1,
+            doc="smallest size ratio between the last large and the first small cluster",
+        ),  # PyOD needs beta > 1
+        "refit_growth": Param(
+            0.1,
+            float,
+            ge=0,
+            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
+        ),
     }
 
     def make_detector(
@@ -46,6 +68,8 @@ class CBLOF(OutlierDetectionMethod):
         alpha: float | None = None,
         beta: float | None = None,
     ) -> PyodCBLOF:
+        from pyod.models.cblof import CBLOF as PyodCBLOF
+
         return PyodCBLOF(
             contamination=self.params["contamination"],
             n_clusters=self.params["n_clusters"] if n_clusters is None else n_clusters,

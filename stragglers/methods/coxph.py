@@ -24,12 +24,10 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
-from lifelines import CoxPHFitter
-from lifelines.exceptions import ConvergenceError
 
 from stragglers.methods._censored import (
     CENSORED_FAMILY,
@@ -41,6 +39,9 @@ from stragglers.methods._censored import (
 from stragglers.methods._features import Standardizer, fit_standardizer
 from stragglers.methods._online import OnlineRefitMethod
 from stragglers.methods.base import Checkpoint, Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from lifelines import CoxPHFitter
 
 COX_DECISIONS = ("conditional_survival", "median")
 BASELINE_TAILS = ("weibull", "flat")
@@ -115,15 +116,37 @@ class CoxPH(OnlineRefitMethod):
     family: ClassVar[str] = CENSORED_FAMILY
     defaults: ClassVar[dict[str, Any]] = {
         "censoring": Param(
-            "elapsed", str, choices=CENSORING_MODES
+            "elapsed",
+            str,
+            choices=CENSORING_MODES,
+            doc="a running task's censoring point: its elapsed time, or the longest finished latency",
         ),  # or "max_finished" (the paper's code for Tobit/Grabit)
-        "penalizer": Param(0.1, float, ge=0),
-        "decision": Param("conditional_survival", str, choices=COX_DECISIONS),  # or "median"
-        "survival_threshold": Param(0.5, float, gt=0, lt=1),
+        "penalizer": Param(0.1, float, ge=0, doc="ridge penalty of lifelines' Cox fit"),
+        "decision": Param(
+            "conditional_survival",
+            str,
+            choices=COX_DECISIONS,
+            doc="flag on the conditional survival past tau, or on the predicted median latency",
+        ),  # or "median"
+        "survival_threshold": Param(
+            0.5,
+            float,
+            gt=0,
+            lt=1,
+            doc="P(T >= tau | T > elapsed) at or above which a running task is flagged",
+        ),
         "baseline_tail": Param(
-            "weibull", str, choices=BASELINE_TAILS
+            "weibull",
+            str,
+            choices=BASELINE_TAILS,
+            doc="baseline hazard beyond the last finished latency: a Weibull tail, or flat",
         ),  # or "flat" (lifelines' Breslow step function as is)
-        "refit_growth": Param(0.25, float, ge=0),
+        "refit_growth": Param(
+            0.25,
+            float,
+            ge=0,
+            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
+        ),
     }
 
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):
@@ -171,6 +194,9 @@ class CoxPH(OnlineRefitMethod):
         return CoxFit(scaler=scaler, columns=columns, coef=coef, offset=offset, baseline=baseline)
 
     def _fit_lifelines(self, frame: pd.DataFrame, checkpoint: Checkpoint) -> CoxPHFitter:
+        from lifelines import CoxPHFitter
+        from lifelines.exceptions import ConvergenceError
+
         penalizer = float(self.params["penalizer"])
         attempts = [penalizer, max(penalizer, 0.01) * RETRY_PENALIZER_FACTOR]
         last_error: Exception | None = None

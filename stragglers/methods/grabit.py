@@ -11,10 +11,9 @@ initial prediction is the mean target.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import xgboost as xgb
 
 from stragglers.methods._censored import (
     CENSORING_MODES,
@@ -24,6 +23,9 @@ from stragglers.methods._censored import (
     tobit_grad_hess,
 )
 from stragglers.methods.base import Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    import xgboost as xgb
 
 _MIN_SIGMA = 1e-3  # on the target scale (tau = 1)
 
@@ -42,6 +44,8 @@ class BoostedTobit:
         self.booster = booster
 
     def predict(self, Z: np.ndarray) -> np.ndarray:
+        import xgboost as xgb
+
         Z = np.asarray(Z, dtype=np.float64)
         if Z.shape[1] == 0:
             Z = np.zeros((len(Z), 1))
@@ -58,6 +62,8 @@ def fit_boosted_tobit(
     max_depth: int,
     seed: int,
 ) -> BoostedTobit:
+    import xgboost as xgb
+
     Z = np.asarray(Z, dtype=np.float64)
     if Z.shape[1] == 0:  # no varying feature: the boosted model reduces to a constant
         Z = np.zeros((len(Z), 1))
@@ -88,19 +94,39 @@ class Grabit(CensoredGaussianMethod):
     name: ClassVar[str] = "Grabit"
     defaults: ClassVar[dict[str, Any]] = {
         "censoring": Param(
-            "elapsed", str, choices=CENSORING_MODES
+            "elapsed",
+            str,
+            choices=CENSORING_MODES,
+            doc="a running task's censoring point: its elapsed time, or the longest finished latency",
         ),  # or "max_finished" (the paper's code)
-        "target": Param("latency", str, choices=TARGETS),  # or "log_latency"
+        "target": Param(
+            "latency",
+            str,
+            choices=TARGETS,
+            doc="the regression target: latency / tau, or its logarithm",
+        ),  # or "log_latency"
         "decision": Param(
-            "latent_mean", str, choices=GAUSSIAN_DECISIONS
+            "latent_mean",
+            str,
+            choices=GAUSSIAN_DECISIONS,
+            doc="flag on the latent mean, or on the median conditional on the elapsed time",
         ),  # or "conditional_median"
         "sigma": Param(
-            None, float, gt=0, nullable=True
+            None,
+            float,
+            gt=0,
+            nullable=True,
+            doc="the Tobit noise scale on the target's scale (null: a linear fit's residual spread)",
         ),  # None: residual std of a linear fit; else on the latency / tau scale
-        "n_estimators": Param(100, int, ge=1),
-        "learning_rate": Param(0.1, float, gt=0),
-        "max_depth": Param(5, int, ge=1),
-        "refit_growth": Param(0.5, float, ge=0),
+        "n_estimators": Param(100, int, ge=1, doc="boosting rounds"),
+        "learning_rate": Param(0.1, float, gt=0, doc="boosting step size"),
+        "max_depth": Param(5, int, ge=1, doc="depth of each tree"),
+        "refit_growth": Param(
+            0.5,
+            float,
+            ge=0,
+            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
+        ),
     }
 
     def fit_model(self, Z, y, censored, seed):

@@ -2,22 +2,36 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
-from pyod.models.hbos import HBOS as PyodHBOS
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pyod.models.hbos import HBOS as PyodHBOS
 
 
 class HBOS(OutlierDetectionMethod):
     name: ClassVar[str] = "HBOS"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": Param(0.1, float, gt=0, le=0.5),
-        "n_bins": Param(10, int, ge=2),  # PyOD default
-        "refit_growth": Param(0.1, float, ge=0),
+        "contamination": Param(
+            0.1,
+            float,
+            gt=0,
+            le=0.5,
+            doc="share of the training rows the detector takes as outliers (its score threshold)",
+        ),
+        "n_bins": Param(10, int, ge=2, doc="histogram bins per feature"),  # PyOD default
+        "refit_growth": Param(
+            0.1,
+            float,
+            ge=0,
+            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
+        ),
     }
     drop_constant_training_columns: ClassVar[bool] = True  # zero-width histograms
 
     def make_detector(self, n_train: int, seed: int) -> PyodHBOS:
+        from pyod.models.hbos import HBOS as PyodHBOS
+
         return PyodHBOS(contamination=self.params["contamination"], n_bins=self.params["n_bins"])

@@ -2,23 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
-from pyod.models.iforest import IForest as PyodIForest
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pyod.models.iforest import IForest as PyodIForest
 
 
 class IForest(OutlierDetectionMethod):
     name: ClassVar[str] = "IFOREST"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": Param(0.1, float, gt=0, le=0.5),
-        "n_estimators": Param(100, int, ge=1),  # PyOD default
-        "refit_growth": Param(0.5, float, ge=0),
+        "contamination": Param(
+            0.1,
+            float,
+            gt=0,
+            le=0.5,
+            doc="share of the training rows the detector takes as outliers (its score threshold)",
+        ),
+        "n_estimators": Param(100, int, ge=1, doc="isolation trees"),  # PyOD default
+        "refit_growth": Param(
+            0.5,
+            float,
+            ge=0,
+            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
+        ),
     }
 
     def make_detector(self, n_train: int, seed: int) -> PyodIForest:
+        from pyod.models.iforest import IForest as PyodIForest
+
         return PyodIForest(
             contamination=self.params["contamination"],
             n_estimators=self.params["n_estimators"],

@@ -2,23 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
-from pyod.models.knn import KNN as PyodKNN
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pyod.models.knn import KNN as PyodKNN
 
 
 class KNN(OutlierDetectionMethod):
     name: ClassVar[str] = "KNN"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": Param(0.1, float, gt=0, le=0.5),
-        "n_neighbors": Param(5, int, ge=1),  # PyOD default
-        "refit_growth": Param(0.1, float, ge=0),
+        "contamination": Param(
+            0.1,
+            float,
+            gt=0,
+            le=0.5,
+            doc="share of the training rows the detector takes as outliers (its score threshold)",
+        ),
+        "n_neighbors": Param(
+            5, int, ge=1, doc="neighbours whose distance scores a task"
+        ),  # PyOD default
+        "refit_growth": Param(
+            0.1,
+            float,
+            ge=0,
+            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
+        ),
     }
 
     def make_detector(self, n_train: int, seed: int) -> PyodKNN:
+        from pyod.models.knn import KNN as PyodKNN
+
         return PyodKNN(
             contamination=self.params["contamination"],
             n_neighbors=self.neighbours(self.params["n_neighbors"], n_train),

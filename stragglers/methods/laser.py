@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from stragglers.formats.datasets import last_columns
+from stragglers.formats.features import FeatureAccumulator, fill_missing
 from stragglers.methods._laser_model import (
     choose_attempts,
     fit_regressor,
@@ -85,8 +87,6 @@ def earlier_job_examples(
     """A finished earlier job's tasks as task-network examples: each task's final features at
     elapsed = f x its latency for f in `elapsed_fractions`, elapsed and target in units of the
     job's median latency. Tasks with no usage window are left out."""
-    from stragglers.formats.features import FeatureAccumulator, fill_missing
-
     accumulator = FeatureAccumulator(job, last_columns)
     accumulator.advance(np.inf)
     tasks = np.flatnonzero(accumulator.n_windows > 0)
@@ -116,46 +116,80 @@ class LASER(Method):
     cross_job = True
     defaults = {
         "hidden_layers": Param(
-            3, int, ge=1
+            3, int, ge=1, doc="hidden layers of the task-time network"
         ),  # task-time network (paper: 3 after Table I; 1, 3, 5 tested)
         "job_hidden_layers": Param(
-            1, int, ge=1
+            1, int, ge=1, doc="hidden layers of the job-time / machine-time network"
         ),  # job-time / machine-time network (Table I's best)
-        "width": Param(16, int, ge=1),  # neurons per hidden layer (the paper does not say)
-        "epochs": Param(100, int, ge=1),  # full-batch Adam steps per fit
-        "learning_rate": Param(0.01, float, gt=0),
+        "width": Param(
+            16, int, ge=1, doc="neurons per hidden layer"
+        ),  # neurons per hidden layer (the paper does not say)
+        "epochs": Param(
+            100, int, ge=1, doc="full-batch Adam steps per fit"
+        ),  # full-batch Adam steps per fit
+        "learning_rate": Param(0.01, float, gt=0, doc="Adam's step size"),
         "refit_every": Param(
-            5, int, ge=1
+            5, int, ge=1, doc="checkpoints between task-network fits (1: every checkpoint)"
         ),  # checkpoints between task-network fits (1: every checkpoint)
-        "min_finished": Param(5, int, ge=1),  # finished tasks needed before anything is flagged
+        "min_finished": Param(
+            5, int, ge=1, doc="finished tasks needed before anything is flagged"
+        ),  # finished tasks needed before anything is flagged
         "max_train": Param(
-            1000, int, ge=1
+            1000, int, ge=1, doc="examples per task-network fit (a seeded subsample beyond it)"
         ),  # examples per task-network fit (a seeded subsample beyond it)
         "elapsed_fractions": Param(
-            [0.25, 0.5, 0.75], list, items=float, gt=0, le=1
+            [0.25, 0.5, 0.75],
+            list,
+            items=float,
+            gt=0,
+            le=1,
+            doc="shares of a finished task's latency at which it becomes a training example",
         ),  # shares of a finished task's latency
-        "r_max": Param(5, int, ge=0),  # most extra attempts per straggler
-        "theta_cost": Param(1.0e-4, float, ge=0),  # theta * C per machine-second (as SRQuant)
+        "r_max": Param(
+            5, int, ge=0, doc="most extra attempts per straggler"
+        ),  # most extra attempts per straggler
+        "theta_cost": Param(
+            1.0e-4, float, ge=0, doc="cost of one machine-second against PoCD (theta * C)"
+        ),  # theta * C per machine-second (as SRQuant)
         # "job": theta_cost x reference_machine_time / M_0, M_0 network 2's machine time at
         # r = 0 (as SRQuant's, _srquant_model.scaled_theta); "literal": theta_cost as is
-        "theta_scaling": Param("job", str, choices=("job", "literal")),
+        "theta_scaling": Param(
+            "job",
+            str,
+            choices=("job", "literal"),
+            doc="scale theta_cost to the job's machine time ('job') or use it as given",
+        ),
         "reference_machine_time": Param(
-            1640.0, float, gt=0
+            1640.0,
+            float,
+            gt=0,
+            doc="machine-seconds of the paper's jobs, the scale of theta_cost under 'job'",
         ),  # the paper's jobs' mean machine time (Table I), s
         # tau_kill - tau_est; null: the replay's = the simulator's resume policy's (as SRQuant)
-        "kill_delay": Param(None, float, ge=0, nullable=True),
-        "progress_input": Param(True, bool),  # the task network reads phi_j (Table II; False: not)
+        "kill_delay": Param(
+            None,
+            float,
+            ge=0,
+            nullable=True,
+            doc="seconds from a flag to the kill of the slower attempts (null: the simulator's)",
+        ),
+        "progress_input": Param(
+            True, bool, doc="whether the task network reads the progress proxy"
+        ),  # the task network reads phi_j (Table II; False: not)
         "simulation_draws": Param(
-            16, int, ge=1
+            16,
+            int,
+            ge=1,
+            doc="simulated outcomes per attempt count per checkpoint, for the job network",
         ),  # simulated outcomes per r per checkpoint for network 2
         "job_history": Param(
-            4, int, ge=1
+            4, int, ge=1, doc="checkpoints of simulated outcomes the job network is trained on"
         ),  # checkpoints of simulated outcomes network 2 is trained on
         "snapshots_per_checkpoint": Param(
-            1000, int, ge=1
+            1000, int, ge=1, doc="running tasks remembered per checkpoint (a memory bound)"
         ),  # running tasks remembered per checkpoint (memory bound)
         "history_jobs": Param(
-            0, int, ge=0
+            0, int, ge=0, doc="latest finished earlier jobs trained on as well (0: this job only)"
         ),  # latest finished earlier jobs trained on (0: this job only)
     }
 
@@ -268,8 +302,6 @@ class LASER(Method):
                 "method LASER: history_jobs > 0 needs the dataset's job history "
                 "(JobInfo.history), which this run did not provide"
             )
-        from stragglers.formats.datasets import last_columns
-
         fractions = np.asarray(self.params["elapsed_fractions"], dtype=np.float64)
         finished = history.finished_before(time).tail(int(self.params["history_jobs"]))
         with_progress = bool(self.params["progress_input"])

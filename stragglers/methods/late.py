@@ -92,11 +92,23 @@ class LATE(Method):
     name: ClassVar[str] = "LATE"
     family: ClassVar[str] = SCHEDULERS_FAMILY
     defaults: ClassVar[dict[str, Any]] = {
-        "slow_task_percentile": Param(25.0, float, gt=0, le=100),  # SlowTaskThreshold
+        "slow_task_percentile": Param(
+            25.0,
+            float,
+            gt=0,
+            le=100,
+            doc="SlowTaskThreshold: a task slower than this percentile of progress rates may be speculated",
+        ),  # SlowTaskThreshold
         "speculative_cap": Param(
-            0.10, float, gt=0, le=1
+            0.10,
+            float,
+            gt=0,
+            le=1,
+            doc="SpeculativeCap: most tasks speculated, as a share of the job's tasks",
         ),  # SpeculativeCap, share of the job's tasks
-        "min_elapsed": Param(60.0, float, ge=0),  # seconds a task runs before it may be speculated
+        "min_elapsed": Param(
+            60.0, float, ge=0, doc="seconds a task runs before it may be speculated"
+        ),  # seconds a task runs before it may be speculated
     }
 
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):

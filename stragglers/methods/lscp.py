@@ -2,26 +2,44 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
-from pyod.models.lof import LOF as PyodLOF
-from pyod.models.lscp import LSCP as PyodLSCP
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pyod.models.lscp import LSCP as PyodLSCP
 
 
 class LSCP(OutlierDetectionMethod):
     name: ClassVar[str] = "LSCP"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": Param(0.1, float, gt=0, le=0.5),
+        "contamination": Param(
+            0.1,
+            float,
+            gt=0,
+            le=0.5,
+            doc="share of the training rows the detector takes as outliers (its score threshold)",
+        ),
         # base detectors of the paper's code: LOF with 5 and 10 neighbours
-        "lof_neighbors": Param([5, 10], list, items=int, ge=1),
-        "local_region_size": Param(30, int, ge=1),  # PyOD default
-        "refit_growth": Param(0.5, float, ge=0),
+        "lof_neighbors": Param(
+            [5, 10], list, items=int, ge=1, doc="n_neighbors of each base LOF detector"
+        ),
+        "local_region_size": Param(
+            30, int, ge=1, doc="training neighbours that make a task's local region"
+        ),  # PyOD default
+        "refit_growth": Param(
+            0.5,
+            float,
+            ge=0,
+            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
+        ),
     }
 
     def make_detector(self, n_train: int, seed: int) -> PyodLSCP:
+        from pyod.models.lof import LOF as PyodLOF
+        from pyod.models.lscp import LSCP as PyodLSCP
+
         base = [
             PyodLOF(n_neighbors=self.neighbours(k, n_train)) for k in self.params["lof_neighbors"]
         ]

@@ -173,28 +173,49 @@ class NURD(Method):
     family: ClassVar[str] = "Ours"
     weighting: ClassVar[str] = "calibrated"  # "calibrated" | "propensity" | "none"
     defaults: ClassVar[dict[str, Any]] = {
-        "alpha": Param(0.5, float, ge=0, le=1),  # calibration parameter (paper, Section 6)
-        "epsilon": Param(0.05, float, gt=0),  # minimum weight (paper, Section 6)
+        "alpha": Param(
+            0.5,
+            float,
+            ge=0,
+            le=1,
+            doc="calibration strength: how much the finished/running centroid ratio raises predictions",
+        ),  # calibration parameter (paper, Section 6)
+        "epsilon": Param(
+            0.05, float, gt=0, doc="smallest propensity weight"
+        ),  # minimum weight (paper, Section 6)
         # "protocol": the replay protocol's `regressor` rule (`paper`: sklearn-gbr, else
         # xgboost); "xgboost" | "sklearn-gbr" (the reference script's choice) force one
-        "regressor": Param("protocol", str, choices=("protocol", "xgboost", "sklearn-gbr")),
+        "regressor": Param(
+            "protocol",
+            str,
+            choices=("protocol", "xgboost", "sklearn-gbr"),
+            doc="latency regressor: the protocol's choice, XGBoost, or scikit-learn's gradient boosting",
+        ),
         "gbr_random_state": Param(
-            42, int, ge=0
+            42, int, ge=0, doc="random_state of scikit-learn's gradient boosting"
         ),  # sklearn-gbr: the reference script's --rs default
-        "n_estimators": Param(100, int, ge=1),
-        "max_depth": Param(3, int, ge=1),
-        "learning_rate": Param(0.1, float, gt=0),
+        "n_estimators": Param(100, int, ge=1, doc="boosting rounds of the latency regressor"),
+        "max_depth": Param(3, int, ge=1, doc="depth of each tree"),
+        "learning_rate": Param(0.1, float, gt=0, doc="boosting step size"),
         "max_bin": Param(
-            64, int, ge=2
+            64, int, ge=2, doc="XGBoost histogram bins per feature"
         ),  # XGBoost histogram bins: jobs have hundreds of tasks, not millions
         "propensity_l2": Param(
-            1.0, float, ge=0
+            1.0,
+            float,
+            ge=0,
+            doc="L2 penalty of the propensity (finished vs running) logistic regression",
         ),  # = 1 / C of scikit-learn's default LogisticRegression
         # refit the regressor when the finished set has grown by this fraction since the last
         # fit (0: at every checkpoint where a task finished; fewer refits cost F1 here)
-        "refit_growth": Param(0.0, float, ge=0),
+        "refit_growth": Param(
+            0.0,
+            float,
+            ge=0,
+            doc="refit the regressor once the finished tasks grew by this share (0: whenever one more finished)",
+        ),
         # refit even when no task finished since the last fit (the reference code's loop)
-        "refit_every_checkpoint": Param(False, bool),
+        "refit_every_checkpoint": Param(False, bool, doc="refit the regressor at every checkpoint"),
     }
 
     def start_job(self, job: JobInfo) -> None:

@@ -2,21 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
-from pyod.models.ocsvm import OCSVM as PyodOCSVM
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pyod.models.ocsvm import OCSVM as PyodOCSVM
 
 
 class OCSVM(OutlierDetectionMethod):
     name: ClassVar[str] = "OCSVM"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": Param(0.1, float, gt=0, le=0.5),
-        "nu": Param(0.5, float, gt=0, le=1),  # PyOD default
-        "refit_growth": Param(0.1, float, ge=0),
+        "contamination": Param(
+            0.1,
+            float,
+            gt=0,
+            le=0.5,
+            doc="share of the training rows the detector takes as outliers (its score threshold)",
+        ),
+        "nu": Param(
+            0.5, float, gt=0, le=1, doc="bound on the share of training errors and support vectors"
+        ),  # PyOD default
+        "refit_growth": Param(
+            0.1,
+            float,
+            ge=0,
+            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
+        ),
     }
 
     def make_detector(self, n_train: int, seed: int) -> PyodOCSVM:
+        from pyod.models.ocsvm import OCSVM as PyodOCSVM
+
         return PyodOCSVM(contamination=self.params["contamination"], nu=self.params["nu"])

@@ -14,23 +14,44 @@ Mordelet & Vert's recommended setting.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from pulearn import BaggingPuClassifier
-
-from stragglers.methods._pu import PlattSVC, PUMethod
+from stragglers.methods._pu import PUMethod
 from stragglers.methods.base import Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pulearn import BaggingPuClassifier
 
 
 class PUBagging(PUMethod):
     name: ClassVar[str] = "PU-BG"
     defaults: ClassVar[dict[str, Any]] = {
-        "n_estimators": Param(10, int, ge=1),  # pulearn defaults, as in the paper's code
+        "n_estimators": Param(
+            10, int, ge=1, doc="bagged classifiers"
+        ),  # pulearn defaults, as in the paper's code
         # bootstrap size: a share of the unlabeled tasks, or "balanced" (= number of labelled)
-        "max_samples": Param(1.0, float, gt=0, le=1, choices=("balanced",)),
-        "C": Param(1.0, float, gt=0),
-        "flag_below": Param(0.5, float, ge=0, le=1),
-        "refit_growth": Param(0.5, float, ge=0),
+        "max_samples": Param(
+            1.0,
+            float,
+            gt=0,
+            le=1,
+            choices=("balanced",),
+            doc="unlabeled rows per bag, as a share of the running tasks ('balanced': as many as labelled)",
+        ),
+        "C": Param(1.0, float, gt=0, doc="inverse regularisation strength of the RBF SVM"),
+        "flag_below": Param(
+            0.5,
+            float,
+            ge=0,
+            le=1,
+            doc="P(finished class | x) below which a running task is flagged",
+        ),
+        "refit_growth": Param(
+            0.5,
+            float,
+            ge=0,
+            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
+        ),
     }
 
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):
@@ -47,6 +68,10 @@ class PUBagging(PUMethod):
         return float(self.params["max_samples"])
 
     def make_classifier(self, seed: int, n_labelled: int, n_unlabeled: int) -> BaggingPuClassifier:
+        from pulearn import BaggingPuClassifier
+
+        from stragglers.methods._pu import PlattSVC
+
         return BaggingPuClassifier(
             estimator=PlattSVC(C=self.params["C"], random_state=seed),
             n_estimators=self.params["n_estimators"],

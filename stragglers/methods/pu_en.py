@@ -9,13 +9,15 @@ finished (non-straggler) class.
 from __future__ import annotations
 
 import warnings
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from pulearn import ElkanotoPuClassifier
 
-from stragglers.methods._pu import PlattSVC, PUMethod
+from stragglers.methods._pu import PUMethod
 from stragglers.methods.base import Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pulearn import ElkanotoPuClassifier
 
 # pulearn holds out a uniform random share of all rows to estimate c; when that share holds
 # no labelled row (likely with few finished tasks) it raises: retry with other draws.
@@ -25,13 +27,36 @@ HOLD_OUT_DRAWS = 20
 class PUElkanNoto(PUMethod):
     name: ClassVar[str] = "PU-EN"
     defaults: ClassVar[dict[str, Any]] = {
-        "hold_out_ratio": Param(0.1, float, gt=0, lt=1),  # the paper's code and pulearn's default
-        "C": Param(1.0, float, gt=0),  # SVC defaults, as in the paper's code
-        "flag_below": Param(0.5, float, ge=0, le=1),
-        "refit_growth": Param(0.1, float, ge=0),
+        "hold_out_ratio": Param(
+            0.1,
+            float,
+            gt=0,
+            lt=1,
+            doc="share of the labelled rows held out to estimate P(labelled | positive)",
+        ),  # the paper's code and pulearn's default
+        "C": Param(
+            1.0, float, gt=0, doc="inverse regularisation strength of the RBF SVM"
+        ),  # SVC defaults, as in the paper's code
+        "flag_below": Param(
+            0.5,
+            float,
+            ge=0,
+            le=1,
+            doc="P(finished class | x) below which a running task is flagged",
+        ),
+        "refit_growth": Param(
+            0.1,
+            float,
+            ge=0,
+            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
+        ),
     }
 
     def make_classifier(self, seed: int, n_labelled: int, n_unlabeled: int) -> ElkanotoPuClassifier:
+        from pulearn import ElkanotoPuClassifier
+
+        from stragglers.methods._pu import PlattSVC
+
         return ElkanotoPuClassifier(
             estimator=PlattSVC(C=self.params["C"], random_state=seed),
             hold_out_ratio=self.params["hold_out_ratio"],

@@ -2,28 +2,52 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
-from pyod.models.sod import SOD as PyodSOD
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pyod.models.sod import SOD as PyodSOD
 
 
 class SOD(OutlierDetectionMethod):
     name: ClassVar[str] = "SOD"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": Param(0.1, float, gt=0, le=0.5),
+        "contamination": Param(
+            0.1,
+            float,
+            gt=0,
+            le=0.5,
+            doc="share of the training rows the detector takes as outliers (its score threshold)",
+        ),
         # PyOD defaults; PyOD needs 1 < ref_set < n_neighbors < the training rows
-        "n_neighbors": Param(20, int, ge=3),
-        "ref_set": Param(10, int, ge=2),
-        "alpha": Param(0.8, float, gt=0, le=1),
-        "refit_growth": Param(0.5, float, ge=0),
+        "n_neighbors": Param(
+            20, int, ge=3, doc="neighbours considered for each task's reference set"
+        ),
+        "ref_set": Param(
+            10, int, ge=2, doc="shared nearest neighbours that make the reference set"
+        ),
+        "alpha": Param(
+            0.8,
+            float,
+            gt=0,
+            le=1,
+            doc="share of the reference set's variance that selects the relevant subspace",
+        ),
+        "refit_growth": Param(
+            0.5,
+            float,
+            ge=0,
+            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
+        ),
     }
     min_train: ClassVar[int] = 4  # needs ref_set (>= 2) < n_neighbors (>= 3) < n_train
     score_with_training: ClassVar[bool] = True  # PyOD's SOD scores a batch against itself
 
     def make_detector(self, n_train: int, seed: int) -> PyodSOD:
+        from pyod.models.sod import SOD as PyodSOD
+
         n_neighbors = self.neighbours(self.params["n_neighbors"], n_train)
         ref_set = int(self.params["ref_set"])
         if not self.abstains:

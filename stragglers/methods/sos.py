@@ -2,24 +2,40 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
-from pyod.models.sos import SOS as PyodSOS
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pyod.models.sos import SOS as PyodSOS
 
 
 class SOS(OutlierDetectionMethod):
     name: ClassVar[str] = "SOS"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": Param(0.1, float, gt=0, le=0.5),
-        "perplexity": Param(4.5, float, gt=0),  # PyOD default
-        "refit_growth": Param(0.5, float, ge=0),
+        "contamination": Param(
+            0.1,
+            float,
+            gt=0,
+            le=0.5,
+            doc="share of the training rows the detector takes as outliers (its score threshold)",
+        ),
+        "perplexity": Param(
+            4.5, float, gt=0, doc="effective number of neighbours of the affinity distribution"
+        ),  # PyOD default
+        "refit_growth": Param(
+            0.5,
+            float,
+            ge=0,
+            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
+        ),
     }
     score_with_training: ClassVar[bool] = True  # PyOD's SOS scores a batch against itself
 
     def make_detector(self, n_train: int, seed: int) -> PyodSOS:
+        from pyod.models.sos import SOS as PyodSOS
+
         return PyodSOS(
             contamination=self.params["contamination"], perplexity=self.params["perplexity"]
         )

@@ -61,23 +61,45 @@ class SRQuant(Method):
     name = "SRQuant"
     family = "Schedulers"
     defaults = {
-        "r_max": Param(5, int, ge=0),  # most extra attempts per straggler
+        "r_max": Param(
+            5, int, ge=0, doc="most extra attempts per straggler"
+        ),  # most extra attempts per straggler
         "pocd_min": Param(
-            0.1, float, ge=0, le=1
+            0.1,
+            float,
+            ge=0,
+            le=1,
+            doc="R_min: the smallest probability of completion before the deadline to aim for",
         ),  # R_min of Eq. 9 (the paper's experiments, laser.txt §V)
         "theta_cost": Param(
-            1e-4, float, ge=0
+            1e-4, float, ge=0, doc="cost of one machine-second against PoCD (theta * C)"
         ),  # theta * C per machine-second (the paper's experiments)
         # "job": theta_cost x reference_machine_time / E_0(T), the paper's trade-off scaled to
         # this job's machine time (_srquant_model.scaled_theta); "literal": theta_cost as is
-        "theta_scaling": Param("job", str, choices=("job", "literal")),
+        "theta_scaling": Param(
+            "job",
+            str,
+            choices=("job", "literal"),
+            doc="scale theta_cost to the job's machine time ('job') or use it as given",
+        ),
         "reference_machine_time": Param(
-            1640.0, float, gt=0
+            1640.0,
+            float,
+            gt=0,
+            doc="machine-seconds of the paper's jobs, the scale of theta_cost under 'job'",
         ),  # the paper's jobs' mean machine time (Table I), s
         # tau_kill - tau_est; null: the replay's (JobInfo.kill_delay), which is the simulator's
         # resume policy's (simulation.policies.kill_delay, default one checkpoint interval)
-        "kill_delay": Param(None, float, ge=0, nullable=True),
-        "startup_offset": Param(0.0, float, ge=0),
+        "kill_delay": Param(
+            None,
+            float,
+            ge=0,
+            nullable=True,
+            doc="seconds from a flag to the kill of the slower attempts (null: the simulator's)",
+        ),
+        "startup_offset": Param(
+            0.0, float, ge=0, doc="seconds of a task's start-up that do not scale with progress"
+        ),
     }
 
     def start_job(self, job: JobInfo) -> None:

@@ -39,6 +39,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from stragglers.formats.datasets import last_columns
 from stragglers.methods._start import ALPHA_MAX, ALPHA_MIN, clip_alpha, pareto_mle, start_rule
 from stragglers.methods.base import Checkpoint, JobInfo, Param
 from stragglers.methods.start_mle import StartMLE
@@ -246,25 +247,39 @@ class Start(StartMLE):
     cross_job: ClassVar[bool] = True
     defaults: ClassVar[dict[str, Any]] = {
         "straggler_quantile": Param(
-            0.90, float, gt=0, lt=1
+            0.90,
+            float,
+            gt=0,
+            lt=1,
+            doc="latency quantile of the straggler definition K is calibrated to",
         ),  # q of the straggler definition K is calibrated to
-        "history_jobs": Param(20, int, ge=1),  # latest earlier jobs trained on (and K taken from)
+        "history_jobs": Param(
+            20, int, ge=1, doc="latest earlier jobs trained on (and K taken from)"
+        ),  # latest earlier jobs trained on (and K taken from)
         "refit_every": Param(
-            4, int, ge=1
+            4, int, ge=1, doc="retrain once this many more earlier jobs have finished"
         ),  # retrain once this many more earlier jobs have finished
         "start_fraction": Param(
-            0.04, float, gt=0, lt=1
+            0.04,
+            float,
+            gt=0,
+            lt=1,
+            doc="share of an earlier job's tasks finished when its training sequence starts",
         ),  # earlier jobs' sequences start as the replay's prediction does
-        "max_steps": Param(128, int, ge=1),  # longest training sequence (steps of an earlier job)
+        "max_steps": Param(
+            128, int, ge=1, doc="longest training sequence, in steps of an earlier job"
+        ),  # longest training sequence (steps of an earlier job)
         "ema_weight": Param(
-            0.8, float, gt=0, le=1
+            0.8, float, gt=0, le=1, doc="weight of the latest input in the moving average"
         ),  # weight of the latest input in the moving average (paper: lost)
-        "hidden": Param(32, int, ge=1),  # LSTM units (paper: 2 layers of 32)
+        "hidden": Param(
+            32, int, ge=1, doc="LSTM units per layer"
+        ),  # LSTM units (paper: 2 layers of 32)
         "encoder_activation": Param(
-            "softplus", str, choices=("softplus", "relu")
+            "softplus", str, choices=("softplus", "relu"), doc="activation of the encoder's layers"
         ),  # the encoder's 4 layers (paper: softplus)
-        "epochs": Param(150, int, ge=1),
-        "learning_rate": Param(0.003, float, gt=0),
+        "epochs": Param(150, int, ge=1, doc="training epochs per fit"),
+        "learning_rate": Param(0.003, float, gt=0, doc="Adam's step size"),
     }
     fallback_jobs: ClassVar[int] = 0
     trainings: ClassVar[int] = 0  # networks trained in this process
@@ -295,8 +310,6 @@ class Start(StartMLE):
             self.job.grid_origin,
         )
         if key not in _sequence_cache:
-            from stragglers.formats.datasets import last_columns
-
             job = history.load(job_id, time)
             checkpoints = history.checkpoints(
                 job,

@@ -38,9 +38,15 @@ class StartMLE(Method):
     cross_job: ClassVar[bool] = True
     defaults: ClassVar[dict[str, Any]] = {
         "straggler_quantile": Param(
-            0.90, float, gt=0, lt=1
+            0.90,
+            float,
+            gt=0,
+            lt=1,
+            doc="latency quantile of the straggler definition K is calibrated to",
         ),  # q of the straggler definition K is calibrated to
-        "history_jobs": Param(20, int, ge=1),  # latest earlier jobs K is taken from
+        "history_jobs": Param(
+            20, int, ge=1, doc="latest earlier jobs K is taken from"
+        ),  # latest earlier jobs K is taken from
     }
     k_fallback_jobs: ClassVar[int] = 0  # jobs without an earlier finished job (per process)
 

@@ -39,16 +39,30 @@ class Tobit(CensoredGaussianMethod):
     name: ClassVar[str] = "Tobit"
     defaults: ClassVar[dict[str, Any]] = {
         "censoring": Param(
-            "elapsed", str, choices=CENSORING_MODES
+            "elapsed",
+            str,
+            choices=CENSORING_MODES,
+            doc="a running task's censoring point: its elapsed time, or the longest finished latency",
         ),  # or "max_finished" (the paper's code)
         "target": Param(
-            "latency", str, choices=TARGETS
+            "latency",
+            str,
+            choices=TARGETS,
+            doc="the regression target: latency / tau, or its logarithm",
         ),  # Gaussian on latency / tau; or "log_latency"
         "decision": Param(
-            "latent_mean", str, choices=GAUSSIAN_DECISIONS
+            "latent_mean",
+            str,
+            choices=GAUSSIAN_DECISIONS,
+            doc="flag on the latent mean, or on the median conditional on the elapsed time",
         ),  # or "conditional_median"
-        "l2": Param(1e-3, float, ge=0),
-        "refit_growth": Param(0.1, float, ge=0),
+        "l2": Param(1e-3, float, ge=0, doc="ridge penalty of the Tobit fit"),
+        "refit_growth": Param(
+            0.1,
+            float,
+            ge=0,
+            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
+        ),
     }
 
     def identifiable(self, n_finished: int, n_columns: int) -> bool:

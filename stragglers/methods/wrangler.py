@@ -24,7 +24,6 @@ import warnings
 from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.svm import LinearSVC
 
 from stragglers.methods._features import fit_standardizer, job_seed
 from stragglers.methods._online import validate_checkpoint
@@ -60,9 +59,15 @@ class Wrangler(Method):
     family: ClassVar[str] = "Systems"
     privileged: ClassVar[bool] = True
     defaults: ClassVar[dict[str, Any]] = {
-        "train_fraction": Param(2.0 / 3.0, float, gt=0, lt=1),  # the NURD paper's protocol
-        "C": Param(1.0, float, gt=0),
-        "oversample": Param(True, bool),
+        "train_fraction": Param(
+            2.0 / 3.0,
+            float,
+            gt=0,
+            lt=1,
+            doc="share of the job's tasks in the labelled training split",
+        ),  # the NURD paper's protocol
+        "C": Param(1.0, float, gt=0, doc="inverse regularisation strength of the linear SVM"),
+        "oversample": Param(True, bool, doc="oversample the minority class of the training split"),
     }
 
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):
@@ -99,6 +104,8 @@ class Wrangler(Method):
         return np.flatnonzero(self._training)
 
     def predict(self, checkpoint: Checkpoint) -> np.ndarray:
+        from sklearn.svm import LinearSVC
+
         if self._training is None or self._labels is None:
             raise RuntimeError(f"method {self.name}: predict() called before start_job()")
         validate_checkpoint(self.job, checkpoint)

@@ -19,18 +19,15 @@ state (0), labels latency > tau (strict), and a fit on a single class too.
 from __future__ import annotations
 
 import warnings
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from pyod.models.hbos import HBOS as PyodHBOS
-from pyod.models.iforest import IForest as PyodIForest
-from pyod.models.knn import KNN as PyodKNN
-from pyod.models.lof import LOF as PyodLOF
-from pyod.models.ocsvm import OCSVM as PyodOCSVM
-from pyod.models.xgbod import XGBOD as PyodXGBOD
 
 from stragglers.methods._outlier import OutlierDetectionMethod
 from stragglers.methods.base import Checkpoint, Param
+
+if TYPE_CHECKING:  # annotations only: the library is imported where it is used
+    from pyod.models.xgbod import XGBOD as PyodXGBOD
 
 TOS_CHOICES = ("compact", "pyod_default")
 
@@ -38,6 +35,12 @@ TOS_CHOICES = ("compact", "pyod_default")
 def compact_tos(n_train: int, seed: int) -> tuple[list[Any], list[bool]]:
     """12 unsupervised detectors for XGBOD's augmented features, and their
     standardisation flags (True: fit on z-scored data, as PyOD's default list does)."""
+    from pyod.models.hbos import HBOS as PyodHBOS
+    from pyod.models.iforest import IForest as PyodIForest
+    from pyod.models.knn import KNN as PyodKNN
+    from pyod.models.lof import LOF as PyodLOF
+    from pyod.models.ocsvm import OCSVM as PyodOCSVM
+
     detectors: list[Any] = []
     standardise: list[bool] = []
     for k in (1, 5, 10, 20):
@@ -62,14 +65,30 @@ def compact_tos(n_train: int, seed: int) -> tuple[list[Any], list[bool]]:
 class XGBOD(OutlierDetectionMethod):
     name: ClassVar[str] = "XGBOD"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": Param(0.1, float, gt=0, le=0.5),
-        "n_estimators": Param(100, int, ge=1),  # PyOD defaults for the XGBoost classifier
-        "max_depth": Param(3, int, ge=1),
-        "learning_rate": Param(0.1, float, gt=0),
+        "contamination": Param(
+            0.1,
+            float,
+            gt=0,
+            le=0.5,
+            doc="share of the training rows the detector takes as outliers (its score threshold)",
+        ),
+        "n_estimators": Param(
+            100, int, ge=1, doc="boosting rounds of the XGBoost classifier"
+        ),  # PyOD defaults for the XGBoost classifier
+        "max_depth": Param(3, int, ge=1, doc="depth of each tree"),
+        "learning_rate": Param(0.1, float, gt=0, doc="boosting step size"),
         "tos_detectors": Param(
-            "compact", str, choices=TOS_CHOICES
+            "compact",
+            str,
+            choices=TOS_CHOICES,
+            doc="the unsupervised detectors whose scores XGBoost reads: a compact set, or PyOD's 41",
         ),  # or "pyod_default" (41 detectors)
-        "refit_growth": Param(0.5, float, ge=0),
+        "refit_growth": Param(
+            0.5,
+            float,
+            ge=0,
+            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
+        ),
     }
 
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):
@@ -81,6 +100,8 @@ class XGBOD(OutlierDetectionMethod):
             )
 
     def make_detector(self, n_train: int, seed: int) -> PyodXGBOD:
+        from pyod.models.xgbod import XGBOD as PyodXGBOD
+
         detectors, standardise = None, None  # PyOD's default list
         if self.params["tos_detectors"] == "compact" and self.job.xgbod == "compact":
             detectors, standardise = compact_tos(n_train, seed)

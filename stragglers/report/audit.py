@@ -414,10 +414,9 @@ def markdown(table: pd.DataFrame, datasets: list[str], methods: list[str], minut
 
 
 def plot(table: pd.DataFrame, datasets: list[str], methods: list[str], path: str) -> None:
-    import matplotlib
+    from stragglers.io import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     cumulative = table[table["path"] == "cumulative"]
     fig, axes = plt.subplots(len(datasets), 2, figsize=(12, 3.6 * len(datasets)), squeeze=False)

@@ -10,16 +10,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")  # files only; no display on cluster nodes or in CI
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from stragglers.evaluate.metrics import sort_rows  # noqa: E402
-from stragglers.io import save_figure  # noqa: E402
+from stragglers.evaluate.metrics import sort_rows
+from stragglers.io import pyplot, save_figure
 
 REFERENCE_METHODS = ("NURD", "Oracle")  # drawn in every panel, for comparison
 MAX_LINES_PER_PANEL = 8
@@ -60,6 +55,7 @@ def plot_f1_over_time_panels(
 ) -> None:
     """Figures 2-3 as small multiples: one panel per method family (at most
     MAX_LINES_PER_PANEL lines), NURD and the Oracle in every panel."""
+    plt = pyplot()
     frame = mean_f1_over_time[mean_f1_over_time["dataset"] == dataset]
     if frame.empty:
         raise ValueError(f"no F1-over-time rows for dataset {dataset!r}")
@@ -124,6 +120,7 @@ def plot_pocd_vs_machine_time(
     PoCD values differ visibly (a panel where every point is within MIN_VISIBLE_SPREAD is
     left out and named in the title). All methods as small grey points, the `named` methods
     in colour with a legend entry (method, policy by marker) instead of labels on the points."""
+    plt = pyplot()
     unlimited = table[table["machines"].astype(str) == "unlimited"]
     shown, dropped = [], []
     for d in deadline_factors:
@@ -287,6 +284,7 @@ def plot_overview(
 ) -> None:
     """One row per dataset: every method's F1 and early-F1 with their intervals, sorted,
     privileged methods apart; beside it the JCT reduction per mitigation policy."""
+    plt = pyplot()
     n_methods = max(len(table3[table3["dataset"] == d]) for d in datasets)
     height = max(4.0, 0.2 * n_methods + 1.2)
     fig, axes = plt.subplots(

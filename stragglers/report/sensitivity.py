@@ -363,10 +363,9 @@ def plot_sensitivity(table: pd.DataFrame, placed: dict, path: str) -> None:
     """Rows: F1, early-F1, JCT reduction (relaunch, resume); columns: tail levels. In each
     panel one line per method over the signal levels at their measured predictability
     (spearman), its interval as a band; each dataset of the run a dotted line at its own."""
-    import matplotlib
+    from stragglers.io import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     from stragglers.io import save_figure
 

@@ -10,16 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")  # files only; no display on cluster nodes or in CI
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from stragglers.evaluate.metrics import normalise_method_name, sort_rows  # noqa: E402
-from stragglers.io import save_figure, write_csv_atomic, write_text_atomic
+from stragglers.evaluate.metrics import normalise_method_name, sort_rows
+from stragglers.io import pyplot, save_figure, write_csv_atomic, write_text_atomic
 
 TABLE3_METRICS = ("TPR", "FPR", "FNR", "F1")
 JOB_COUNTS = ("jobs_evaluated", "jobs_failed", "jobs_unscorable")
@@ -325,6 +320,7 @@ def write_table3(
 
 
 def _save(fig, path, extra_formats: Sequence[str]) -> None:
+    plt = pyplot()
     path = Path(path)
     save_figure(fig, path, dpi=150, bbox_inches="tight")
     for extension in extra_formats:
@@ -334,18 +330,20 @@ def _save(fig, path, extra_formats: Sequence[str]) -> None:
 
 def _line_styles(n: int) -> list[tuple]:
     """Distinguishable (colour, marker) pairs for up to ~40 lines."""
+    plt = pyplot()
     tab20 = plt.get_cmap("tab20").colors
     colours = tab20[0::2] + tab20[1::2]  # the 10 dark shades first, then their light pairs
     markers = ["o", "s", "^", "D", "v", "P", "X", "*"]
     return [(colours[i % len(colours)], markers[i % len(markers)]) for i in range(n)]
 
 
-# boxplot's `vert` is deprecated from Matplotlib 3.10, where `orientation` replaces it
-_HORIZONTAL_BOX = (
-    {"orientation": "horizontal"}
-    if tuple(int(x) for x in matplotlib.__version__.split(".")[:2]) >= (3, 10)
-    else {"vert": False}
-)
+def _horizontal_box() -> dict:
+    """boxplot's `vert` is deprecated from Matplotlib 3.10, where `orientation` replaces it."""
+    import matplotlib
+
+    if tuple(int(x) for x in matplotlib.__version__.split(".")[:2]) >= (3, 10):
+        return {"orientation": "horizontal"}
+    return {"vert": False}
 
 
 def plot_lead_distribution(
@@ -361,6 +359,7 @@ def plot_lead_distribution(
     Input: `stragglers.evaluate.timing.flag_leads` rows and the job metrics (for the list of
     methods, so a method that found no straggler still gets a labelled, empty row).
     """
+    plt = pyplot()
     required = ["dataset", "method", "lead", "early"]
     missing = [c for c in required if c not in leads.columns]
     if missing:
@@ -390,7 +389,7 @@ def plot_lead_distribution(
                 values,
                 positions=[position],
                 widths=0.6,
-                **_HORIZONTAL_BOX,
+                **_horizontal_box(),
                 showfliers=False,
                 medianprops={"color": "black"},
             )
@@ -516,6 +515,7 @@ def plot_reduction_bars(
 
     `df` is the completion-time frame of one dataset and one algorithm.
     """
+    plt = pyplot()
     table = reduction_by_method(df)
     _one_dataset(table, "plot_reduction_bars")
     fig, ax = plt.subplots(figsize=(max(5.0, 0.45 * len(table) + 2), 4))
@@ -545,6 +545,7 @@ def plot_reduction_by_machines(
 
     Uses the "limited" rows of one dataset's completion-time frame.
     """
+    plt = pyplot()
     _, by_machines = simulation_tables(df)
     if by_machines.empty:
         raise ValueError("plot_reduction_by_machines: no 'limited' rows with a reduction")

@@ -69,12 +69,16 @@ def launch_predict(
     repeats: int,
     deadline_factors: list[float],
     seed: int,
+    sources: Any = (),
+    method_dirs: list[str] | None = None,
 ) -> None:
     """Rule launch_predict: one launch-time method on the converted dataset whose manifest is
-    `manifest` (`converted_jobs`: ordering only): its online predictions (`tasks`, `jobs`),
-    learning curve (`curve`) and hold-back simulation (`simulation`)."""
-    from stragglers.launch.methods import get_launch_method
+    `manifest` (`converted_jobs`, `sources`: the method's own files, ordering only): its online
+    predictions (`tasks`, `jobs`), learning curve (`curve`) and hold-back simulation
+    (`simulation`); `method_dirs`: folders of users' methods."""
+    from stragglers.launch.methods import get_launch_method, load_launch_method_dirs
 
+    load_launch_method_dirs(method_dirs)
     method_class = get_launch_method(launch_method)
     settings = launch_settings(launch, kind, float(straggler_quantile))
     rows, features = load_launch_tasks(str(Path(manifest).parent), kind, settings.workload)

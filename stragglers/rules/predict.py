@@ -25,6 +25,7 @@ def predict(
     manifest: Path | str,
     shard_jobs: Any,
     tuned: str | list,
+    sources: Any,
     tasks: Path | str,
     jobs: Path | str,
     dataset: str,
@@ -41,7 +42,7 @@ def predict(
 ) -> pd.DataFrame:
     """Rule predict: replay method `method_name` (labelled `method`, the config's entry) over
     one shard of the converted dataset whose manifest is `manifest` (`shard_jobs`, the shard's
-    job files, only orders the job after their conversion). With `tuning_jobs`, the tuning
+    job files, and `sources`, the method's own files, only order the job). With `tuning_jobs`, the tuning
     jobs are left out; with `tuned` (a tune_method output), its best parameters override
     `method_params`. Writes the `tasks` and `jobs` prediction files."""
     converted_dir, shard, label = Path(manifest).parent, int(shard), method
@@ -110,6 +111,7 @@ def tune_method(
     *,
     manifest: Path | str,
     converted_jobs: Any,
+    sources: Any,
     tuning: Path | str,
     dataset: str,
     method: str,
@@ -125,7 +127,8 @@ def tune_method(
 ) -> dict[str, Any]:
     """Rule tune_method, the paper's protocol: each grid point on the tuning jobs only; best
     mean F1 wins (ties: the first in grid order), written to `tuning`. The tuning jobs are
-    left out of every evaluation. Names as for predict (`converted_jobs`: ordering only)."""
+    left out of every evaluation. Names as for predict (`converted_jobs`, `sources`: ordering
+    only)."""
     converted_dir, label, params = Path(manifest).parent, method, dict(method_params)
     settings = ReplaySettings(**replay, kill_delay=kill_delay)
     from stragglers.evaluate.metrics import job_metrics

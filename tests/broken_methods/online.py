@@ -11,7 +11,7 @@ class _Elapsed(Method):
     """Flags running tasks that ran longer than the threshold (correct; the base of the rest)."""
 
     family = "Test"
-    defaults = {"factor": Param(1.0, float, gt=0)}
+    defaults = {"factor": Param(1.0, float, gt=0, doc="multiple of tau a running task must pass")}
 
     def predict(self, checkpoint):
         tau = self.job.straggler_threshold * self.params["factor"]
@@ -88,3 +88,8 @@ class BareDefaults(_Elapsed):
 class DefaultOutOfRange(_Elapsed):
     name = "DefaultOutOfRange"
     defaults = {"factor": Param(-1.0, float, gt=0)}
+
+
+class UndocumentedParam(_Elapsed):
+    name = "UndocumentedParam"
+    defaults = {"factor": Param(1.0, float, gt=0)}

@@ -1,4 +1,5 @@
 # Input functions and config lookups shared by the rules.
+import os
 import re
 import sys
 from pathlib import Path
@@ -6,12 +7,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(workflow.basedir)))  # the stragglers package, even when not installed
 
 from stragglers.launch import launch_datasets
-from stragglers.methods import declared_cross_job, load_method_dirs, method_entry
+from stragglers.methods import declared_cross_job, load_method_dirs, method_entry, method_files
 from stragglers.replay.core import dataset_replay
 from stragglers.rules.config import check_config
 from stragglers.rules.sensitivity import derived_datasets
 
 load_method_dirs(config.get("method_dirs", []))
+if (config.get("launch") or {}).get("methods"):
+    # method_dirs serve launch-time models too (one registry mechanism)
+    from stragglers.launch.methods import load_launch_method_dirs
+
+    load_launch_method_dirs(config.get("method_dirs", []))
 
 DATASETS = list(config["datasets"])
 PROTOCOL = config["replay"].get("protocol", "causal")  # figure titles name it
@@ -268,6 +274,39 @@ def converted_shard(wildcards):
     if declared_cross_job(method_of(wildcards.method)[0]):
         return []
     return f"resources/converted/{wildcards.dataset}/jobs/shard-{wildcards.shard}"
+
+
+_SOURCE_INPUTS = {}  # files -> inputs: source_path once per method, not once per job
+
+
+def _source_inputs(files):
+    """Files that define a method, as the inputs of its jobs: the package's through
+    workflow.source_path (so a cluster job receives them with the workflow's sources), a
+    `method_dirs` file as it is."""
+    if files not in _SOURCE_INPUTS:
+        rules_dir = Path(workflow.basedir) / "workflow" / "rules"
+        _SOURCE_INPUTS[files] = [
+            (
+                workflow.source_path(os.path.relpath(path, rules_dir))
+                if path.is_relative_to(Path(workflow.basedir).resolve())
+                else str(path)
+            )
+            for path in files
+        ]
+    return _SOURCE_INPUTS[files]
+
+
+def method_sources(wildcards):
+    """The files that define the method a label runs, its module and the package modules it
+    builds on (stragglers.methods.method_files): editing one reruns that method's jobs."""
+    return _source_inputs(tuple(method_files(method_of(wildcards.method)[0])))
+
+
+def launch_method_sources(wildcards):
+    """As method_sources, for a launch-time model."""
+    from stragglers.launch.methods import launch_method_files
+
+    return _source_inputs(tuple(launch_method_files(wildcards.launch_method)))
 
 
 def launch_outputs(kind):

@@ -7,6 +7,7 @@ rule launch_predict:
     input:
         manifest=CONVERTED_MANIFEST,
         converted_jobs=converted_all_shards,
+        sources=launch_method_sources,
     output:
         tasks="results/{dataset}/launch/{launch_method}.tasks.parquet",
         jobs="results/{dataset}/launch/{launch_method}.jobs.parquet",
@@ -31,6 +32,7 @@ rule launch_predict:
         .get("policies", {})
         .get("deadline_factors", [1.0, 1.1, 1.25]),
         seed=config["seed"],
+        method_dirs=config.get("method_dirs", []),
     script:
         "../../scripts/run.py"
 

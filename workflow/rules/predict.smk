@@ -6,6 +6,7 @@ rule predict:
         manifest=CONVERTED_MANIFEST,
         shard_jobs=converted_shard,
         tuned=tuned_params_input,
+        sources=method_sources,
     output:
         tasks="results/{dataset}/predictions/{method}/shard-{shard}.tasks.parquet",
         jobs="results/{dataset}/predictions/{method}/shard-{shard}.jobs.parquet",
@@ -44,6 +45,7 @@ rule tune_method:
     input:
         manifest=CONVERTED_MANIFEST,
         converted_jobs=converted_all_shards,
+        sources=method_sources,
     output:
         tuning="results/{dataset}/tuning/{method}.json",
     log:

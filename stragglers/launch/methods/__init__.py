@@ -1,49 +1,15 @@
-"""Launch-time models: every `LaunchMethod` subclass with a class-level `name = "..."` in a
-module of this folder (modules starting with `_` or named base are helpers). Names are read
-from the source, so listing them (the workflow does, to check the config) imports no model."""
+"""Launch-time models: one module per model, each a `LaunchMethod` subclass
+(stragglers.launch.methods.base) that sets `name`, found by the same registry as the online
+methods (stragglers.methods.registry), with the same errors and `method_dirs`."""
 
 from __future__ import annotations
 
-import importlib
-from functools import cache
-from pathlib import Path
-
 from stragglers.launch.methods.base import LaunchMethod
-from stragglers.methods import declared_names
-from stragglers.methods._source import declared_defaults
-from stragglers.methods.base import merged_params
+from stragglers.methods.registry import Registry
 
-
-@cache
-def _declared() -> dict[str, str]:
-    return declared_names(__path__)
-
-
-def available_launch_methods() -> list[str]:
-    return sorted(_declared())
-
-
-def get_launch_method(name: str) -> type[LaunchMethod]:
-    if name not in _declared():
-        raise ValueError(f"unknown launch method {name!r}; available: {available_launch_methods()}")
-    module = importlib.import_module(f"{__name__}.{_declared()[name]}")
-    for value in vars(module).values():
-        if (
-            isinstance(value, type)
-            and issubclass(value, LaunchMethod)
-            and vars(value).get("name") == name
-        ):
-            return value
-    raise ValueError(f"launch method {name!r}: no class with that name in {module.__name__}")
-
-
-def declared_launch_params(name: str) -> dict[str, object]:
-    """The launch method's `defaults` (name -> Param), read from source without importing it."""
-    if name not in _declared():
-        raise ValueError(f"unknown launch method {name!r}; available: {available_launch_methods()}")
-    return declared_defaults(Path(__path__[0]) / f"{_declared()[name]}.py", name)
-
-
-def check_launch_params(name: str, params: dict | None) -> dict[str, object]:
-    """As stragglers.methods.check_method_params, for a launch-time method."""
-    return merged_params(f"launch method {name}", declared_launch_params(name), params)
+LAUNCH_METHODS = Registry(__name__, LaunchMethod, "launch method")
+available_launch_methods = LAUNCH_METHODS.names
+get_launch_method = LAUNCH_METHODS.get
+check_launch_params = LAUNCH_METHODS.check_params
+load_launch_method_dirs = LAUNCH_METHODS.load_dirs
+launch_method_files = LAUNCH_METHODS.source_files

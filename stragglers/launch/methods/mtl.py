@@ -14,12 +14,23 @@ class _MultiTask(LaunchMethod):
     formulation = ""
     defaults = {
         "lam": Param(
-            1.0, float, gt=0
+            1.0,
+            float,
+            gt=0,
+            doc="overall regularisation strength, multiplying every partition's lambda_p",
         ),  # multiplies every lambda_p (the overall regularisation strength)
-        "lam_base": Param(1.0, float, gt=0),  # lambda_0: the base (global) partition's lambda_p
-        "lam_node": Param(1.0, float, gt=0),  # nu: the node partition's
-        "lam_workload": Param(1.0, float, gt=0),  # omega: the workload partition's
-        "lam_tuple": Param(1.0, float, gt=0),  # tau: the {node, workload} tuple partition's
+        "lam_base": Param(
+            1.0, float, gt=0, doc="lambda_0: the base (global) partition's weight"
+        ),  # lambda_0: the base (global) partition's lambda_p
+        "lam_node": Param(
+            1.0, float, gt=0, doc="nu: the node partition's weight"
+        ),  # nu: the node partition's
+        "lam_workload": Param(
+            1.0, float, gt=0, doc="omega: the workload partition's weight"
+        ),  # omega: the workload partition's
+        "lam_tuple": Param(
+            1.0, float, gt=0, doc="tau: the {node, workload} tuple partition's weight"
+        ),  # tau: the {node, workload} tuple partition's
     }
 
     def fit(self, X, straggler, node, workload):

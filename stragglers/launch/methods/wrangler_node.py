@@ -13,10 +13,25 @@ class WranglerNode(LaunchMethod):
     # platt: "training" fits Platt scaling on the SVM's training decisions (kept default);
     # "held_out": on out-of-fold decisions over distinct rows, as Platt (1999) recommends
     defaults = {
-        "C": Param(1.0, float, gt=0),
-        "confidence": Param(0.5, float, ge=0, le=1),
-        "min_rows": Param(4, int, ge=1),
-        "platt": Param("training", str, choices=("training", "held_out")),
+        "C": Param(
+            1.0, float, gt=0, doc="inverse regularisation strength of each tuple's linear SVM"
+        ),
+        "confidence": Param(
+            0.5,
+            float,
+            ge=0,
+            le=1,
+            doc="Platt-scaled probability at or above which a task is predicted to straggle",
+        ),
+        "min_rows": Param(
+            4, int, ge=1, doc="fewest training rows (of both classes) a tuple needs for its own SVM"
+        ),
+        "platt": Param(
+            "training",
+            str,
+            choices=("training", "held_out"),
+            doc="where the Platt sigmoid is fit: the SVM's training decisions, or held-out ones",
+        ),
     }
 
     def fit(self, X, straggler, node, workload):
