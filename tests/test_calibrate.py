@@ -309,3 +309,28 @@ def test_the_check_scores_both_sets_on_one_seed():
         ).mean()
         assert result["sets"][name]["rows"] == len(chosen)
         assert result["sets"][name]["distance"] == pytest.approx(expected)
+
+
+def test_realism_marks_trials_no_further_from_the_real_rows_than_the_start():
+    """Each trial's settings regenerate a trace; its latency-tail shape is compared with a
+    reference (here a trace of the generator's defaults itself), and only trials no further
+    than the starting settings are eligible: wider within-job spreads are not."""
+    from stragglers.calibrate import realism
+
+    reference = realism.trial_shape({}, {}, seeds=[3], n_jobs=4)
+    trials = pd.DataFrame(
+        {
+            "dataset": "google-synthetic",
+            "state": "COMPLETE",
+            "round": [0, 0],
+            "trial": [0, 1],
+            "distance": [0.5, 0.4],
+            "within_job_spread": [0.095, 0.4],
+        }
+    )
+    table = realism.realism_table(
+        trials, ["within_job_spread"], reference, base={}, seeds=[3], n_jobs=4
+    ).set_index("trial")
+    assert table.loc[0, "shape_distance"] == pytest.approx(0.0)
+    assert table.loc[1, "shape_distance"] > 0.05
+    assert table["eligible"].tolist() == [False, True]  # sorted by distance: trial 1 first

@@ -1,0 +1,139 @@
+"""The calibration's trials held to the real trace (docs/calibration.md, "Realism"): each
+Google trial's settings regenerate a trace whose latency-tail shape (traces.calibrate) is
+compared with the real task_events; only trials no further from the real rows than the
+starting settings may be chosen. The fingerprint never sees the real rows, and the real rows
+never see a method.
+
+    python -m stragglers.calibrate.realism --trials results/calibration/trials.csv \\
+        --real ../shared/data/google-2011/task_events/part-00000-of-00500.csv.gz \\
+        --out results/calibration/realism.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from stragglers.calibrate.settings import generator_class, knob_type
+from stragglers.traces.calibrate import (
+    job_latency_shape,
+    read_task_events,
+    shape_summary,
+    summarize_trace,
+    task_latencies,
+)
+from stragglers.traces.generate import generate_google
+
+# the shape of a job's latency distribution; task durations (median_s) are scaled on purpose
+# and the interruption rates are not searched
+SHAPE_STATISTICS = tuple(
+    [f"p90_over_median q{q:02d}" for q in (10, 25, 50, 75, 90)]
+    + [f"max_over_p90 q{q:02d}" for q in (10, 25, 50, 75, 90)]
+    + ["fraction of jobs with p90 > max/2"]
+)
+GOOGLE_KIND = "google-2011"
+
+
+def shape_distance(generated: dict[str, float], real: dict[str, float]) -> float:
+    """Mean |generated - real| over the latency-shape statistics."""
+    return float(np.mean([abs(generated[key] - real[key]) for key in SHAPE_STATISTICS]))
+
+
+def trial_shape(settings: dict, base: dict, seeds: Sequence[int], n_jobs: int) -> dict:
+    """The latency-shape summary of the traces `settings` generate (seeds pooled)."""
+    cls = generator_class(GOOGLE_KIND)
+    frames = []
+    with tempfile.TemporaryDirectory(prefix="realism-") as tmp:
+        for seed in seeds:
+            config = cls.from_dict({**base, **settings, "n_jobs": n_jobs, "seed": int(seed)})
+            folder = Path(tmp) / str(seed)
+            generate_google(folder, config)
+            latencies = task_latencies(read_task_events(folder))
+            frames.append(latencies.assign(job_id=f"{seed}:" + latencies["job_id"].astype(str)))
+    return shape_summary(job_latency_shape(pd.concat(frames, ignore_index=True)))
+
+
+def realism_table(
+    trials: pd.DataFrame,
+    knobs: list[str],
+    real: dict[str, float],
+    base: dict,
+    seeds: Sequence[int],
+    n_jobs: int,
+    dataset: str = "google-synthetic",
+) -> pd.DataFrame:
+    """One row per scored trial of `dataset`: its fingerprint distance, its shape distance to
+    the real rows, and whether it is eligible (no further than the starting settings')."""
+    done = trials[(trials["dataset"] == dataset) & (trials["state"] == "COMPLETE")]
+    rows = []
+    for trial in done.to_dict("records"):
+        settings = {
+            k: knob_type(GOOGLE_KIND, k)(trial[k]) for k in knobs if not pd.isna(trial.get(k))
+        }
+        shape = trial_shape(settings, base, seeds, n_jobs)
+        rows.append(
+            {
+                "dataset": dataset,
+                "round": int(trial["round"]),
+                "trial": int(trial["trial"]),
+                "distance": trial["distance"],
+                "shape_distance": shape_distance(shape, real),
+                **{key: shape[key] for key in SHAPE_STATISTICS},
+                **settings,
+            }
+        )
+    table = pd.DataFrame(rows)
+    start = table[(table["round"] == 0) & (table["trial"] == 0)]
+    if start.empty:
+        raise ValueError(f"{dataset}: no starting trial (round 0, trial 0) in the trials")
+    table["eligible"] = table["shape_distance"] <= float(start["shape_distance"].iloc[0])
+    return table.sort_values(["distance", "round", "trial"], kind="stable")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--trials", required=True, help="results/calibration/trials.csv")
+    parser.add_argument("--real", required=True, help="real task_events part file or folder")
+    parser.add_argument("--out", required=True, help="CSV: one row per Google trial")
+    parser.add_argument("--dataset", default="google-synthetic")
+    parser.add_argument("--config", default="config/config.yaml", help="the search's config")
+    parser.add_argument("--seeds", default="101,102", help="trace seeds (never the judged one)")
+    parser.add_argument("--n-jobs", type=int, default=30)
+    args = parser.parse_args(argv)
+    config = yaml.safe_load(Path(args.config).read_text())
+    knobs = list(config["calibration"]["knobs"]) + list(
+        (config["calibration"].get("dataset_knobs") or {}).get(args.dataset, {})
+    )
+    trials = pd.read_csv(args.trials)
+    real = summarize_trace(args.real)
+    table = realism_table(
+        trials,
+        knobs,
+        real,
+        base={},
+        seeds=[int(s) for s in args.seeds.split(",")],
+        n_jobs=args.n_jobs,
+        dataset=args.dataset,
+    )
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.out, index=False)
+    eligible = table[table["eligible"]]
+    print(f"{len(eligible)} of {len(table)} trials no further from the real rows than the start")
+    if len(eligible):
+        best = eligible.iloc[0]
+        print(
+            f"best eligible: round {best['round']}, trial {best['trial']}, distance "
+            f"{best['distance']:.4f}, shape distance {best['shape_distance']:.4f}"
+        )
+        print(yaml.safe_dump({k: best[k].item() for k in knobs}, sort_keys=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
