@@ -134,6 +134,14 @@ def predict_benchmarks(wildcards):
     ]
 
 
+def paper_fingerprint_input(name):
+    """results/fingerprint/<name> when the default run includes the paper-protocol replay
+    (`paper_fingerprint`), else nothing."""
+    if config.get("paper_fingerprint") and FINGERPRINT_METHODS:  # (fingerprint.smk)
+        return f"results/fingerprint/{name}"
+    return []
+
+
 def final_targets():
     targets = [
         "results/tables/table3.csv",

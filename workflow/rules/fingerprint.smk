@@ -21,14 +21,6 @@ wildcard_constraints:
     ),
 
 
-def paper_fingerprint_input(name):
-    """results/fingerprint/<name> when the default run includes the paper-protocol replay
-    (`paper_fingerprint`), else nothing."""
-    if config.get("paper_fingerprint") and FINGERPRINT_METHODS:
-        return f"results/fingerprint/{name}"
-    return []
-
-
 rule fingerprint_table:
     input:
         table3="results/tables/table3.csv",
