@@ -71,13 +71,16 @@ TARGET_ONLY_RULES = {
 # conversion does not need: it reads the per-file download markers
 # the sensitivity map and the replicates (docs/sensitivity.md) are targets of their own too:
 # their traces are ordinary datasets run by the rules tested here; so is the `paper`
-# fingerprint (docs/fingerprint.md), whose replay reads the files the audit reads, and the
-# generator's calibration (docs/calibration.md; tests/test_calibrate_run.py)
+# fingerprint (docs/fingerprint.md), whose replay reads the files the audit reads (the default
+# config's run includes it, `paper_fingerprint`; the tiny config leaves it out), and the
+# generator's calibration with its check (docs/calibration.md; tests/test_calibrate_run.py)
 NOT_IN_DEFAULT_RUN = {
     "calibration_propose",
     "calibration_trial",
     "calibration_tell",
     "calibration_tables",
+    "calibration_check",
+    "calibration_check_table",
     "audit_variant",
     "audit_table",
     "fingerprint_replay",
