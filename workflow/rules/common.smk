@@ -156,9 +156,9 @@ def final_targets():
         "results/findings.md",
         "results/figures/overview.png",
     ]
-    if config.get("paper_fingerprint"):
-        # the held-out test (docs/fingerprint.md); a config without a paper counterpart has none
-        targets += ["results/fingerprint/fingerprint.md"] if FINGERPRINT_METHODS else []
+    # the held-out test (docs/fingerprint.md), when the run includes it
+    held_out = paper_fingerprint_input("fingerprint.md")
+    targets += [held_out] if held_out else []
     if LAUNCH_METHODS and LAUNCH_DATASETS:
         targets += [
             "results/tables/launch_table.md",
