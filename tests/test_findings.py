@@ -63,10 +63,12 @@ def _tables(tmp_path):
     return paths
 
 
-def _write(tmp_path, paths, audit=None):
+def _write(tmp_path, paths, audit=None, **tables):
+    """The page and its sources, with `tables` (e.g. fingerprint files) passed on."""
     out_md, out_sources = tmp_path / "findings.md", tmp_path / "findings.sources.csv"
     findings.write_findings(
         **paths,
+        **tables,
         audit=audit,
         datasets=[DATASET],
         protocol="causal",
@@ -155,18 +157,7 @@ def test_findings_quote_the_fingerprint_distances(tmp_path):
         }
     )
     distances.to_csv(tmp_path / "fingerprint_distances.csv", index=False)
-    out_md, out_sources = tmp_path / "findings.md", tmp_path / "findings.sources.csv"
-    sources = findings.write_findings(
-        **paths,
-        audit=None,
-        datasets=[DATASET],
-        protocol="causal",
-        config_name="config/config.yaml",
-        out_md=str(out_md),
-        out_sources=str(out_sources),
-        fingerprint=str(tmp_path / "fingerprint_distances.csv"),
-    )
-    page = out_md.read_text()
+    page, sources = _write(tmp_path, paths, fingerprint=str(tmp_path / "fingerprint_distances.csv"))
     # the validation set has no scored row: not quoted
     assert (
         "|FPR - paper FPR|; NURD and NURD-NC are the held-out set): calibration 0.412 (11 of "
@@ -209,19 +200,12 @@ def test_findings_give_the_held_out_test_under_the_paper_protocol(tmp_path):
         }
     )
     distances.to_csv(tmp_path / "paper_distances.csv", index=False)
-    out_md, out_sources = tmp_path / "findings.md", tmp_path / "findings.sources.csv"
-    sources = findings.write_findings(
-        **paths,
-        audit=None,
-        datasets=[DATASET],
-        protocol="causal",
-        config_name="config/config.yaml",
-        out_md=str(out_md),
-        out_sources=str(out_sources),
+    page, sources = _write(
+        tmp_path,
+        paths,
         fingerprint_paper=str(tmp_path / "paper.csv"),
         fingerprint_paper_distances=str(tmp_path / "paper_distances.csv"),
     )
-    page = out_md.read_text()
     # NURD-NC has no score: left out; the validation set has no scored row: not quoted
     assert (
         "calibration): NURD TPR 0.613 [0.500, 0.700], FPR 0.087 [0.050, 0.125], "
