@@ -132,7 +132,9 @@ def propose(tmp_path, round_, name="study.db", out="p.json", fingerprint="f"):
     )
 
 
-def tell(tmp_path, round_, proposals, name="study.db"):
+def tell(tmp_path, round_, proposals, name="study.db", shapes=None, tolerance=None):
+    """Tell a round: distance |signature_strength - 2|; with `shapes` (a search held to the
+    real tails), each trial's tail-shape distance and the tolerance."""
     results = [
         {
             "settings": p["settings"],
@@ -140,8 +142,9 @@ def tell(tmp_path, round_, proposals, name="study.db"):
             "seconds": 1.0,
             "rows_scored": 1,
             "methods": {},
+            **({} if shapes is None else {"shape_distance": shapes[i]}),
         }
-        for p in proposals
+        for i, p in enumerate(proposals)
     ]
     return search.tell_round(
         storage_path=tmp_path / name,
@@ -151,7 +154,8 @@ def tell(tmp_path, round_, proposals, name="study.db"):
         startup_trials=2,
         proposals={"trials": proposals},
         results=results,
-        out=tmp_path / f"told-{round_}.json",
+        out=tmp_path / f"told-{name}-{round_}.json",
+        realism_tolerance=tolerance,
     )
 
 
@@ -334,3 +338,109 @@ def test_realism_marks_trials_no_further_from_the_real_rows_than_the_start():
     assert table.loc[0, "shape_distance"] == pytest.approx(0.0)
     assert table.loc[1, "shape_distance"] > 0.05
     assert table["eligible"].tolist() == [False, True]  # sorted by distance: trial 1 first
+
+
+def tell_with_shapes(tmp_path, round_, proposals, shapes, tolerance=0.01, name="held.db"):
+    return tell(tmp_path, round_, proposals, name=name, shapes=shapes, tolerance=tolerance)
+
+
+def test_a_search_held_to_the_real_tails_never_chooses_an_infeasible_trial(tmp_path):
+    """Trials whose tails are further from the real rows than the start's (plus the tolerance)
+    are told as infeasible to the sampler and are never the best, whatever their distance."""
+    import optuna
+
+    from stragglers.calibrate import outputs
+
+    def held_propose(round_):
+        return propose(tmp_path, round_, name="held.db", out="held.json")
+
+    first = held_propose(0)
+    # the start (distance 1.0) keeps its tails; trial 1 is within the tolerance; trial 2 not
+    shapes = [0.05, 0.055, 0.2]
+    summary = tell_with_shapes(tmp_path, 0, first, shapes)
+    study = optuna.load_study(
+        study_name=search.STUDY_NAME, storage=f"sqlite:///{tmp_path / 'held.db'}"
+    )
+    by_index = {t.user_attrs["index"]: t for t in study.trials}
+    assert by_index[0].user_attrs[search.REALISM_EXCESS] == pytest.approx(-0.01)
+    assert by_index[1].user_attrs[search.REALISM_EXCESS] == pytest.approx(-0.005)
+    assert by_index[2].user_attrs[search.REALISM_EXCESS] == pytest.approx(0.14)
+    # the sampler's own record of the constraint (what the constrained TPE reads)
+    assert by_index[2].constraints == {"realism": pytest.approx(0.14)}
+    feasible = [abs(p["settings"]["signature_strength"] - 2.0) for p in first[:2]]
+    assert summary["best_so_far"] == pytest.approx(min(feasible))
+    # a later round reads the start's shape from the storage
+    second = held_propose(1)
+    tell_with_shapes(tmp_path, 1, second, [0.3, 0.3, 0.3])
+    trials = outputs.read_trials("google-synthetic", tmp_path / "held.db", list(KNOBS))
+    best = outputs.best_trials(trials)
+    assert best["realism_excess"].iloc[0] <= 0
+    assert best["distance"].iloc[0] == pytest.approx(min(feasible))
+    rounds = outputs.rounds_table(trials)
+    assert rounds["feasible"].tolist() == [2, 0]
+    assert rounds["best_so_far"].tolist() == pytest.approx([min(feasible)] * 2)
+
+
+def test_a_held_search_without_the_starts_shape_stops_naming_it(tmp_path):
+    first = propose(tmp_path, 0, name="plain.db")
+    tell(tmp_path, 0, first, name="plain.db")  # begun without the constraint
+    second = propose(tmp_path, 1, name="plain.db")
+    with pytest.raises(ValueError, match="starting trial .* has no shape_distance"):
+        tell_with_shapes(tmp_path, 1, second, [0.1, 0.1, 0.1], name="plain.db")
+
+
+def test_realism_settings_need_a_searched_google_dataset_and_a_file(tmp_path, caplog):
+    from stragglers.calibrate.settings import realism_settings
+
+    config = with_calibration(realism={"alibaba-synthetic": {"task_events": "x.csv.gz"}})
+    with pytest.raises(ValueError, match="realism.alibaba-synthetic: the tails are measured"):
+        check_calibration(config)
+    # an entry of a dataset not searched is ignored (a config searching its own datasets)
+    check_calibration(
+        with_calibration(
+            datasets=["alibaba-synthetic"],
+            realism={"google-synthetic": {"task_events": "x.csv.gz"}},
+        )
+    )
+    real = tmp_path / "part-00000-of-00500.csv.gz"
+    real.write_bytes(b"")
+    section = {"realism": {"google-synthetic": {"task_events": str(real)}}}
+    assert realism_settings(section, "google-synthetic") == {
+        "task_events": str(real),
+        "n_jobs": 30,
+        "tolerance": 0.0,
+    }
+    assert realism_settings(section, "alibaba-synthetic") is None
+    missing = {"realism": {"google-synthetic": {"task_events": str(tmp_path / "none.csv.gz")}}}
+    assert realism_settings(missing, "google-synthetic") is None
+    assert "without the realism constraint" in caplog.text
+
+
+def test_a_trial_held_to_the_real_tails_reports_their_distance(tmp_path):
+    """run_trial measures the settings' latency-tail shape against real task_events (here the
+    generator's own trace, written as a Google trace on disk): distance 0 at equal settings."""
+    from stragglers.calibrate.trial import run_trial
+    from stragglers.traces.generate import GoogleGeneratorConfig, generate_google
+
+    real = tmp_path / "real"
+    generate_google(real, GoogleGeneratorConfig(n_jobs=3, seed=5))
+    config = default_config()
+    dataset = copy.deepcopy(config["datasets"]["google-synthetic"])
+    dataset["generator"] = {}
+    common = dict(
+        dataset_name="google-synthetic",
+        dataset=dataset,
+        seeds=[5],
+        n_jobs=3,
+        methods=["GBTR"],
+        method_params={},
+        replay=config["replay"],
+        paper_table=str(ROOT / "stragglers" / "data" / "paper_table3.csv"),
+        workdir=str(tmp_path),
+    )
+    realism = {"task_events": str(real / "task_events"), "n_jobs": 3, "tolerance": 0.0}
+    same = run_trial(settings={}, realism=realism, **common)
+    assert same["shape_distance"] == pytest.approx(0.0)
+    wider = run_trial(settings={"within_job_spread": 0.4}, realism=realism, **common)
+    assert wider["shape_distance"] > 0.05
+    assert run_trial(settings={}, **common)["shape_distance"] is None

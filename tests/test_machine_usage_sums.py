@@ -152,7 +152,7 @@ def assert_spilled_sums_match_groupby(raw, tmp_path, priorities):
 
 def test_spilled_sums_match_a_groupby_on_the_default_sized_generated_trace(tmp_path):
     raw = tmp_path / "raw"
-    generate_google(raw, {"n_jobs": 30, "seed": 20220301})  # config/config.yaml's google-synthetic
+    generate_google(raw, {"n_jobs": 30, "seed": 20220301})  # the hand-set google-synthetic
     assert_spilled_sums_match_groupby(raw, tmp_path, (9, 10, 11))
 
 

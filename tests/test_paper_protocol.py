@@ -264,6 +264,29 @@ def test_paper_replay_by_hand():
     np.testing.assert_allclose(run.task_start, 0.0)
 
 
+def test_a_job_without_a_scored_checkpoint_has_no_result_as_in_the_script():
+    """K = 3 (the straggler's window count): the script runs one checkpoint, k = 2, and its
+    scoring reads the second-to-last row, which does not exist, so the job yields no result.
+    Here it is asked nothing, scores nothing, and job_metrics counts it as unscorable."""
+    from stragglers.evaluate.metrics import job_metrics, summary_table
+
+    short = hand_job(
+        [[(300.0, float(i))] * w for i, w in enumerate([1, 1, 2, 2, 2, 2, 2, 2, 2, 3])],
+        name="short",
+    )
+    method = Recorder()
+    run = replay_job(short, method, PAPER, np.array([False]), seed=0)
+    assert method.seen == [] and run.n_checkpoints == 0
+    assert not run.evaluated.any()
+    tasks, jobs = run_method_on_jobs(
+        iter([short, ten_task_job()]), Recorder, {}, PAPER, np.array([False]), 0, "hand"
+    )
+    metrics = job_metrics(tasks, jobs).set_index("job_id")
+    assert metrics["status"].to_dict() == {"short": "unscorable", "hand": "ok"}
+    summary = summary_table(job_metrics(tasks, jobs)).iloc[0]
+    assert summary["jobs_evaluated"] == 1 and summary["jobs_unscorable"] == 1
+
+
 def test_flagged_tasks_stay_among_the_running_rows_on_the_aligned_timeline():
     method = Recorder({"flag_task": 9, "flag_at": 2})
     run = replay_job(ten_task_job(), method, PAPER, np.array([False]), seed=0)

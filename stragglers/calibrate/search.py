@@ -19,6 +19,9 @@ from stragglers.io import dump_json
 log = logging.getLogger(__name__)
 
 STUDY_NAME = "calibration"
+# a trial's user attribute and constraint ("realism") in a search held to the real tails: its
+# tail-shape distance minus the allowed one (<= 0: feasible; settings.realism_settings)
+REALISM_EXCESS = "realism_excess"
 # per method, what the storage records of each trial beside its distance
 RECORDED = ("TPR", "FPR", "F1", "paper_TPR", "paper_FPR")
 
@@ -55,7 +58,9 @@ def open_study(
     startup_trials: int,
 ):
     """The dataset's study in its SQLite file (created on first use), with round `round_`'s
-    sampler. A storage made by another search config is refused, naming the file."""
+    sampler. A storage made by another search config is refused, naming the file. The TPE
+    sampler treats a trial with a positive constraint (`Trial.set_constraint`, as
+    `tell_round` records the realism excess) as infeasible."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -171,16 +176,25 @@ def tell_round(
     proposals: dict[str, Any],
     results: list[dict[str, Any]],
     out: str | Path,
+    realism_tolerance: float | None = None,
 ) -> dict[str, Any]:
     """Tell the round's results in trial order (trials told already are skipped) and record
-    each trial's per-method rates in the storage; `out` summarises the round."""
+    each trial's per-method rates in the storage; `out` summarises the round.
+
+    With `realism_tolerance` (a constrained search), a trial is feasible when its
+    `shape_distance` exceeds the starting settings' (round 0, trial 0, told first) by at most
+    the tolerance; the excess is recorded for the sampler."""
     import optuna
 
+    constrained = realism_tolerance is not None
     study, storage = open_study(
         storage_path, fingerprint, sampler_seed, round_, startup_trials=startup_trials
     )
     states = optuna.trial.TrialState
     by_number = {t.number: t for t in study.get_trials(deepcopy=False)}
+    start_shape = None
+    if constrained:
+        start_shape = _start_shape(study, proposals, results, round_)
     for proposal, result in zip(proposals["trials"], results, strict=True):
         trial = by_number[proposal["number"]]
         if result["settings"] != proposal["settings"]:
@@ -191,16 +205,33 @@ def tell_round(
         if trial.state != states.RUNNING:
             continue  # told before a restart
         attrs = {"seconds": result["seconds"], "rows_scored": result["rows_scored"]}
+        if constrained:
+            shape = result.get("shape_distance")
+            if shape is None:
+                raise ValueError(
+                    f"round {round_} trial {proposal['trial']}: no shape_distance in its result, "
+                    "but the search is held to the real tails (calibration.realism)"
+                )
+            attrs["shape_distance"] = shape
+            attrs[REALISM_EXCESS] = shape - start_shape - realism_tolerance
         for method, rates in result["methods"].items():
             attrs.update({f"{method} {metric}": rates[metric] for metric in RECORDED})
         for key, value in attrs.items():
             _set_attr(storage, trial.number, key, value)
+        if constrained:  # what the TPE sampler reads: > 0 is infeasible
+            optuna.trial.Trial(study, trial._trial_id).set_constraint(
+                "realism", attrs[REALISM_EXCESS]
+            )
         if result["distance"] is None:
             study.tell(trial.number, state=states.FAIL)
         else:
             study.tell(trial.number, result["distance"])
     distances = [r["distance"] for r in results]
-    complete = [t.value for t in study.get_trials(deepcopy=False, states=(states.COMPLETE,))]
+    complete = [
+        t.value
+        for t in study.get_trials(deepcopy=False, states=(states.COMPLETE,))
+        if t.user_attrs.get(REALISM_EXCESS, 0.0) <= 0.0
+    ]
     summary = {
         "round": round_,
         "distances": distances,
@@ -208,3 +239,19 @@ def tell_round(
     }
     dump_json(summary, out)
     return summary
+
+
+def _start_shape(study, proposals: dict[str, Any], results: list[dict[str, Any]], round_: int):
+    """The starting settings' tail-shape distance: round 0's first result, or its record."""
+    if round_ == 0:
+        first = next((r for p, r in zip(proposals["trials"], results) if p["trial"] == 0), None)
+        if first is not None and first.get("shape_distance") is not None:
+            return float(first["shape_distance"])
+    for t in study.get_trials(deepcopy=False):
+        if t.user_attrs.get("round") == 0 and t.user_attrs.get("index") == 0:
+            if "shape_distance" in t.user_attrs:
+                return float(t.user_attrs["shape_distance"])
+    raise ValueError(
+        "the search is held to the real tails, but the starting trial (round 0, trial 0) has "
+        "no shape_distance: was the storage begun without calibration.realism?"
+    )

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import typing
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 from stragglers.evaluate.fingerprint import CALIBRATION_SET
+
+log = logging.getLogger(__name__)
 
 # The run's default seed: its data is where the fitted settings are judged, so no trial may
 # generate from it, whatever the config's own `seed` is.
@@ -85,6 +89,15 @@ def check_calibration(config: dict) -> None:
                 f"{method} is not in the calibration set {list(CALIBRATION_SET)} "
                 "(stragglers/evaluate/fingerprint.py): the search fits those rows only",
             )
+    # realism entries of datasets not searched are ignored, as `dataset_knobs` entries are (a
+    # config that searches its own datasets keeps the default section's entries)
+    for dataset in sorted(set(section.get("realism") or {}) & set(section["datasets"])):
+        ds = config["datasets"].get(dataset)
+        if ds is not None and ds["kind"] != REALISM_KIND:
+            _fail(
+                f"realism.{dataset}",
+                f"the tails are measured from Google task_events: {dataset} is {ds['kind']}",
+            )
     for dataset in section["datasets"]:
         knobs = dataset_knobs(section, dataset)
         ds = config["datasets"].get(dataset)
@@ -141,8 +154,39 @@ def start_settings(dataset: dict, knobs: dict[str, dict]) -> dict[str, Any]:
     return start
 
 
+REALISM_KIND = "google-2011"
+
+
+def realism_settings(section: dict, dataset: str) -> dict[str, Any] | None:
+    """The real rows a dataset's trials are held to, with the schema's defaults; None when the
+    section names none for it, or when its file is missing (a warning: the search then runs
+    unconstrained, and its digest says so)."""
+    entry = (section.get("realism") or {}).get(dataset)
+    if not entry:
+        return None
+    path = Path(entry["task_events"])
+    if not path.exists():
+        log.warning(
+            "calibration.realism.%s: task_events %s does not exist; the search of %s runs "
+            "without the realism constraint",
+            dataset,
+            path,
+            dataset,
+        )
+        return None
+    return {
+        "task_events": str(path),
+        "n_jobs": int(entry.get("n_jobs", 30)),
+        "tolerance": float(entry.get("tolerance", 0.0)),
+    }
+
+
 def search_fingerprint(
-    section: dict, dataset: dict, replay: dict, knobs: dict[str, dict] | None = None
+    section: dict,
+    dataset: dict,
+    replay: dict,
+    knobs: dict[str, dict] | None = None,
+    realism: dict[str, Any] | None = None,
 ) -> str:
     """A digest of everything that decides a search's trials (not `rounds`: raising the budget
     continues the same search). The storage records it and refuses another config's trials.
@@ -158,5 +202,7 @@ def search_fingerprint(
         "dataset": dataset,
         "replay": replay,
     }
+    if realism is not None:  # absent when off, so that unconstrained searches keep their digest
+        decisive["realism"] = realism
     text = json.dumps(decisive, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]

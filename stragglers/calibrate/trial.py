@@ -108,10 +108,13 @@ def run_trial(
     replay: dict,
     paper_table: str,
     workdir: str | None = None,
+    realism: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Score `settings`: every seed's trace pooled (jobs of all seeds, as one dataset), each
     method's Table 3 row and the calibration set's distance. The method seeds are the trial
-    seeds too: nothing in a trial derives from the seed the fit is judged on."""
+    seeds too: nothing in a trial derives from the seed the fit is judged on. With `realism`
+    (settings.realism_settings), also the latency-tail shape distance of the settings' traces
+    to the real task_events (`shape_distance`; the search's constraint)."""
     began = time.perf_counter()
     settings_replay = paper_replay(dataset, replay)
     frames = []
@@ -126,6 +129,13 @@ def run_trial(
     job_metrics = pd.concat(frames, ignore_index=True)
     rows = fingerprint_rows(job_metrics, dataset["kind"], paper_table)
     distance, n_rows = set_distance(rows)
+    shape = None
+    if realism is not None:
+        from stragglers.calibrate.realism import shape_distance, trial_shape
+        from stragglers.traces.calibrate import summarize_trace
+
+        generated = trial_shape(settings, dataset.get("generator") or {}, seeds, realism["n_jobs"])
+        shape = shape_distance(generated, summarize_trace(realism["task_events"]))
     seconds = time.perf_counter() - began
     log.info(
         "%s %s: distance %.4f over %d rows (%.1f s)",
@@ -139,6 +149,7 @@ def run_trial(
         "settings": settings,
         "distance": None if pd.isna(distance) else distance,
         "rows_scored": n_rows,
+        "shape_distance": shape,
         "seconds": seconds,
         "methods": {
             row.method: {

@@ -143,9 +143,16 @@ def replay_aligned_job(job: Job, method: Method, settings, last_columns: np.ndar
         flagged[newly] = True
         flag_time[newly] = checkpoint.time
         n_checkpoints += 1
+    evaluated = in_play & ~not_scored
+    if not len(aligned.checkpoint_range(view.n_windows, stragglers)):
+        # K <= 3: the script's loop runs fewer than two checkpoints and its scoring, which
+        # reads the second-to-last one, yields no result for the job. Nothing is scored, so
+        # the job is counted as unscorable and left out of the means, as the paper's tables
+        # could only average the jobs the script scored (rule 8, docs/protocols.md).
+        evaluated = np.zeros(n, dtype=bool)
     return JobRun(
         flag_time=flag_time,
-        evaluated=in_play & ~not_scored,
+        evaluated=evaluated,
         threshold=threshold,
         n_checkpoints=n_checkpoints,
         prediction_start=prediction_start,

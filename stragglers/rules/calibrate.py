@@ -11,7 +11,12 @@ from typing import Any
 from stragglers.calibrate import check
 from stragglers.calibrate.outputs import write_outputs
 from stragglers.calibrate.search import propose_round, tell_round
-from stragglers.calibrate.settings import dataset_knobs, search_fingerprint, start_settings
+from stragglers.calibrate.settings import (
+    dataset_knobs,
+    realism_settings,
+    search_fingerprint,
+    start_settings,
+)
 from stragglers.calibrate.trial import run_trial
 from stragglers.io import dump_json
 
@@ -63,6 +68,7 @@ def search_params(config: dict, dataset: str) -> dict[str, Any]:
     # part of a search (a run under another protocol continues the same search)
     replay = {k: v for k, v in config["replay"].items() if k not in ("protocol", "overrides")}
     knobs = dataset_knobs(section, dataset)
+    realism = realism_settings(section, dataset)
     return {
         "dataset": ds,
         "kind": ds["kind"],
@@ -76,7 +82,8 @@ def search_params(config: dict, dataset: str) -> dict[str, Any]:
         "methods": list(section["methods"]),
         "method_params": {m: dict(config["methods"].get(m) or {}) for m in section["methods"]},
         "replay": replay,
-        "fingerprint": search_fingerprint(section, ds, replay, knobs),
+        "realism": realism,
+        "fingerprint": search_fingerprint(section, ds, replay, knobs, realism),
     }
 
 
@@ -122,6 +129,7 @@ def calibration_trial(
         method_params=search["method_params"],
         replay=search["replay"],
         paper_table=paper,
+        realism=search.get("realism"),
     )
     dump_json({**proposal, **scored}, result)
     return scored
@@ -140,6 +148,7 @@ def calibration_tell(
         proposals=json.loads(Path(proposals).read_text()),
         results=[json.loads(Path(p).read_text()) for p in results],
         out=told,
+        realism_tolerance=(search.get("realism") or {}).get("tolerance"),
     )
 
 

@@ -26,18 +26,23 @@ QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 _USED_COLUMNS = ["timestamp", "job_id", "task_index", "event_type"]
 
 
-def task_event_files(path: str | Path) -> list[Path]:
-    """The task_events part files behind `path`: a file, a task_events folder, or a trace
-    folder holding task_events/."""
+def part_files(path: str | Path, table: str = "task_events") -> list[Path]:
+    """The part files of a Google table behind `path`: a file, the table's folder, or a trace
+    folder holding it."""
     path = Path(path)
     if path.is_file():
         return [path]
-    if (path / "task_events").is_dir():
-        path = path / "task_events"
+    if (path / table).is_dir():
+        path = path / table
     files = sorted(path.glob("part-*.csv.gz")) if path.is_dir() else []
     if not files:
-        raise FileNotFoundError(f"no task_events part files (part-*.csv.gz) under {path}")
+        raise FileNotFoundError(f"no {table} part files (part-*.csv.gz) under {path}")
     return files
+
+
+def task_event_files(path: str | Path) -> list[Path]:
+    """The task_events part files behind `path` (`part_files`)."""
+    return part_files(path, "task_events")
 
 
 def read_task_events(path: str | Path) -> pd.DataFrame:

@@ -1,0 +1,184 @@
+"""The paper protocol's flag-all rates: which scored tasks ever reach a checkpoint.
+
+Under `protocol: paper` (docs/protocols.md, rules 1, 5, 6 and 8) a task is predicted only at
+the checkpoints k = 2 .. K - 2 at which it has a k-th window (windows counted from 0 on its own
+aligned timeline; K is the longest straggler's window count). A scored task that never runs at
+one of them is never flagged, and counts as a negative. A method that flags every running task
+at every checkpoint therefore scores TPR = the share of the scored stragglers that reach a
+checkpoint and FPR = the share of the scored non-stragglers that do. These flag-all rates
+depend on the jobs' window counts alone. They bound every method's TPR and FPR under the
+protocol, and they are the rates of a detector that calls every running row an outlier, as
+the detectors fitted on finished rows do when a running row's features are a shrunken
+partial sum (rule 2; docs/calibration.md, "Reach").
+
+The window counts come from task_events (first SCHEDULE to last FINISH, cut on the trace's
+300 s grid from 600 s, as the usage windows are), so real and generated traces are measured
+the same way:
+
+    python -m stragglers.replay.reach \\
+        ../shared/data/google-2011/task_events/part-00000-of-00500.csv.gz \\
+        resources/raw/google-synthetic
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from stragglers.formats.raw import GOOGLE_TASK_EVENTS, GOOGLE_TRACE_START_US, GOOGLE_WINDOW_US
+from stragglers.replay import aligned
+from stragglers.replay.core import pruned_tasks, straggler_threshold
+from stragglers.traces.calibrate import task_event_files, task_latencies
+
+REACH_COLUMNS = (
+    "job_id",
+    "n_tasks",
+    "n_checkpoints",
+    "stragglers_scored",
+    "stragglers_reaching",
+    "others_scored",
+    "others_reaching",
+    "flag_all_TPR",
+    "flag_all_FPR",
+    "median_windows",
+)
+
+
+def job_reach(
+    latency: np.ndarray,
+    n_windows: np.ndarray,
+    straggler_quantile: float = 0.9,
+    start_fraction: float = 0.04,
+) -> dict[str, float]:
+    """One job's scored tasks and how many of them run at a checkpoint, by the paper
+    protocol's rules (threshold at the sorted index, pruning, the shortest tasks finished
+    from the start, checkpoints 2 .. K - 2)."""
+    latency = np.asarray(latency, dtype=float)
+    n_windows = np.asarray(n_windows, dtype=np.int64)
+    threshold = straggler_threshold(latency, straggler_quantile, "sorted_index")
+    stragglers = latency >= threshold
+    excluded = pruned_tasks(latency, n_windows, threshold, start_fraction)
+    initial = aligned.initial_split(latency, start_fraction) & ~excluded
+    scored = ~excluded & ~initial
+    checkpoints = aligned.checkpoint_range(n_windows, stragglers)
+    reaching = scored & (n_windows > checkpoints.start) if len(checkpoints) else scored & False
+    counts = {
+        "stragglers_scored": int((scored & stragglers).sum()),
+        "stragglers_reaching": int((reaching & stragglers).sum()),
+        "others_scored": int((scored & ~stragglers).sum()),
+        "others_reaching": int((reaching & ~stragglers).sum()),
+    }
+    scored_job = len(checkpoints) > 0  # else no result (rule 8): no rates
+    return {
+        "n_tasks": len(latency),
+        "n_checkpoints": len(checkpoints),
+        **counts,
+        "flag_all_TPR": (
+            _share(counts["stragglers_reaching"], counts["stragglers_scored"])
+            if scored_job
+            else float("nan")
+        ),
+        "flag_all_FPR": (
+            _share(counts["others_reaching"], counts["others_scored"])
+            if scored_job
+            else float("nan")
+        ),
+        "median_windows": float(np.median(n_windows)),
+    }
+
+
+def _share(part: int, whole: int) -> float:
+    return part / whole if whole else float("nan")
+
+
+def window_counts(first_schedule_us: np.ndarray, final_finish_us: np.ndarray) -> np.ndarray:
+    """How many 300 s grid windows (from 600 s) a task's run [start, end) touches."""
+    first = (np.asarray(first_schedule_us) - GOOGLE_TRACE_START_US) // GOOGLE_WINDOW_US
+    last = (np.asarray(final_finish_us) - 1 - GOOGLE_TRACE_START_US) // GOOGLE_WINDOW_US
+    return (last - first + 1).astype(np.int64)
+
+
+def read_events(path: str | Path, priorities: Sequence[int] | None) -> pd.DataFrame:
+    """Task events of a part file, a task_events folder or a trace folder; with `priorities`,
+    only the tasks whose SCHEDULE events carry one of them (the paper keeps production
+    jobs)."""
+    used = ["timestamp", "job_id", "task_index", "event_type", "priority"]
+    frames = [
+        pd.read_csv(file, header=None, names=GOOGLE_TASK_EVENTS, usecols=used)
+        for file in task_event_files(path)
+    ]
+    events = pd.concat(frames, ignore_index=True)
+    if priorities is not None:
+        jobs = events.loc[events["priority"].isin(list(priorities)), "job_id"].unique()
+        events = events[events["job_id"].isin(jobs)]
+    return events.drop(columns="priority").astype(np.int64)
+
+
+def reach_table(
+    events: pd.DataFrame,
+    min_tasks: int = 100,
+    straggler_quantile: float = 0.9,
+    start_fraction: float = 0.04,
+) -> pd.DataFrame:
+    """One row per job with at least `min_tasks` finished tasks (REACH_COLUMNS)."""
+    tasks = task_latencies(events)
+    tasks["n_windows"] = window_counts(tasks["first_schedule"], tasks["final_finish"])
+    rows = []
+    for job_id, group in tasks.groupby("job_id", sort=True):
+        if len(group) < min_tasks:
+            continue
+        reach = job_reach(
+            group["latency"].to_numpy(float),
+            group["n_windows"].to_numpy(),
+            straggler_quantile,
+            start_fraction,
+        )
+        rows.append({"job_id": int(job_id), **reach})
+    return pd.DataFrame(rows, columns=list(REACH_COLUMNS))
+
+
+def reach_summary(table: pd.DataFrame) -> dict[str, float]:
+    """The share of jobs with a scored checkpoint, and the flag-all rates' means over those
+    jobs (Table 3 averages over the jobs that have a result)."""
+    return {
+        "jobs": float(len(table)),
+        "jobs with a scored checkpoint": float((table["n_checkpoints"] > 0).mean()),
+        "flag-all TPR (mean over those jobs)": float(table["flag_all_TPR"].mean()),
+        "flag-all FPR (mean over those jobs)": float(table["flag_all_FPR"].mean()),
+        "median windows per task (median over jobs)": float(table["median_windows"].median()),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("traces", nargs="+", help="task_events part files or trace folders")
+    parser.add_argument(
+        "--priorities",
+        default=None,
+        help="comma-separated priorities of the jobs kept (default: all)",
+    )
+    parser.add_argument("--min-tasks", type=int, default=100)
+    parser.add_argument("--out", default=None, help="CSV of every job's row")
+    args = parser.parse_args(argv)
+    priorities = None if args.priorities is None else [int(p) for p in args.priorities.split(",")]
+    summaries, tables = {}, []
+    for trace in args.traces:
+        table = reach_table(read_events(trace, priorities), args.min_tasks)
+        if table.empty:
+            print(f"{trace}: no job with {args.min_tasks} finished tasks", file=sys.stderr)
+            return 1
+        summaries[trace] = reach_summary(table)
+        tables.append(table.assign(trace=trace))
+    print(pd.DataFrame(summaries).round(3).to_string())
+    if args.out:
+        pd.concat(tables, ignore_index=True).to_csv(args.out, index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
