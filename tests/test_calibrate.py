@@ -107,6 +107,7 @@ def test_start_settings_are_the_datasets_own_clipped_into_range():
     config = default_config()
     dataset = copy.deepcopy(config["datasets"]["google-synthetic"])
     dataset["generator"]["signature_strength"] = 9.0
+    dataset["generator"].pop("feature_noise", None)  # unset: the generator's default, 1.0
     knobs = {
         "signature_strength": {"low": 0.0, "high": 4.0},
         "feature_noise": {"low": 0.5, "high": 2.0},
