@@ -9,7 +9,7 @@ checkpoint and FPR = the share of the scored non-stragglers that do. These flag-
 depend on the jobs' window counts alone. They bound every method's TPR and FPR under the
 protocol, and they are the rates of a detector that calls every running row an outlier, as
 the detectors fitted on finished rows do when a running row's features are a shrunken
-partial sum (rule 2; docs/calibration.md, "Reach").
+partial sum (rule 2; docs/calibration.md, "What the detector rows measure").
 
 The window counts come from task_events (first SCHEDULE to last FINISH, cut on the trace's
 300 s grid from 600 s, as the usage windows are), so real and generated traces are measured
@@ -66,34 +66,29 @@ def job_reach(
     initial = aligned.initial_split(latency, start_fraction) & ~excluded
     scored = ~excluded & ~initial
     checkpoints = aligned.checkpoint_range(n_windows, stragglers)
-    reaching = scored & (n_windows > checkpoints.start) if len(checkpoints) else scored & False
+    has_result = len(checkpoints) > 0  # else the job has no result (rule 8): no rates
+    reaching = scored & (n_windows > checkpoints.start) & has_result
     counts = {
         "stragglers_scored": int((scored & stragglers).sum()),
         "stragglers_reaching": int((reaching & stragglers).sum()),
         "others_scored": int((scored & ~stragglers).sum()),
         "others_reaching": int((reaching & ~stragglers).sum()),
     }
-    scored_job = len(checkpoints) > 0  # else no result (rule 8): no rates
     return {
         "n_tasks": len(latency),
         "n_checkpoints": len(checkpoints),
         **counts,
-        "flag_all_TPR": (
-            _share(counts["stragglers_reaching"], counts["stragglers_scored"])
-            if scored_job
-            else float("nan")
+        "flag_all_TPR": _share(
+            counts["stragglers_reaching"], counts["stragglers_scored"], has_result
         ),
-        "flag_all_FPR": (
-            _share(counts["others_reaching"], counts["others_scored"])
-            if scored_job
-            else float("nan")
-        ),
+        "flag_all_FPR": _share(counts["others_reaching"], counts["others_scored"], has_result),
         "median_windows": float(np.median(n_windows)),
     }
 
 
-def _share(part: int, whole: int) -> float:
-    return part / whole if whole else float("nan")
+def _share(part: int, whole: int, has_result: bool) -> float:
+    """part / whole; NaN for a job without a result or without such scored tasks."""
+    return part / whole if has_result and whole else float("nan")
 
 
 def window_counts(first_schedule_us: np.ndarray, final_finish_us: np.ndarray) -> np.ndarray:
