@@ -445,3 +445,57 @@ def test_a_trial_held_to_the_real_tails_reports_their_distance(tmp_path):
     wider = run_trial(settings={"within_job_spread": 0.4}, realism=realism, **common)
     assert wider["shape_distance"] > 0.05
     assert run_trial(settings={}, **common)["shape_distance"] is None
+
+
+def test_the_row_floor_is_each_rows_least_distance_over_the_feasible_trials():
+    """Each row's least distance to the paper over the trials that keep the real tails, where it
+    was reached, and the rows at the start and at the best; the `mean` row averages them."""
+    from stragglers.calibrate import outputs
+
+    def trial(round_, index, distance, excess, gbtr, pca):
+        row = {
+            "dataset": "google-synthetic",
+            "round": round_,
+            "trial": index,
+            "number": 2 * round_ + index,
+            "state": "COMPLETE",
+            "distance": distance,
+            "realism_excess": excess,
+        }
+        # paper GBTR 0.46 / 0.01, PCA 0.97 / 0.29 (hand-set here)
+        for method, (tpr, fpr), paper in (
+            ("GBTR", gbtr, (0.46, 0.01)),
+            ("PCA", pca, (0.97, 0.29)),
+        ):
+            row.update(
+                {
+                    f"{method}_TPR": tpr,
+                    f"{method}_FPR": fpr,
+                    f"{method}_paper_TPR": paper[0],
+                    f"{method}_paper_FPR": paper[1],
+                }
+            )
+        return row
+
+    trials = pd.DataFrame(
+        [
+            # the start: GBTR 0.36 + 0.09 = 0.45, PCA 0.03 + 0.61 = 0.64
+            trial(0, 0, 0.545, -0.01, (0.10, 0.10), (1.00, 0.90)),
+            # the best feasible trial: GBTR 0.26, PCA 0.21 -> 0.235
+            trial(0, 1, 0.235, -0.005, (0.20, 0.01), (0.97, 0.50)),
+            # infeasible: both rows exact, never counted
+            trial(1, 0, 0.0, 0.2, (0.46, 0.01), (0.97, 0.29)),
+            # feasible, GBTR close (0.05) but PCA far (0.71): 0.38
+            trial(1, 1, 0.38, 0.0, (0.41, 0.01), (0.97, 1.00)),
+        ]
+    )
+    table = outputs.row_floor_table(trials, ["GBTR", "PCA"]).set_index("method")
+    assert table.loc["GBTR", "least"] == pytest.approx(0.05)
+    assert (table.loc["GBTR", "round"], table.loc["GBTR", "trial"]) == (1, 1)
+    assert table.loc["PCA", "least"] == pytest.approx(0.21)
+    assert (table.loc["PCA", "round"], table.loc["PCA", "trial"]) == (0, 1)
+    assert table.loc["GBTR", "at_start"] == pytest.approx(0.45)
+    assert table.loc["PCA", "at_best"] == pytest.approx(0.21)
+    assert table.loc["mean", "least"] == pytest.approx(0.13)
+    assert table.loc["mean", "at_best"] == pytest.approx(0.235)
+    assert table.loc["mean", "at_start"] == pytest.approx(0.545)

@@ -92,6 +92,13 @@ def test_calibrate_writes_every_trial_and_the_best_settings(reference):
     methods = pd.read_csv(out / "methods.csv")
     assert set(methods["settings"]) == {"start", "best"}
     assert (out / "methods.png").stat().st_size > 1000
+    # the closest each row came: its least over the trials, and the mean row
+    floor = pd.read_csv(out / "row_floor.csv").set_index("method")
+    assert list(floor.index) == [*METHODS, "mean"]
+    for method, row in zip(METHODS, rows):
+        assert floor.loc[method, "least"] == pytest.approx(row.min())
+    assert floor.loc["mean", "least"] <= trials["distance"].min() + 1e-12
+    assert floor.loc["mean", "at_best"] == pytest.approx(trials["distance"].min())
     assert (out / DATASET / "study.db").exists()
 
 

@@ -161,11 +161,14 @@ def calibration_tables(
     best: str,
     methods_csv: str,
     figure: str,
+    row_floor_csv: str,
+    row_floor_md: str,
     calibration: dict,
     datasets: dict[str, dict],
 ):
-    """Rule calibration_tables: every trial, the distance per round, the best settings and the
-    figure of ours against the paper (results/calibration/; `told`: the last rounds told)."""
+    """Rule calibration_tables: every trial, the distance per round, the best settings, the
+    figure of ours against the paper and the closest each row came (results/calibration/;
+    `told`: the last rounds told)."""
     return write_outputs(
         storages={d: storage_path(d) for d in calibration["datasets"]},
         # every dataset's knobs, in order of first appearance (a dataset's own come last)
@@ -180,6 +183,8 @@ def calibration_tables(
         out_best=best,
         out_methods_csv=methods_csv,
         out_figure=figure,
+        out_row_floor_csv=row_floor_csv,
+        out_row_floor_md=row_floor_md,
     )
 
 

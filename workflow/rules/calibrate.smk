@@ -101,6 +101,12 @@ rule calibration_tables:
             caption="../report/calibration_methods.rst",
             category="Calibration",
         ),
+        row_floor_csv="results/calibration/row_floor.csv",
+        row_floor_md=report(
+            "results/calibration/row_floor.md",
+            caption="../report/calibration_row_floor.rst",
+            category="Calibration",
+        ),
     log:
         "logs/calibration/tables.log",
     conda:
