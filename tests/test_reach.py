@@ -130,3 +130,22 @@ def test_usage_shape_reads_a_generated_trace_and_summarises_each_column(tmp_path
     assert "log_skew" in capsys.readouterr().out
     with pytest.raises(FileNotFoundError, match="no task_usage part files"):
         usage_shape.read_usage(tmp_path)
+
+
+def test_the_summary_gives_the_window_counts_of_the_jobs_with_a_result_apart():
+    """Means of the flag-all rates over the jobs with a result; window counts over all jobs
+    and over the jobs with a result (hand-made per-job rows)."""
+    table = pd.DataFrame(
+        {
+            "job_id": [1, 2, 3],
+            "n_checkpoints": [0, 2, 5],
+            "flag_all_TPR": [np.nan, 1.0, 0.5],
+            "flag_all_FPR": [np.nan, 0.6, 1.0],
+            "median_windows": [1.0, 3.0, 7.0],
+        }
+    )
+    summary = reach.reach_summary(table)
+    assert summary["jobs with a scored checkpoint"] == pytest.approx(2 / 3)
+    assert summary["flag-all FPR (mean over those jobs)"] == pytest.approx(0.8)
+    assert summary["median windows per task (median over jobs)"] == 3.0
+    assert summary["median windows per task (median over the jobs with a result)"] == 5.0

@@ -139,13 +139,19 @@ def reach_table(
 
 def reach_summary(table: pd.DataFrame) -> dict[str, float]:
     """The share of jobs with a scored checkpoint, and the flag-all rates' means over those
-    jobs (Table 3 averages over the jobs that have a result)."""
+    jobs (Table 3 averages over the jobs that have a result). The jobs' median window counts
+    are given over all jobs and over those with a result: the flag-all rates fall only where
+    the scored jobs' tasks are near the three windows a task needs to reach k = 2."""
+    scored = table["n_checkpoints"] > 0
     return {
         "jobs": float(len(table)),
-        "jobs with a scored checkpoint": float((table["n_checkpoints"] > 0).mean()),
+        "jobs with a scored checkpoint": float(scored.mean()),
         "flag-all TPR (mean over those jobs)": float(table["flag_all_TPR"].mean()),
         "flag-all FPR (mean over those jobs)": float(table["flag_all_FPR"].mean()),
         "median windows per task (median over jobs)": float(table["median_windows"].median()),
+        "median windows per task (median over the jobs with a result)": float(
+            table.loc[scored, "median_windows"].median()
+        ),
     }
 
 
