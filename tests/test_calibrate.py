@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -19,6 +20,7 @@ from stragglers.calibrate.settings import (
     search_fingerprint,
     start_settings,
 )
+from stragglers.replay import reach
 from stragglers.rules.calibrate import check_params, last_rounds
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -339,6 +341,35 @@ def test_realism_marks_trials_no_further_from_the_real_rows_than_the_start():
     assert table.loc[0, "shape_distance"] == pytest.approx(0.0)
     assert table.loc[1, "shape_distance"] > 0.05
     assert table["eligible"].tolist() == [False, True]  # sorted by distance: trial 1 first
+    # the same traces' flag-all rates, as `python -m stragglers.replay.reach` gives them
+    with realism.generated_traces({"within_job_spread": 0.4}, {}, [3], 4) as folders:
+        expected = reach.reach_summary(reach.reach_table(reach.read_events(folders[3], None)))
+    for key, column in realism.REACH_STATISTICS.items():
+        assert table.loc[1, column] == pytest.approx(expected[key], nan_ok=True)
+
+
+def test_how_a_methods_rates_follow_the_flag_all_rates_across_trials():
+    """Spearman over the trials of each method's TPR (FPR) with the flag-all TPR (FPR); the
+    paper's columns and the flag-all columns themselves are not methods."""
+    from stragglers.calibrate import realism
+
+    flag_all = [0.5, 0.7, 0.8, 0.95, 1.0]
+    table = pd.DataFrame(
+        {
+            "flag_all_TPR": [1.0] * 5,
+            "flag_all_FPR": flag_all,
+            "HBOS_TPR": [0.9, 0.9, 0.95, 1.0, 1.0],
+            "HBOS_FPR": [0.4, 0.5, 0.7, 0.9, 0.99],  # follows
+            "HBOS_paper_FPR": [0.68] * 5,
+            "GBTR_TPR": [0.1, 0.2, 0.3, 0.4, 0.5],
+            "GBTR_FPR": [0.05, 0.04, 0.03, 0.02, 0.01],  # against
+        }
+    )
+    follows = realism.follows_reach(table).set_index("method")
+    assert list(follows.index) == ["GBTR", "HBOS"]
+    assert follows.loc["HBOS", "spearman_FPR"] == pytest.approx(1.0)
+    assert follows.loc["GBTR", "spearman_FPR"] == pytest.approx(-1.0)
+    assert np.isnan(follows.loc["HBOS", "spearman_TPR"])  # a constant flag-all TPR
 
 
 def tell_with_shapes(tmp_path, round_, proposals, shapes, tolerance=0.01, name="held.db"):

@@ -7,13 +7,20 @@ never see a method.
     python -m stragglers.calibrate.realism --trials results/calibration/trials.csv \\
         --real ../shared/data/google-2011/task_events/part-00000-of-00500.csv.gz \\
         --out results/calibration/realism.csv
+
+The command also gives each trial's trace the paper protocol's flag-all rates
+(`stragglers.replay.reach`: which scored tasks ever reach a checkpoint), beside the real
+rows', and how each method's TPR and FPR across the trials follow them (Spearman), which
+says how much of a row the durations alone decide (docs/calibration.md, "What the detector
+rows measure").
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +28,7 @@ import pandas as pd
 import yaml
 
 from stragglers.calibrate.settings import generator_class, knob_type
+from stragglers.replay import reach
 from stragglers.traces.calibrate import (
     job_latency_shape,
     read_task_events,
@@ -45,18 +53,71 @@ def shape_distance(generated: dict[str, float], real: dict[str, float]) -> float
     return float(np.mean([abs(generated[key] - real[key]) for key in SHAPE_STATISTICS]))
 
 
-def trial_shape(settings: dict, base: dict, seeds: Sequence[int], n_jobs: int) -> dict:
-    """The latency-shape summary of the traces `settings` generate (seeds pooled)."""
+@contextlib.contextmanager
+def generated_traces(
+    settings: dict, base: dict, seeds: Sequence[int], n_jobs: int
+) -> Iterator[dict[int, Path]]:
+    """The Google traces `settings` (over `base`) generate, one folder per seed, removed on
+    exit."""
     cls = generator_class(GOOGLE_KIND)
-    frames = []
     with tempfile.TemporaryDirectory(prefix="realism-") as tmp:
+        folders = {}
         for seed in seeds:
             config = cls.from_dict({**base, **settings, "n_jobs": n_jobs, "seed": int(seed)})
-            folder = Path(tmp) / str(seed)
-            generate_google(folder, config)
-            latencies = task_latencies(read_task_events(folder))
-            frames.append(latencies.assign(job_id=f"{seed}:" + latencies["job_id"].astype(str)))
+            folders[int(seed)] = Path(tmp) / str(seed)
+            generate_google(folders[int(seed)], config)
+        yield folders
+
+
+def traces_shape(folders: dict[int, Path]) -> dict:
+    """The latency-shape summary of generated traces, their jobs pooled."""
+    frames = []
+    for seed, folder in folders.items():
+        latencies = task_latencies(read_task_events(folder))
+        frames.append(latencies.assign(job_id=f"{seed}:" + latencies["job_id"].astype(str)))
     return shape_summary(job_latency_shape(pd.concat(frames, ignore_index=True)))
+
+
+def traces_reach(folders: dict[int, Path]) -> dict[str, float]:
+    """The flag-all rates and window counts of generated traces, their jobs pooled."""
+    tables = [reach.reach_table(reach.read_events(folder, None)) for folder in folders.values()]
+    return reach.reach_summary(pd.concat(tables, ignore_index=True))
+
+
+def trial_shape(settings: dict, base: dict, seeds: Sequence[int], n_jobs: int) -> dict:
+    """The latency-shape summary of the traces `settings` generate (seeds pooled)."""
+    with generated_traces(settings, base, seeds, n_jobs) as folders:
+        return traces_shape(folders)
+
+
+# the reach statistics a trial's row carries (docs/calibration.md, "What the detector rows
+# measure"), with the column names they take there
+REACH_STATISTICS = {
+    "jobs with a scored checkpoint": "reach_jobs_with_result",
+    "flag-all TPR (mean over those jobs)": "flag_all_TPR",
+    "flag-all FPR (mean over those jobs)": "flag_all_FPR",
+    "median windows per task (median over the jobs with a result)": "median_windows_scored",
+}
+
+
+def follows_reach(table: pd.DataFrame) -> pd.DataFrame:
+    """Per method with TPR and FPR columns in `table`: the Spearman correlation over the trials
+    of its TPR with the flag-all TPR and of its FPR with the flag-all FPR."""
+    methods = sorted(
+        c[: -len("_FPR")]
+        for c in table.columns
+        if c.endswith("_FPR") and not c.endswith("paper_FPR") and c != "flag_all_FPR"
+    )
+    rows = []
+    for method in methods:
+        row = {"method": method}
+        for metric in ("TPR", "FPR"):
+            pair = table[[f"{method}_{metric}", f"flag_all_{metric}"]].dropna()
+            row[f"spearman_{metric}"] = (
+                float(pair.corr(method="spearman").iloc[0, 1]) if len(pair) > 2 else np.nan
+            )
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["method", "spearman_TPR", "spearman_FPR"])
 
 
 def realism_table(
@@ -76,7 +137,9 @@ def realism_table(
         settings = {
             k: knob_type(GOOGLE_KIND, k)(trial[k]) for k in knobs if not pd.isna(trial.get(k))
         }
-        shape = trial_shape(settings, base, seeds, n_jobs)
+        with generated_traces(settings, base, seeds, n_jobs) as folders:
+            shape = traces_shape(folders)
+            flag_all = traces_reach(folders)
         rows.append(
             {
                 "dataset": dataset,
@@ -85,7 +148,10 @@ def realism_table(
                 "distance": trial["distance"],
                 "shape_distance": shape_distance(shape, real),
                 **{key: shape[key] for key in SHAPE_STATISTICS},
+                **{column: flag_all[key] for key, column in REACH_STATISTICS.items()},
                 **settings,
+                # the methods' rates in the search, to set beside the flag-all rates
+                **{c: trial[c] for c in trial if c.endswith(("_TPR", "_FPR"))},
             }
         )
     table = pd.DataFrame(rows)
@@ -112,6 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     trials = pd.read_csv(args.trials)
     real = summarize_trace(args.real)
+    real_reach = reach.reach_summary(reach.reach_table(reach.read_events(args.real, None)))
     table = realism_table(
         trials,
         knobs,
@@ -132,6 +199,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{best['distance']:.4f}, shape distance {best['shape_distance']:.4f}"
         )
         print(yaml.safe_dump({k: best[k].item() for k in knobs}, sort_keys=False))
+    print("flag-all rates (python -m stragglers.replay.reach): the real rows, and the trials'")
+    reach_columns = list(REACH_STATISTICS.values())
+    spread = table[reach_columns].describe().loc[["min", "50%", "max"]]
+    spread.loc["real"] = [real_reach[key] for key in REACH_STATISTICS]
+    print(spread.round(3).to_string())
+    print("how each method's rates across the trials follow the flag-all rates (Spearman):")
+    print(follows_reach(table).round(2).to_string(index=False))
     return 0
 
 
