@@ -13,6 +13,7 @@ import yaml
 
 from stragglers.calibrate.search import STUDY_NAME
 from stragglers.calibrate.settings import knob_type
+from stragglers.evaluate.fingerprint import row_distance
 from stragglers.io import save_figure, write_csv_atomic, write_text_atomic
 from stragglers.report.tables import write_table
 
@@ -149,12 +150,11 @@ def row_distances(trials: pd.DataFrame, methods: list[str]) -> pd.DataFrame:
     where the trial scored no job of the method); one column per method, the trials' index."""
     columns = {}
     for method in methods:
-        needed = [f"{method}_{m}" for m in ("TPR", "FPR", "paper_TPR", "paper_FPR")]
-        if not set(needed) <= set(trials.columns):
+        rates = {f"{method}_{m}": m for m in ("TPR", "FPR", "paper_TPR", "paper_FPR")}
+        if not set(rates) <= set(trials.columns):
             columns[method] = pd.Series(np.nan, index=trials.index)
             continue
-        tpr, fpr, paper_tpr, paper_fpr = (trials[c].astype(float) for c in needed)
-        columns[method] = (tpr - paper_tpr).abs() + (fpr - paper_fpr).abs()
+        columns[method] = row_distance(trials[list(rates)].rename(columns=rates).astype(float))
     return pd.DataFrame(columns, index=trials.index)
 
 
@@ -176,6 +176,7 @@ def row_floor_table(trials: pd.DataFrame, methods: list[str]) -> pd.DataFrame:
         distances = row_distances(group, methods)
         at_start = row_distances(start.loc[[dataset]], methods).iloc[0]
         at_best = row_distances(best.loc[[dataset]], methods).iloc[0]
+        rows = []
         for method in methods:
             column = distances[method].dropna()
             if column.empty:
@@ -188,7 +189,7 @@ def row_floor_table(trials: pd.DataFrame, methods: list[str]) -> pd.DataFrame:
                     "round": int(group.loc[at, "round"]),
                     "trial": int(group.loc[at, "trial"]),
                 }
-            frames.append(
+            rows.append(
                 {
                     "dataset": dataset,
                     "method": method,
@@ -197,17 +198,10 @@ def row_floor_table(trials: pd.DataFrame, methods: list[str]) -> pd.DataFrame:
                     "at_best": float(at_best[method]),
                 }
             )
-        rows = pd.DataFrame([f for f in frames if f["dataset"] == dataset])
+        means = pd.DataFrame(rows)[["least", "at_start", "at_best"]].mean()
+        frames += rows
         frames.append(
-            {
-                "dataset": dataset,
-                "method": "mean",
-                "least": rows["least"].mean(),
-                "round": pd.NA,
-                "trial": pd.NA,
-                "at_start": rows["at_start"].mean(),
-                "at_best": rows["at_best"].mean(),
-            }
+            {"dataset": dataset, "method": "mean", "round": pd.NA, "trial": pd.NA, **means}
         )
     table = pd.DataFrame(
         frames, columns=["dataset", "method", "least", "round", "trial", "at_start", "at_best"]
