@@ -22,6 +22,7 @@ from stragglers.calibrate.settings import (
 )
 from stragglers.replay import reach
 from stragglers.rules.calibrate import check_params, last_rounds
+from stragglers.traces.calibrate import read_task_events
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -345,7 +346,7 @@ def test_realism_marks_trials_no_further_from_the_real_rows_than_the_start():
     assert table["eligible"].tolist() == [False, True]  # sorted by distance: trial 1 first
     # the same traces' flag-all rates, as `python -m stragglers.replay.reach` gives them
     with realism.generated_traces({"within_job_spread": 0.4}, {}, [3], 4) as folders:
-        expected = reach.reach_summary(reach.reach_table(reach.read_events(folders[3], None)))
+        expected = reach.reach_summary(reach.reach_table(read_task_events(folders[3])))
     for key, column in realism.REACH_STATISTICS.items():
         assert table.loc[1, column] == pytest.approx(expected[key], nan_ok=True)
 

@@ -11,6 +11,7 @@ import pytest
 
 from stragglers.formats.raw import GOOGLE_TASK_EVENTS, GOOGLE_TRACE_START_US, EventType
 from stragglers.replay import reach
+from stragglers.traces.calibrate import read_task_events
 
 
 def test_window_counts_on_the_300_s_grid():
@@ -64,13 +65,13 @@ def test_the_command_reads_task_events_and_keeps_the_asked_priorities(tmp_path, 
     tasks += [(2, i, 0.0, 3000.0 + 10 * i, 0) for i in range(20)]
     path = tmp_path / "part-00000-of-00001.csv.gz"
     _events_file(path, tasks)
-    table = reach.reach_table(reach.read_events(path, None), min_tasks=20)
+    table = reach.reach_table(read_task_events(path), min_tasks=20)
     assert table["job_id"].tolist() == [1, 2]
     first = table.iloc[0]
     assert first["flag_all_TPR"] == 1.0 and first["flag_all_FPR"] == 0.0
     second = table.iloc[1]  # 10-11 windows each: every scored task reaches k = 2
     assert second["flag_all_TPR"] == 1.0 and second["flag_all_FPR"] == 1.0
-    production = reach.reach_table(reach.read_events(path, [9, 10, 11]), min_tasks=20)
+    production = reach.reach_table(read_task_events(path, [9, 10, 11]), min_tasks=20)
     assert production["job_id"].tolist() == [1]
     summary = reach.reach_summary(table)
     assert summary["flag-all FPR (mean over those jobs)"] == pytest.approx(0.5)

@@ -33,7 +33,6 @@ from stragglers.traces.calibrate import (
     job_latency_shape,
     read_task_events,
     shape_summary,
-    summarize_trace,
     task_latencies,
 )
 from stragglers.traces.generate import generate_google
@@ -69,25 +68,30 @@ def generated_traces(
         yield folders
 
 
-def traces_shape(folders: dict[int, Path]) -> dict:
+def traces_events(folders: dict[int, Path]) -> dict[int, pd.DataFrame]:
+    """Each generated trace's task events, read once for both the shape and the reach."""
+    return {seed: read_task_events(folder) for seed, folder in folders.items()}
+
+
+def traces_shape(events: dict[int, pd.DataFrame]) -> dict:
     """The latency-shape summary of generated traces, their jobs pooled."""
     frames = []
-    for seed, folder in folders.items():
-        latencies = task_latencies(read_task_events(folder))
+    for seed, trace in events.items():
+        latencies = task_latencies(trace)
         frames.append(latencies.assign(job_id=f"{seed}:" + latencies["job_id"].astype(str)))
     return shape_summary(job_latency_shape(pd.concat(frames, ignore_index=True)))
 
 
-def traces_reach(folders: dict[int, Path]) -> dict[str, float]:
+def traces_reach(events: dict[int, pd.DataFrame]) -> dict[str, float]:
     """The flag-all rates and window counts of generated traces, their jobs pooled."""
-    tables = [reach.reach_table(reach.read_events(folder, None)) for folder in folders.values()]
+    tables = [reach.reach_table(trace) for trace in events.values()]
     return reach.reach_summary(pd.concat(tables, ignore_index=True))
 
 
 def trial_shape(settings: dict, base: dict, seeds: Sequence[int], n_jobs: int) -> dict:
     """The latency-shape summary of the traces `settings` generate (seeds pooled)."""
     with generated_traces(settings, base, seeds, n_jobs) as folders:
-        return traces_shape(folders)
+        return traces_shape(traces_events(folders))
 
 
 # the reach statistics a trial's row carries (docs/calibration.md, "What the detector rows
@@ -138,8 +142,8 @@ def realism_table(
             k: knob_type(GOOGLE_KIND, k)(trial[k]) for k in knobs if not pd.isna(trial.get(k))
         }
         with generated_traces(settings, base, seeds, n_jobs) as folders:
-            shape = traces_shape(folders)
-            flag_all = traces_reach(folders)
+            events = traces_events(folders)
+        shape, flag_all = traces_shape(events), traces_reach(events)
         rows.append(
             {
                 "dataset": dataset,
@@ -177,8 +181,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         (config["calibration"].get("dataset_knobs") or {}).get(args.dataset, {})
     )
     trials = pd.read_csv(args.trials)
-    real = summarize_trace(args.real)
-    real_reach = reach.reach_summary(reach.reach_table(reach.read_events(args.real, None)))
+    real_events = read_task_events(args.real)  # read once for the shape and the reach
+    real = shape_summary(job_latency_shape(task_latencies(real_events)))
+    real_reach = reach.reach_summary(reach.reach_table(real_events))
     table = realism_table(
         trials,
         knobs,

@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 
 from stragglers.formats.jobs import Job
+from stragglers.replay.core import pruned_tasks, straggler_threshold
+from stragglers.replay.protocols import ProtocolRules
 
 FIRST_CHECKPOINT = 2  # the reference script's first k
 
@@ -125,6 +127,53 @@ def sorted_index_value(latency: np.ndarray, fraction: float) -> float:
 def initial_split(latency: np.ndarray, start_fraction: float) -> np.ndarray:
     """Rule 4: the tasks known finished from the start (latency below the int(sf*n) cut)."""
     return np.asarray(latency) < sorted_index_value(latency, start_fraction)
+
+
+@dataclass(frozen=True)
+class ScoredTasks:
+    """Which of a job's tasks the aligned replay asks about and scores: the threshold and the
+    stragglers (rule 4), the tasks pruned from scoring (rule 5), the initial finished set
+    (rule 4) and the first checkpoint at which a finished task joins the finished set."""
+
+    threshold: float
+    stragglers: np.ndarray
+    excluded: np.ndarray
+    initial: np.ndarray
+    join_from: int
+
+    @property
+    def in_play(self) -> np.ndarray:
+        """The tasks that run and are scored."""
+        return ~self.excluded & ~self.initial
+
+
+def scored_tasks(
+    latency: np.ndarray,
+    n_windows: np.ndarray,
+    rules: ProtocolRules,
+    straggler_quantile: float,
+    start_fraction: float,
+) -> ScoredTasks:
+    """The job's ScoredTasks under `rules` (the replay and the flag-all rates of
+    stragglers/replay/reach.py share this one definition)."""
+    threshold = straggler_threshold(latency, straggler_quantile, rules.threshold)
+    n = len(latency)
+    excluded = np.zeros(n, dtype=bool)
+    if rules.prune_scored:
+        excluded = pruned_tasks(latency, n_windows, threshold, start_fraction)
+    if rules.initial_finished == "shortest":
+        initial = initial_split(latency, start_fraction) & ~excluded
+        join_from = FIRST_CHECKPOINT
+    else:
+        initial = np.zeros(n, dtype=bool)
+        join_from = 0
+    return ScoredTasks(
+        threshold=threshold,
+        stragglers=latency >= threshold,
+        excluded=excluded,
+        initial=initial,
+        join_from=join_from,
+    )
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from stragglers.formats.features import fill_missing, prediction_start_count
 from stragglers.formats.jobs import Job
 from stragglers.methods.base import Checkpoint, JobInfo, Method
 from stragglers.replay import aligned
-from stragglers.replay.core import JobRun, pruned_tasks, straggler_threshold
+from stragglers.replay.core import JobRun
 from stragglers.replay.protocols import method_rules
 
 
@@ -35,18 +35,11 @@ def replay_aligned_job(job: Job, method: Method, settings, last_columns: np.ndar
     view = aligned.build_view(job, last_columns, rules.features, interval)
     latency = view.latency
     n = job.n_tasks
-    threshold = straggler_threshold(latency, settings.straggler_quantile, rules.threshold)
-    stragglers = latency >= threshold
-    excluded = np.zeros(n, dtype=bool)
-    if rules.prune_scored:
-        excluded = pruned_tasks(latency, view.n_windows, threshold, settings.start_fraction)
-    if rules.initial_finished == "shortest":
-        initial = aligned.initial_split(latency, settings.start_fraction) & ~excluded
-        join_from = aligned.FIRST_CHECKPOINT
-    else:
-        initial = np.zeros(n, dtype=bool)
-        join_from = 0
-    in_play = ~excluded & ~initial  # the tasks that run and are scored
+    tasks = aligned.scored_tasks(
+        latency, view.n_windows, rules, settings.straggler_quantile, settings.start_fraction
+    )
+    threshold, stragglers, excluded = tasks.threshold, tasks.stragglers, tasks.excluded
+    initial, join_from, in_play = tasks.initial, tasks.join_from, tasks.in_play
     final_features = view.final()
     scale = aligned.final_scale(final_features, latency) if rules.scaling == "final" else None
 

@@ -25,15 +25,16 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from stragglers.formats.raw import GOOGLE_TASK_EVENTS, GOOGLE_TRACE_START_US, GOOGLE_WINDOW_US
+from stragglers.formats.raw import GOOGLE_TRACE_START_US, GOOGLE_WINDOW_US
 from stragglers.replay import aligned
-from stragglers.replay.core import pruned_tasks, straggler_threshold
-from stragglers.traces.calibrate import task_event_files, task_latencies
+from stragglers.replay.protocols import resolve_rules
+from stragglers.traces.calibrate import read_task_events, task_latencies
+
+PAPER_RULES = resolve_rules("paper")
 
 REACH_COLUMNS = (
     "job_id",
@@ -60,11 +61,10 @@ def job_reach(
     from the start, checkpoints 2 .. K - 2)."""
     latency = np.asarray(latency, dtype=float)
     n_windows = np.asarray(n_windows, dtype=np.int64)
-    threshold = straggler_threshold(latency, straggler_quantile, "sorted_index")
-    stragglers = latency >= threshold
-    excluded = pruned_tasks(latency, n_windows, threshold, start_fraction)
-    initial = aligned.initial_split(latency, start_fraction) & ~excluded
-    scored = ~excluded & ~initial
+    tasks = aligned.scored_tasks(
+        latency, n_windows, PAPER_RULES, straggler_quantile, start_fraction
+    )
+    stragglers, scored = tasks.stragglers, tasks.in_play
     checkpoints = aligned.checkpoint_range(n_windows, stragglers)
     has_result = len(checkpoints) > 0  # else the job has no result (rule 8): no rates
     reaching = scored & (n_windows > checkpoints.start) & has_result
@@ -96,22 +96,6 @@ def window_counts(first_schedule_us: np.ndarray, final_finish_us: np.ndarray) ->
     first = (np.asarray(first_schedule_us) - GOOGLE_TRACE_START_US) // GOOGLE_WINDOW_US
     last = (np.asarray(final_finish_us) - 1 - GOOGLE_TRACE_START_US) // GOOGLE_WINDOW_US
     return (last - first + 1).astype(np.int64)
-
-
-def read_events(path: str | Path, priorities: Sequence[int] | None) -> pd.DataFrame:
-    """Task events of a part file, a task_events folder or a trace folder; with `priorities`,
-    only the tasks whose SCHEDULE events carry one of them (the paper keeps production
-    jobs)."""
-    used = ["timestamp", "job_id", "task_index", "event_type", "priority"]
-    frames = [
-        pd.read_csv(file, header=None, names=GOOGLE_TASK_EVENTS, usecols=used)
-        for file in task_event_files(path)
-    ]
-    events = pd.concat(frames, ignore_index=True)
-    if priorities is not None:
-        jobs = events.loc[events["priority"].isin(list(priorities)), "job_id"].unique()
-        events = events[events["job_id"].isin(jobs)]
-    return events.drop(columns="priority").astype(np.int64)
 
 
 def reach_table(
@@ -169,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     priorities = None if args.priorities is None else [int(p) for p in args.priorities.split(",")]
     summaries, tables = {}, []
     for trace in args.traces:
-        table = reach_table(read_events(trace, priorities), args.min_tasks)
+        table = reach_table(read_task_events(trace, priorities), args.min_tasks)
         if table.empty:
             print(f"{trace}: no job with {args.min_tasks} finished tasks", file=sys.stderr)
             return 1

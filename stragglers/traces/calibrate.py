@@ -45,19 +45,26 @@ def task_event_files(path: str | Path) -> list[Path]:
     return part_files(path, "task_events")
 
 
-def read_task_events(path: str | Path) -> pd.DataFrame:
-    """Task events (timestamp, job_id, task_index, event_type) of one file or all parts."""
+def read_task_events(path: str | Path, priorities: Sequence[int] | None = None) -> pd.DataFrame:
+    """Task events (timestamp, job_id, task_index, event_type) of one file or all parts; with
+    `priorities`, only the jobs that have an event with one of them (the paper keeps
+    production jobs)."""
+    used = _USED_COLUMNS + ([] if priorities is None else ["priority"])
     frames = []
     for file in task_event_files(path):
         frame = pd.read_csv(
             file,
             header=None,
             names=GOOGLE_TASK_EVENTS,
-            usecols=_USED_COLUMNS,
+            usecols=used,
             dtype={c: np.int64 for c in _USED_COLUMNS},
         )
         frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
+    events = pd.concat(frames, ignore_index=True)
+    if priorities is None:
+        return events
+    jobs = events.loc[events["priority"].isin(list(priorities)), "job_id"].unique()
+    return events[events["job_id"].isin(jobs)].drop(columns="priority")
 
 
 def task_latencies(events: pd.DataFrame) -> pd.DataFrame:
