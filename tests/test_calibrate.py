@@ -136,9 +136,19 @@ def propose(tmp_path, round_, name="study.db", out="p.json", fingerprint="f"):
     )
 
 
-def tell(tmp_path, round_, proposals, name="study.db", shapes=None, tolerance=None):
+def tell(
+    tmp_path,
+    round_,
+    proposals,
+    name="study.db",
+    shapes=None,
+    tolerance=None,
+    reach_gaps=None,
+    reach_tolerance=None,
+):
     """Tell a round: distance |signature_strength - 2|; with `shapes` (a search held to the
-    real tails), each trial's tail-shape distance and the tolerance."""
+    real tails), each trial's tail-shape distance and the tolerance; with `reach_gaps`, each
+    trial's gap to the real reach and its tolerance."""
     results = [
         {
             "settings": p["settings"],
@@ -147,6 +157,7 @@ def tell(tmp_path, round_, proposals, name="study.db", shapes=None, tolerance=No
             "rows_scored": 1,
             "methods": {},
             **({} if shapes is None else {"shape_distance": shapes[i]}),
+            **({} if reach_gaps is None else {"reach_gap": reach_gaps[i]}),
         }
         for i, p in enumerate(proposals)
     ]
@@ -160,6 +171,7 @@ def tell(tmp_path, round_, proposals, name="study.db", shapes=None, tolerance=No
         results=results,
         out=tmp_path / f"told-{name}-{round_}.json",
         realism_tolerance=tolerance,
+        reach_tolerance=reach_tolerance,
     )
 
 
@@ -416,6 +428,55 @@ def test_a_search_held_to_the_real_tails_never_chooses_an_infeasible_trial(tmp_p
     assert rounds["best_so_far"].tolist() == pytest.approx([min(feasible)] * 2)
 
 
+def test_a_search_held_to_the_real_reach_needs_both_the_tails_and_the_reach(tmp_path):
+    """With a reach tolerance, a trial is feasible only if its tails keep within theirs and its
+    reach gap within the reach tolerance: the excess is the larger of the two."""
+    from stragglers.calibrate import outputs
+
+    first = propose(tmp_path, 0, name="reach.db", out="reach.json")
+    # the start is far from the real reach (infeasible); trial 1 keeps both; trial 2 keeps the
+    # reach but not the tails
+    summary = tell(
+        tmp_path,
+        0,
+        first,
+        name="reach.db",
+        shapes=[0.05, 0.055, 0.2],
+        tolerance=0.01,
+        reach_gaps=[0.15, 0.02, 0.0],
+        reach_tolerance=0.05,
+    )
+    trials = outputs.read_trials("google-synthetic", tmp_path / "reach.db", list(KNOBS))
+    by_trial = trials.set_index("trial")
+    assert by_trial["reach_gap"].tolist() == pytest.approx([0.15, 0.02, 0.0])
+    assert by_trial["realism_excess"].tolist() == pytest.approx([0.10, -0.005, 0.14])
+    assert outputs.feasible(trials)["trial"].tolist() == [1]
+    assert summary["best_so_far"] == pytest.approx(
+        abs(first[1]["settings"]["signature_strength"] - 2.0)
+    )
+    second = propose(tmp_path, 1, name="reach.db", out="reach.json")
+    with pytest.raises(ValueError, match="no reach_gap in its result"):
+        tell(
+            tmp_path,
+            1,
+            second,
+            name="reach.db",
+            shapes=[0.05] * 3,
+            tolerance=0.01,
+            reach_tolerance=0.05,
+        )
+
+
+def test_reach_gap_is_the_largest_gap_and_a_trial_without_results_is_far():
+    from stragglers.calibrate.realism import reach_gap
+
+    real = {"jobs with a scored checkpoint": 0.4, "flag-all FPR (mean over those jobs)": 0.8}
+    near = {"jobs with a scored checkpoint": 0.45, "flag-all FPR (mean over those jobs)": 0.9}
+    assert reach_gap(near, real) == pytest.approx(0.1)
+    none = {"jobs with a scored checkpoint": 0.0, "flag-all FPR (mean over those jobs)": np.nan}
+    assert reach_gap(none, real) == 1.0
+
+
 def test_a_held_search_without_the_starts_shape_stops_naming_it(tmp_path):
     first = propose(tmp_path, 0, name="plain.db")
     tell(tmp_path, 0, first, name="plain.db")  # begun without the constraint
@@ -446,6 +507,9 @@ def test_realism_settings_need_a_searched_google_dataset_and_a_file(tmp_path, ca
         "tolerance": 0.0,
     }
     assert realism_settings(section, "alibaba-synthetic") is None
+    # the reach constraint is recorded only when set (earlier searches keep their digest)
+    section["realism"]["google-synthetic"]["reach_tolerance"] = 0.05
+    assert realism_settings(section, "google-synthetic")["reach_tolerance"] == 0.05
     missing = {"realism": {"google-synthetic": {"task_events": str(tmp_path / "none.csv.gz")}}}
     assert realism_settings(missing, "google-synthetic") is None
     assert "without the realism constraint" in caplog.text
@@ -479,6 +543,11 @@ def test_a_trial_held_to_the_real_tails_reports_their_distance(tmp_path):
     wider = run_trial(settings={"within_job_spread": 0.4}, realism=realism, **common)
     assert wider["shape_distance"] > 0.05
     assert run_trial(settings={}, **common)["shape_distance"] is None
+    assert "reach_gap" not in same
+    # held to the real reach too: the same settings reach as the "real" trace does
+    held = run_trial(settings={}, realism={**realism, "reach_tolerance": 0.05}, **common)
+    assert held["shape_distance"] == pytest.approx(0.0)
+    assert held["reach_gap"] == pytest.approx(0.0)
 
 
 def test_the_row_floor_is_each_rows_least_distance_over_the_feasible_trials():

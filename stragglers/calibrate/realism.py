@@ -94,6 +94,32 @@ def trial_shape(settings: dict, base: dict, seeds: Sequence[int], n_jobs: int) -
         return traces_shape(traces_events(folders))
 
 
+# what a search held to the real reach compares (calibration.realism.<dataset>.reach_tolerance):
+# which jobs are scored at all, and the flag-all FPR that the detectors' FPRs follow
+REACH_GAP_STATISTICS = ("jobs with a scored checkpoint", "flag-all FPR (mean over those jobs)")
+
+
+def reach_gap(generated: dict[str, float], real: dict[str, float]) -> float:
+    """The largest |generated - real| over REACH_GAP_STATISTICS (NaN counts as 1: no job of
+    the trial has a result)."""
+    gaps = [abs(generated[key] - real[key]) for key in REACH_GAP_STATISTICS]
+    return float(max(1.0 if np.isnan(gap) else gap for gap in gaps))
+
+
+def trial_realism(settings: dict, base: dict, seeds: Sequence[int], realism: dict) -> dict:
+    """A trial's distances to the real rows (settings.realism_settings): `shape_distance`, and
+    `reach_gap` when the search is held to the real reach too; one generation serves both."""
+    with generated_traces(settings, base, seeds, realism["n_jobs"]) as folders:
+        events = traces_events(folders)
+    real_events = read_task_events(realism["task_events"])
+    real_shape = shape_summary(job_latency_shape(task_latencies(real_events)))
+    out = {"shape_distance": shape_distance(traces_shape(events), real_shape)}
+    if realism.get("reach_tolerance") is not None:
+        real_reach = reach.reach_summary(reach.reach_table(real_events))
+        out["reach_gap"] = reach_gap(traces_reach(events), real_reach)
+    return out
+
+
 # the reach statistics a trial's row carries (docs/calibration.md, "What the detector rows
 # measure"), with the column names they take there
 REACH_STATISTICS = {

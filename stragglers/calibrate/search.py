@@ -177,13 +177,15 @@ def tell_round(
     results: list[dict[str, Any]],
     out: str | Path,
     realism_tolerance: float | None = None,
+    reach_tolerance: float | None = None,
 ) -> dict[str, Any]:
     """Tell the round's results in trial order (trials told already are skipped) and record
     each trial's per-method rates in the storage; `out` summarises the round.
 
     With `realism_tolerance` (a constrained search), a trial is feasible when its
     `shape_distance` exceeds the starting settings' (round 0, trial 0, told first) by at most
-    the tolerance; the excess is recorded for the sampler."""
+    the tolerance; the excess is recorded for the sampler. With `reach_tolerance` too, it must
+    also have a `reach_gap` within that tolerance: the excess is the larger of the two."""
     import optuna
 
     constrained = realism_tolerance is not None
@@ -214,6 +216,15 @@ def tell_round(
                 )
             attrs["shape_distance"] = shape
             attrs[REALISM_EXCESS] = shape - start_shape - realism_tolerance
+            if reach_tolerance is not None:
+                gap = result.get("reach_gap")
+                if gap is None:
+                    raise ValueError(
+                        f"round {round_} trial {proposal['trial']}: no reach_gap in its result, "
+                        "but the search is held to the real reach (reach_tolerance)"
+                    )
+                attrs["reach_gap"] = gap
+                attrs[REALISM_EXCESS] = max(attrs[REALISM_EXCESS], gap - reach_tolerance)
         for method, rates in result["methods"].items():
             attrs.update({f"{method} {metric}": rates[metric] for metric in RECORDED})
         for key, value in attrs.items():

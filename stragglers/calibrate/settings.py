@@ -174,11 +174,14 @@ def realism_settings(section: dict, dataset: str) -> dict[str, Any] | None:
             dataset,
         )
         return None
-    return {
+    realism = {
         "task_events": str(path),
         "n_jobs": int(entry.get("n_jobs", 30)),
         "tolerance": float(entry.get("tolerance", 0.0)),
     }
+    if entry.get("reach_tolerance") is not None:  # absent when off: earlier digests hold
+        realism["reach_tolerance"] = float(entry["reach_tolerance"])
+    return realism
 
 
 def search_fingerprint(

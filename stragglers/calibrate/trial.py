@@ -114,7 +114,8 @@ def run_trial(
     method's Table 3 row and the calibration set's distance. The method seeds are the trial
     seeds too: nothing in a trial derives from the seed the fit is judged on. With `realism`
     (settings.realism_settings), also the latency-tail shape distance of the settings' traces
-    to the real task_events (`shape_distance`; the search's constraint)."""
+    to the real task_events (`shape_distance`; the search's constraint), and with its
+    `reach_tolerance` their reach's gap to the real rows' (`reach_gap`)."""
     began = time.perf_counter()
     settings_replay = paper_replay(dataset, replay)
     frames = []
@@ -129,13 +130,11 @@ def run_trial(
     job_metrics = pd.concat(frames, ignore_index=True)
     rows = fingerprint_rows(job_metrics, dataset["kind"], paper_table)
     distance, n_rows = set_distance(rows)
-    shape = None
+    real_rows = {"shape_distance": None}
     if realism is not None:
-        from stragglers.calibrate.realism import shape_distance, trial_shape
-        from stragglers.traces.calibrate import summarize_trace
+        from stragglers.calibrate.realism import trial_realism
 
-        generated = trial_shape(settings, dataset.get("generator") or {}, seeds, realism["n_jobs"])
-        shape = shape_distance(generated, summarize_trace(realism["task_events"]))
+        real_rows = trial_realism(settings, dataset.get("generator") or {}, seeds, realism)
     seconds = time.perf_counter() - began
     log.info(
         "%s %s: distance %.4f over %d rows (%.1f s)",
@@ -149,7 +148,7 @@ def run_trial(
         "settings": settings,
         "distance": None if pd.isna(distance) else distance,
         "rows_scored": n_rows,
-        "shape_distance": shape,
+        **real_rows,  # shape_distance (None unless held to the real rows), reach_gap
         "seconds": seconds,
         "methods": {
             row.method: {

@@ -149,6 +149,7 @@ def calibration_tell(
         results=[json.loads(Path(p).read_text()) for p in results],
         out=told,
         realism_tolerance=(search.get("realism") or {}).get("tolerance"),
+        reach_tolerance=(search.get("realism") or {}).get("reach_tolerance"),
     )
 
 
