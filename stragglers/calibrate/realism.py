@@ -33,6 +33,7 @@ from stragglers.traces.calibrate import (
     job_latency_shape,
     read_task_events,
     shape_summary,
+    summarize_events,
     task_latencies,
 )
 from stragglers.traces.generate import generate_google
@@ -112,8 +113,7 @@ def trial_realism(settings: dict, base: dict, seeds: Sequence[int], realism: dic
     with generated_traces(settings, base, seeds, realism["n_jobs"]) as folders:
         events = traces_events(folders)
     real_events = read_task_events(realism["task_events"])
-    real_shape = shape_summary(job_latency_shape(task_latencies(real_events)))
-    out = {"shape_distance": shape_distance(traces_shape(events), real_shape)}
+    out = {"shape_distance": shape_distance(traces_shape(events), summarize_events(real_events))}
     if realism.get("reach_tolerance") is not None:
         real_reach = reach.reach_summary(reach.reach_table(real_events))
         out["reach_gap"] = reach_gap(traces_reach(events), real_reach)
@@ -208,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     trials = pd.read_csv(args.trials)
     real_events = read_task_events(args.real)  # read once for the shape and the reach
-    real = shape_summary(job_latency_shape(task_latencies(real_events)))
+    real = summarize_events(real_events)
     real_reach = reach.reach_summary(reach.reach_table(real_events))
     table = realism_table(
         trials,

@@ -208,21 +208,14 @@ def tell_round(
             continue  # told before a restart
         attrs = {"seconds": result["seconds"], "rows_scored": result["rows_scored"]}
         if constrained:
-            shape = result.get("shape_distance")
-            if shape is None:
-                raise ValueError(
-                    f"round {round_} trial {proposal['trial']}: no shape_distance in its result, "
-                    "but the search is held to the real tails (calibration.realism)"
-                )
+            where = f"round {round_} trial {proposal['trial']}"
+            shape = _held_to(
+                result, "shape_distance", where, "the real tails (calibration.realism)"
+            )
             attrs["shape_distance"] = shape
             attrs[REALISM_EXCESS] = shape - start_shape - realism_tolerance
             if reach_tolerance is not None:
-                gap = result.get("reach_gap")
-                if gap is None:
-                    raise ValueError(
-                        f"round {round_} trial {proposal['trial']}: no reach_gap in its result, "
-                        "but the search is held to the real reach (reach_tolerance)"
-                    )
+                gap = _held_to(result, "reach_gap", where, "the real reach (reach_tolerance)")
                 attrs["reach_gap"] = gap
                 attrs[REALISM_EXCESS] = max(attrs[REALISM_EXCESS], gap - reach_tolerance)
         for method, rates in result["methods"].items():
@@ -250,6 +243,14 @@ def tell_round(
     }
     dump_json(summary, out)
     return summary
+
+
+def _held_to(result: dict[str, Any], key: str, where: str, held_to: str) -> float:
+    """A constrained trial's distance to the real rows; its absence names the trial."""
+    value = result.get(key)
+    if value is None:
+        raise ValueError(f"{where}: no {key} in its result, but the search is held to {held_to}")
+    return value
 
 
 def _start_shape(study, proposals: dict[str, Any], results: list[dict[str, Any]], round_: int):

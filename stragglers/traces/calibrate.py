@@ -150,8 +150,13 @@ def shape_summary(jobs: pd.DataFrame, quantiles: Iterable[float] = QUANTILES) ->
     return out
 
 
+def summarize_events(events: pd.DataFrame, min_tasks: int = 100) -> dict[str, float]:
+    """The latency-shape summary of task events already read (read_task_events)."""
+    return shape_summary(job_latency_shape(task_latencies(events), min_tasks))
+
+
 def summarize_trace(path: str | Path, min_tasks: int = 100) -> dict[str, float]:
-    return shape_summary(job_latency_shape(task_latencies(read_task_events(path)), min_tasks))
+    return summarize_events(read_task_events(path), min_tasks)
 
 
 def comparison_table(columns: dict[str, dict[str, float]]) -> pd.DataFrame:
