@@ -21,7 +21,7 @@ from stragglers.calibrate.settings import generator_class
 from stragglers.convert.one_process import convert_alibaba, convert_google
 from stragglers.evaluate.fingerprint import set_distance
 from stragglers.evaluate.metrics import job_metrics, summary_table
-from stragglers.formats.datasets import last_columns
+from stragglers.formats.datasets import PAPER_TRACE_OF_KIND, last_columns
 from stragglers.formats.jobs import iter_shard_jobs
 from stragglers.replay.core import ReplaySettings, dataset_replay
 from stragglers.replay.runner import run_method_on_jobs
@@ -31,7 +31,6 @@ from stragglers.traces.generate import generate_alibaba, generate_google
 log = logging.getLogger(__name__)
 
 # the paper's dataset label of each generated kind (Table 3's column groups)
-PAPER_DATASET = {"google-2011": "google", "alibaba-2018": "alibaba"}
 
 
 def paper_replay(dataset: dict, replay: dict) -> ReplaySettings:
@@ -90,7 +89,7 @@ def score_methods(
 def fingerprint_rows(job_metrics: pd.DataFrame, kind: str, paper_table: str) -> pd.DataFrame:
     """Table 3's mean TPR/FPR/F1 per method over the scored jobs, beside the paper's row."""
     paper = read_paper_table3(paper_table)
-    paper = paper[paper["dataset"].str.lower() == PAPER_DATASET[kind]]
+    paper = paper[paper["dataset"].str.lower() == PAPER_TRACE_OF_KIND[kind]]
     summary = summary_table(job_metrics)
     long = table3_long(summary, paper.assign(dataset=summary["dataset"].iloc[0]))
     return long[["method", "TPR", "FPR", "F1", "paper_TPR", "paper_FPR", "paper_F1"]]

@@ -204,17 +204,96 @@ def export_task_table(
     return summary
 
 
+def _layout_rows(task: pd.DataFrame, job_id: str, task_index: int) -> np.ndarray:
+    """One task's windows (time order) as the NURD layout's 22 columns: times in
+    microseconds, the task's machine on every row (a converted file keeps one per task), the
+    13 usage measures where the dataset has them (else 0, as the authors' fillna(0)), EV / FL
+    as per-window counts (the differences of the running totals)."""
+    from stragglers.convert.nurd_timeseries import MEASURES, US
+    from stragglers.formats.datasets import SCRIPT_COLUMNS, SCRIPT_LAYOUT
+
+    table = np.zeros((len(task), len(SCRIPT_LAYOUT)), dtype=object)
+    table[:, 0] = np.round(task["window_start"].to_numpy(np.float64) * US).astype(np.int64)
+    table[:, 1] = np.round(task["window_end"].to_numpy(np.float64) * US).astype(np.int64)
+    table[:, 2] = job_id
+    table[:, 3] = task_index
+    machine = str(task["machine_id"].iloc[0])
+    table[:, 4] = machine if machine.isdigit() else 0
+    for column in MEASURES:
+        if column in task:
+            table[:, SCRIPT_LAYOUT.index(SCRIPT_COLUMNS[column])] = np.nan_to_num(
+                task[column].to_numpy(np.float64)
+            )
+    for name, column in (("EV", EVICTIONS_SO_FAR), ("FL", FAILURES_SO_FAR)):
+        if column in task:
+            total = np.nan_to_num(task[column].to_numpy(np.float64)).astype(np.int64)
+            table[:, SCRIPT_LAYOUT.index(name)] = np.diff(np.r_[0, total])
+    return table
+
+
+def export_nurd_timeseries(converted_dir: Path | str, out_dir: Path | str) -> dict[str, Any]:
+    """Write the converted dataset in `converted_dir` in the NURD authors' layout
+    (`<out_dir>/<job>/<task index>`, stragglers/convert/nurd_timeseries.py), which their
+    scripts read as `run_ts.py --data_path <out_dir>/ --jobid <job>`. A job whose task ids are
+    0 .. n-1 keeps them as file names; other jobs' tasks are numbered by their position in the
+    job. Each task's latency, read back, runs from its first window's start to its last
+    window's end (the layout has no task events). Written under `<out_dir>.tmp`, renamed when
+    complete."""
+    from stragglers.convert.common import _safe_name
+
+    converted_dir, out_dir = Path(converted_dir), Path(out_dir)
+    frame = _read_jobs(converted_dir)
+    n_files = 0
+    with _AtomicFolder(out_dir) as staging:
+        for job_id, job in frame.groupby("job_id", sort=True):
+            job = job.sort_values(["gtask", "window_start"], kind="stable")
+            tasks = job.drop_duplicates("gtask")
+            ids = tasks["task_id"].astype(str).to_numpy()
+            own = sorted(ids) == sorted(map(str, range(len(ids))))
+            names = dict(zip(tasks["gtask"], ids if own else map(str, range(len(ids)))))
+            folder = staging / _safe_name(str(job_id))
+            folder.mkdir()
+            for gtask, task in job.groupby("gtask", sort=False):
+                index = names[gtask]
+                rows = _layout_rows(task, str(job_id), int(index))
+                lines = [
+                    ",".join(
+                        [*(str(v) for v in row[:5]), *(repr(float(v)) for v in row[5:20])]
+                        + [str(int(v)) for v in row[20:]]
+                    )
+                    for row in rows
+                ]
+                (folder / index).write_text("\n".join(lines) + "\n")
+                n_files += 1
+    summary = {"jobs": int(frame["job_id"].nunique()), "task_files": n_files, "windows": len(frame)}
+    log.info("exported %s to %s (NURD layout): %s", converted_dir, out_dir, summary)
+    return summary
+
+
+LAYOUTS = {"task-table": "tasks.* and usage.*", "nurd-timeseries": "<job>/<task index> files"}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m stragglers.convert.export",
-        description="Write a converted dataset as a task table (tasks.* and usage.*).",
+        description="Write a converted dataset as a task table (tasks.* and usage.*), or in the "
+        "NURD authors' layout that their scripts read (--layout nurd-timeseries).",
     )
     parser.add_argument("converted_dir", help="a converted dataset: resources/converted/<dataset>")
     parser.add_argument("out", help="the folder to write (replaced if it exists)")
-    parser.add_argument("--csv", action="store_true", help="write .csv.gz instead of .parquet")
+    parser.add_argument("--csv", action="store_true", help="task table: .csv.gz, not .parquet")
+    parser.add_argument(
+        "--layout",
+        choices=list(LAYOUTS),
+        default="task-table",
+        help="; ".join(f"{name}: {what}" for name, what in LAYOUTS.items()),
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    export_task_table(args.converted_dir, args.out, csv=args.csv)
+    if args.layout == "nurd-timeseries":
+        export_nurd_timeseries(args.converted_dir, args.out)
+    else:
+        export_task_table(args.converted_dir, args.out, csv=args.csv)
 
 
 if __name__ == "__main__":

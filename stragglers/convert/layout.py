@@ -40,6 +40,8 @@ TASK_TABLE_KIND = (
     "tasks-table"  # a folder with tasks.* and usage.* (stragglers/formats/tasks_table.py)
 )
 SPARK_KIND = "spark-eventlog"  # a folder of Spark event logs (stragglers/convert/spark_eventlog.py)
+# the NURD authors' <job>/<task index> files, or .tar.gz archives of them (convert/nurd_timeseries.py)
+NURD_KIND = "nurd-timeseries"
 GOOGLE_TABLES_NEEDED = {
     "google-2011": ["task_events", "task_usage"],
     "google-2011-events": ["task_events"],
@@ -70,6 +72,8 @@ class RawLayout:
             return [self.tables["tasks"]]
         if self.kind == SPARK_KIND:
             return [self.tables["eventlogs"]]
+        if self.kind == NURD_KIND:
+            return [self.tables["jobs"]]
         return [self.tables["batch_instance"]]
 
     @functools.cached_property
@@ -105,6 +109,11 @@ def raw_layout(kind: str, dataset_config: dict[str, Any], raw_dir: str | None) -
 
         _local_only(kind, source, "a folder of event logs")
         return RawLayout(kind, {"eventlogs": event_log_entries(raw_dir)}, parts_per_job)
+    if kind == NURD_KIND:
+        from stragglers.convert.nurd_timeseries import raw_entries
+
+        _local_only(kind, source, "a folder of <job>/<task index> files or archives of them")
+        return RawLayout(kind, {"jobs": raw_entries(raw_dir)}, parts_per_job)
     if kind in ALIBABA_KINDS:
         # one part: the table inside the tarball (or an extracted CSV found at run time); a
         # download lists every archive it fetches (the machine tables' too)
@@ -358,6 +367,13 @@ def convert_part(
             min_tasks=min_tasks,
             grid_origin=float(grid.get("grid_origin", 0.0)),
             window_seconds=float(grid.get("checkpoint_interval", 1.0)),
+        )
+    elif kind == NURD_KIND:
+        from stragglers.convert.nurd_timeseries import spill_nurd_timeseries
+
+        check_parts_present(raw_dir, parts)
+        report = spill_nurd_timeseries(
+            raw_dir, list(parts), out_dir, dataset=dataset, n_shards=n_shards, min_tasks=min_tasks
         )
     elif kind in ALIBABA_KINDS:
         report = spill_alibaba(

@@ -183,6 +183,12 @@ def convert_dataset(
             grid_origin=float(grid.get("grid_origin", 600.0)),
             window_seconds=float(grid.get("checkpoint_interval", 300.0)),
         )
+    if kind == "nurd-timeseries":
+        from stragglers.convert.nurd_timeseries import convert_nurd_timeseries
+
+        return convert_nurd_timeseries(
+            raw_dir, out_dir, **common, latency_definition=latency_definition
+        )
     if kind == "spark-eventlog":
         from stragglers.convert.spark_eventlog import convert_spark_eventlog
 

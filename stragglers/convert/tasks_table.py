@@ -250,9 +250,8 @@ def spill_tasks_table(
     window_seconds: float = 300.0,
 ) -> dict[str, Any]:
     """Stage 2 of the task table: read and validate `tasks.*` (and `usage.*` if present) in
-    `raw_dir`, select the tasks, build the windows and their features, and write the window
-    rows per shard and `tasks.parquet` (the per-task facts) to `spill_dir`, atomically.
-    Bad input raises TaskTableError naming the file, the row and the column."""
+    `raw_dir`, then `spill_task_frames`. Bad input raises TaskTableError naming the file, the
+    row and the column."""
     raw_dir = Path(raw_dir)
     report = ConversionReport(dataset)
     tasks_path = table_format.find_table(raw_dir, "tasks")
@@ -268,12 +267,49 @@ def spill_tasks_table(
     if usage_path is not None:
         report.files_read.append(str(usage_path))
         usage = table_format.read_usage(usage_path, reserved_columns() | set(requests))
+    return spill_task_frames(
+        every_attempt,
+        usage,
+        spill_dir,
+        report=report,
+        usage_source=usage_path,
+        with_machine="machine_id" in _raw_columns(tasks_path),
+        n_shards=n_shards,
+        min_tasks=min_tasks,
+        grid_origin=grid_origin,
+        window_seconds=window_seconds,
+    )
+
+
+def spill_task_frames(
+    every_attempt: pd.DataFrame,
+    usage: pd.DataFrame | None,
+    spill_dir: Path | str,
+    *,
+    report: ConversionReport,
+    usage_source: Path | str | None,
+    with_machine: bool,
+    n_shards: int,
+    min_tasks: int,
+    grid_origin: float,
+    window_seconds: float,
+) -> dict[str, Any]:
+    """Select the tasks of validated attempt and usage frames (as `read_tasks` and
+    `read_usage` return them), build the windows and their features, and write the window
+    rows per shard and `tasks.parquet` (the per-task facts) to `spill_dir`, atomically.
+    `usage_source` names the usage rows in errors. EV / FL come from the attempts' statuses,
+    unless the usage frame carries them as running totals (a reader whose source counts the
+    events per window, stragglers/convert/nurd_timeseries.py; a user's usage table may not)."""
+    requests = table_format.request_columns(every_attempt.columns)
     tasks = select_tasks(task_outcomes(every_attempt, report), min_tasks, report)
     attempts = _attempts_of_kept(every_attempt, tasks)
-    with_machine = "machine_id" in _raw_columns(tasks_path)
     if usage is not None:
-        windows = _usage_windows(usage, usage_path, attempts, tasks, every_attempt, report)
-        measures = table_format.measurement_columns(usage.columns)
+        windows = _usage_windows(usage, usage_source, attempts, tasks, every_attempt, report)
+        measures = [
+            c
+            for c in table_format.measurement_columns(usage.columns)
+            if c not in (EVICTIONS_SO_FAR, FAILURES_SO_FAR)
+        ]
     else:
         windows = _grid_task_windows(
             attempts, tasks, every_attempt, grid_origin, window_seconds, with_machine, report
@@ -300,6 +336,16 @@ def spill_tasks_table(
         (EVICTIONS_SO_FAR, "evicted", "evictions"),
         (FAILURES_SO_FAR, "failed", "failures"),
     ):
+        if column in windows:
+            frame[column] = windows[column].to_numpy(np.float64)
+            tasks[total] = (
+                pd.Series(frame[column].to_numpy())
+                .groupby(task_key)
+                .max()
+                .reindex(np.arange(len(tasks)), fill_value=0)
+                .to_numpy(np.int32)
+            )
+            continue
         rows = attempts[
             (attempts["status"].to_numpy() == status)
             & (attempts["end_time"].to_numpy() <= finish_of)

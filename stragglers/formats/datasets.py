@@ -123,8 +123,9 @@ FEATURES_BY_KIND = {
 # Kinds converted from a task table (stragglers/formats/tasks_table.py): their features are
 # the table's own columns (request_*, the usage measurements or the machine load, then EV and
 # FL), so they are known only once converted: the manifest's metadata lists them.
-# spark-eventlog: Spark event logs, read into a task table first (stragglers/convert/spark_eventlog.py)
-TASK_TABLE_KINDS = ("tasks-table", "spark-eventlog")
+# spark-eventlog: Spark event logs, read into a task table first (stragglers/convert/spark_eventlog.py);
+# nurd-timeseries: the NURD authors' per-task files, likewise (stragglers/convert/nurd_timeseries.py)
+TASK_TABLE_KINDS = ("tasks-table", "spark-eventlog", "nurd-timeseries")
 EVICTIONS_SO_FAR = "evictions_so_far"
 FAILURES_SO_FAR = "failures_so_far"
 MACHINE_LOAD = "machine_load"
@@ -184,6 +185,14 @@ def _manifest_metadata(converted_dir, key: bytes, missing: str) -> bytes:
     if key not in metadata:
         raise ValueError(f"{path}: {missing}")
     return metadata[key]
+
+
+# dataset kind -> the trace of the paper's Table 3 whose rows it is compared with
+PAPER_TRACE_OF_KIND = {
+    "google-2011": "google",
+    "nurd-timeseries": "google",  # the authors' own extraction of the Google trace
+    "alibaba-2018": "alibaba",
+}
 
 
 def known_kinds() -> list[str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from stragglers.formats.datasets import PAPER_TRACE_OF_KIND
 from stragglers.formats.predictions import KEYS
 from stragglers.io import write_csv_atomic
 
@@ -77,10 +78,9 @@ def paper_rows_for(paper_table: str, kinds: dict[str, str]) -> pd.DataFrame:
     from stragglers.report.tables import read_paper_table3
 
     paper = read_paper_table3(paper_table)
-    published = {"google-2011": "google", "alibaba-2018": "alibaba"}
     frames = []
     for dataset, kind in kinds.items():
-        rows = paper[paper["dataset"].str.lower() == published.get(kind, "")].copy()
+        rows = paper[paper["dataset"].str.lower() == PAPER_TRACE_OF_KIND.get(kind, "")].copy()
         rows["dataset"] = dataset
         frames.append(rows)
     return pd.concat(frames, ignore_index=True)

@@ -15,6 +15,7 @@ import pandas as pd
 
 from stragglers.evaluate.fingerprint import SET_NAMES, SETS
 from stragglers.evaluate.metrics import normalise_method_name
+from stragglers.formats.datasets import PAPER_TRACE_OF_KIND
 from stragglers.io import write_csv_atomic
 from stragglers.rules.evaluate import bootstrap_settings, paper_rows_for
 
@@ -52,7 +53,7 @@ def fingerprint_target(methods: dict[str, list[str]], outputs: list[str]) -> lis
     if not methods:
         raise ValueError(
             "snakemake fingerprint: no dataset of this config has a counterpart in the paper's "
-            "Table 3 (kinds google-2011 or alibaba-2018): nothing to compare"
+            f"Table 3 (kinds {', '.join(PAPER_TRACE_OF_KIND)}): nothing to compare"
         )
     return outputs
 
