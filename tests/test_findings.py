@@ -214,3 +214,54 @@ def test_findings_give_the_held_out_test_under_the_paper_protocol(tmp_path):
     ) in page
     assert "NURD-NC" not in page.split("Held-out test")[1].split("):", 1)[1]
     assert findings.verify_findings(page, sources) == []
+
+
+def test_a_real_dataset_leads_with_every_method_beside_the_paper_and_the_generated(tmp_path):
+    paths = _tables(tmp_path)
+    table3 = pd.read_csv(paths["table3"])
+    real = table3.assign(
+        dataset="real",
+        F1=[0.6, 0.3, 0.5, 0.95],
+        jobs_evaluated=4,
+        paper_TPR=[0.95, 0.5, 0.46, float("nan")],
+        paper_FPR=[0.11, 0.2, 0.01, float("nan")],
+        paper_F1=[0.81, 0.4, 0.57, float("nan")],
+    )
+    pd.concat([real, table3], ignore_index=True).to_csv(paths["table3"], index=False)
+    paper_run = pd.DataFrame(
+        {
+            "dataset": "real",
+            "method": ["NURD", "GBTR"],
+            "TPR": [0.671, 0.413],
+            "FPR": [0.039, 0.0],
+            "F1": [0.681, 0.518],
+            "F1_lo": [0.34, 0.0],
+            "F1_hi": [0.903, 0.903],
+            "paper_TPR": [0.95, 0.46],
+            "paper_FPR": [0.11, 0.01],
+            "paper_F1": [0.81, 0.57],
+        }
+    )
+    paper_path = str(tmp_path / "paper.csv")
+    paper_run.to_csv(paper_path, index=False)
+    out_md, out_sources = tmp_path / "findings.md", tmp_path / "findings.sources.csv"
+    findings.write_findings(
+        **paths,
+        audit=None,
+        datasets=[DATASET, "real"],
+        real_datasets=["real"],
+        protocol="causal",
+        config_name="config/config.yaml",
+        out_md=str(out_md),
+        out_sources=str(out_sources),
+        fingerprint_paper=paper_path,
+    )
+    page, sources = out_md.read_text(), pd.read_csv(out_sources, dtype=str)
+    assert page.index("## real (real jobs)") < page.index(f"## {DATASET}")
+    # by hand: NURD first by F1 (0.6), then GBTR, LOF; the Oracle last (privileged)
+    assert "| NURD | 0.671 | 0.039 | 0.681 [0.340, 0.903] | 0.950 | 0.110 | 0.810 | 0.600" in page
+    assert "| NURD | " in page and page.index("| GBTR | ") < page.index("| LOF | ")
+    assert page.index("| LOF | ") < page.index("| Oracle (privileged) | ")
+    assert "| LOF |  |  |  | 0.500 | 0.200 | 0.400 | 0.300 [0.470, 0.580] | 0.520 |" in page
+    assert "4 jobs" in page
+    assert findings.verify_findings(page, sources) == []

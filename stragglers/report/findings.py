@@ -336,6 +336,69 @@ def _held_out_statement(
     return [text]
 
 
+def _real_jobs_table(
+    sources: Sources,
+    table3: pd.DataFrame,
+    paper_run: pd.DataFrame | None,
+    dataset: str,
+    generated: list[str],
+    protocol: str,
+    files: dict[str, str],
+) -> list[str]:
+    """Every method on a real dataset: under `protocol: paper` (the fingerprint's replay) beside
+    the paper's Table 3 row, then under the run's protocol beside its F1 on each generated
+    dataset. Non-privileged methods first, each group by F1 under the run's protocol."""
+    rows = table3[table3["dataset"] == dataset]
+    if rows.empty:
+        return []
+    rows = rows.assign(_privileged=rows["privileged"].astype(bool)).sort_values(
+        ["_privileged", "F1"], ascending=[True, False], kind="stable"
+    )
+    paper_rows = paper_run[paper_run["dataset"] == dataset] if paper_run is not None else None
+    has_paper_run = paper_rows is not None and len(paper_rows) > 0
+    header = ["method"]
+    if has_paper_run:
+        header += ["TPR (paper protocol)", "FPR (paper protocol)", "F1 (paper protocol)"]
+    header += ["paper's TPR", "paper's FPR", "paper's F1", f"F1 ({protocol})"]
+    header += [f"F1 on {name} ({protocol})" for name in generated]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for method, privileged in zip(rows["method"], rows["_privileged"]):
+        keys = {"dataset": dataset, "method": method}
+        cells = [f"{method}{' (privileged)' if privileged else ''}"]
+        if has_paper_run:
+            if (paper_rows["method"] == method).any():
+                cells += [
+                    sources.interval(paper_run, files["fingerprint_paper"], keys, metric)
+                    for metric in ("TPR", "FPR", "F1")
+                ]
+            else:
+                cells += ["", "", ""]
+        row = _one_row(table3, keys)
+        cells += [
+            sources.quote(table3, files["table3"], keys, f"paper_{metric}")
+            if f"paper_{metric}" in table3 and not pd.isna(row[f"paper_{metric}"])
+            else ""
+            for metric in ("TPR", "FPR", "F1")
+        ]
+        cells.append(sources.interval(table3, files["table3"], keys, "F1"))
+        for name in generated:
+            other = {"dataset": name, "method": method}
+            found = (table3["dataset"] == name) & (table3["method"] == method)
+            cells.append(sources.quote(table3, files["table3"], other, "F1") if found.any() else "")
+        lines.append("| " + " | ".join(cells) + " |")
+    n_jobs = int(rows["jobs_evaluated"].max()) if "jobs_evaluated" in rows else None
+    jobs = f"{n_jobs} jobs" if n_jobs else "its jobs"
+    return [
+        f"Every online method on the real jobs of `{dataset}` ({jobs}): means over jobs, with "
+        "the bootstrap interval over jobs in brackets. With this few jobs the interval is "
+        "about the range of the per-job values: it shows how much the jobs disagree, not how "
+        "a larger sample of jobs would score. The paper's columns are its Table 3 (Google); "
+        "the last columns give the same method's F1 on the generated datasets.",
+        "",
+        *lines,
+    ]
+
+
 def findings_markdown(
     *,
     table3: pd.DataFrame,
@@ -350,8 +413,10 @@ def findings_markdown(
     fingerprint: pd.DataFrame | None = None,
     fingerprint_paper: pd.DataFrame | None = None,
     fingerprint_paper_distances: pd.DataFrame | None = None,
+    real_datasets: list[str] = (),
 ) -> tuple[str, pd.DataFrame]:
-    """The page and its sources (one row per quoted number)."""
+    """The page and its sources (one row per quoted number). `real_datasets` (datasets read
+    from real traces) come first, each with its table of every method."""
     sources = Sources()
     has_early = "early_F1" in table3
     lines = [
@@ -363,8 +428,10 @@ def findings_markdown(
         "means over jobs; a JCT reduction of 0.1 means jobs finish 10 % sooner. What the numbers "
         "mean: docs/findings.md.",
     ]
-    for dataset in datasets:
-        lines += ["", f"## {dataset}", ""]
+    real = [d for d in datasets if d in set(real_datasets)]
+    generated = [d for d in datasets if d not in set(real)]
+    for dataset in [*real, *generated]:
+        lines += ["", f"## {dataset}{' (real jobs)' if dataset in real else ''}", ""]
         lines += _best_statement(sources, table3, comparisons, dataset, "F1", "F1", files)
         if has_early:
             lines += _best_statement(
@@ -377,6 +444,11 @@ def findings_markdown(
         lines += _held_out_statement(
             sources, fingerprint_paper, fingerprint_paper_distances, dataset, files
         )
+        if dataset in real:
+            table = _real_jobs_table(
+                sources, table3, fingerprint_paper, dataset, generated, protocol, files
+            )
+            lines += ["", *table] if table else []
     audit_lines = _audit_statements(sources, audit, files)
     if audit_lines:
         lines += ["", "## Reproduction audit (paper's protocol to ours)", "", *audit_lines]
@@ -404,6 +476,7 @@ def write_findings(
     fingerprint: str | None = None,
     fingerprint_paper: str | None = None,
     fingerprint_paper_distances: str | None = None,
+    real_datasets: list[str] = (),
 ) -> pd.DataFrame:
     """Read the tables, write the page and its sources; returns the sources."""
     from stragglers.io import write_csv_atomic, write_text_atomic
@@ -431,6 +504,7 @@ def write_findings(
         fingerprint=_read(fingerprint),
         fingerprint_paper=_read(fingerprint_paper),
         fingerprint_paper_distances=_read(fingerprint_paper_distances),
+        real_datasets=list(real_datasets),
     )
     write_text_atomic(text, out_md)
     write_csv_atomic(sources, out_sources)

@@ -105,6 +105,7 @@ def findings(
     md: str,
     sources: str,
     datasets: list[str],
+    real_datasets: list[str],
     protocol: str,
     config_name: str,
 ) -> pd.DataFrame:
@@ -118,6 +119,7 @@ def findings(
         policies=policies,
         audit=audit[0] if audit else None,
         datasets=list(datasets),
+        real_datasets=list(real_datasets),
         protocol=str(protocol),
         config_name=str(config_name),
         out_md=md,

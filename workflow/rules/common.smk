@@ -20,6 +20,8 @@ if (config.get("launch") or {}).get("methods"):
     load_launch_method_dirs(config.get("method_dirs", []))
 
 DATASETS = list(config["datasets"])
+# datasets read from real traces (not generated): findings.md leads with them
+REAL_DATASETS = [name for name in DATASETS if config["datasets"][name]["source"] != "generate"]
 PROTOCOL = config["replay"].get("protocol", "causal")  # figure titles name it
 METHODS = list(config["methods"])  # labels: a method's name, or an entry's own label
 

@@ -41,6 +41,7 @@ rule findings:
         "../../environment.yml"
     params:
         datasets=DATASETS,
+        real_datasets=REAL_DATASETS,
         protocol=PROTOCOL,
         config_name=config_files(),
     script:
