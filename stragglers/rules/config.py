@@ -24,6 +24,25 @@ def _check_params(check, name: str, params: dict | None, where: str) -> None:
         raise ValueError(f"{error} (config {where})") from None
 
 
+LOCAL_PATH_SETTINGS = ("raw_dir", "sha256sum")
+
+
+def resolve_shipped_paths(config: dict[str, Any], workflow_dir: str | Path) -> None:
+    """A local dataset's relative `raw_dir` / `sha256sum` that the working directory lacks but
+    the workflow's folder holds (data shipped with the repository, e.g. the default config's
+    real jobs) is made absolute there, so that a config runs from any `--directory`."""
+    for dataset in config["datasets"].values():
+        if dataset.get("source") != "local":
+            continue
+        for setting in LOCAL_PATH_SETTINGS:
+            value = dataset.get(setting)
+            if not value or Path(value).is_absolute() or Path(value).exists():
+                continue
+            shipped = Path(workflow_dir) / value
+            if shipped.exists():
+                dataset[setting] = str(shipped)
+
+
 def check_config(config: dict[str, Any]) -> None:
     """Every check of the config that needs the code (the methods' declarations, the launch
     methods, the sensitivity and calibration sections) or the file system; the first problem

@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(workflow.basedir)))  # the stragglers package, even 
 from stragglers.launch import launch_datasets
 from stragglers.methods import declared_cross_job, load_method_dirs, method_entry, method_files
 from stragglers.replay.core import dataset_replay
-from stragglers.rules.config import check_config
+from stragglers.rules.config import check_config, resolve_shipped_paths
 from stragglers.rules.sensitivity import derived_datasets
 
 load_method_dirs(config.get("method_dirs", []))
@@ -34,6 +34,7 @@ def method_of(label):
 
 # every check the schema cannot make (methods and their parameters, launch methods, local
 # folders, sensitivity, calibration): a bad setting stops here, before any job
+resolve_shipped_paths(config, workflow.basedir)
 check_config(config)
 LAUNCH_METHODS = list((config.get("launch") or {}).get("methods") or {})
 LAUNCH_DATASETS = launch_datasets(config)
