@@ -14,10 +14,14 @@ from jobfactory import hand_job
 from stragglers.convert.one_process import convert_dataset
 from stragglers.traces.usage_realism import (
     ABS,
+    IDLE_FIRST,
+    IDLE_SPEARMAN,
+    KIND,
     LOG,
     SPEARMAN_JOB,
     SPEARMAN_POOLED,
     STARTUP,
+    WIND_DOWN,
     at_life,
     comparison,
     latency_tails,
@@ -40,8 +44,11 @@ def test_start_up_and_partial_sums_of_a_task_worked_by_hand():
     first, second = tasks.iloc[0], tasks.iloc[1]
     assert first["life_s"] == 50 and first["n_windows"] == 4
     assert first["first_share"] == pytest.approx(0.2)
+    assert first["first_s"] == 10 and first["last_s"] == 10 and second["last_s"] == 30
     assert first["x"] == pytest.approx(1.4)
-    assert first[f"{STARTUP}|x"] == 0
+    assert first[f"{STARTUP}|x"] == 0 and first[f"{WIND_DOWN}|x"] == pytest.approx(1 / 1.4)
+    assert first["first_idle"] == 1 and first["last_idle"] == 0
+    assert first["idle_s"] == 10 and first["idle_share"] == pytest.approx(0.2)
     # the window covering 12.5 s, 25 s and 37.5 s of life holds 2.0
     for fraction in (0.25, 0.5, 0.75):
         assert first[f"{at_life(fraction)}|x"] == pytest.approx(2 / 1.4)
@@ -54,6 +61,7 @@ def test_start_up_and_partial_sums_of_a_task_worked_by_hand():
     assert first[no_window_yet(0.25)] == 0
     # a one-window task: its whole life in the first window, no window ended before its end
     assert second["first_share"] == 1 and second[f"{STARTUP}|x"] == 1
+    assert second["first_idle"] == 0 and second["idle_s"] == 0
     assert np.isnan(second[f"{partial_gap(0.75)}|x"]) and second[no_window_yet(0.75)] == 1
 
 
@@ -87,7 +95,7 @@ def test_latency_tails_and_correlations_of_hand_made_jobs():
 def test_distances_are_log_ratios_or_differences_by_statistic():
     reference = pd.DataFrame(
         [("length", "", 10.0, LOG), ("share", "", 0.2, ABS), ("n", "", 3.0, "")],
-        columns=["statistic", "feature", "value", "distance"],
+        columns=["statistic", "feature", "value", KIND],
     )
     generated = reference.assign(value=[100.0, 0.5, 4.0])
     table = comparison({"real": reference, "gen": generated}).set_index("statistic")
@@ -99,9 +107,9 @@ def test_distances_are_log_ratios_or_differences_by_statistic():
 def test_the_command_on_a_tiny_converted_dataset_is_at_distance_zero_from_itself(tmp_path):
     job = tmp_path / "raw" / "77"
     job.mkdir(parents=True)
-    for task in range(4):  # windows of 10 s and (task + 1) x 20 s, usage only in the second
+    for task in range(4):  # an idle window of (task + 1) x 5 s, then (task + 1) x 20 s of usage
         start = 600_000_000
-        middle, end = start + 10_000_000, start + (10 + 20 * (task + 1)) * 1_000_000
+        middle, end = start + 5_000_000 * (task + 1), start + 25_000_000 * (task + 1)
         rows = []
         for w0, w1, value in ((start, middle, 0.0), (middle, end, 0.01 * (task + 1))):
             rows.append(
@@ -122,6 +130,7 @@ def test_the_command_on_a_tiny_converted_dataset_is_at_distance_zero_from_itself
     assert set(table["distance b"].replace("", np.nan).dropna().astype(float)) == {0.0}
     values = table.set_index(["statistic", "feature"])["a"]
     assert values[(STARTUP, "cpu_rate")] == 0
+    assert values[(IDLE_FIRST, "")] == 1 and values[(IDLE_SPEARMAN, "")] == pytest.approx(1.0)
     assert values[(SPEARMAN_JOB, "cpu_rate")] == pytest.approx(1.0)
     assert values[("windows per task (median)", "")] == 2
     for name in ("usage_realism.md", "usage_realism_compact.md"):

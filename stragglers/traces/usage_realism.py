@@ -7,8 +7,10 @@ timeline of the paper's protocol (stragglers/replay/aligned.py: a task's windows
 its life the sum of its window durations, its features the duration-weighted mean so far):
 - windows: their lengths (quantiles over all windows), windows per task, the share of a task's
   life its first window covers;
-- start-up: each usage measure in the task's first window, and in the window covering 25 / 50
-  / 75 % of its life, over the task's mean (median over tasks with a nonzero mean);
+- start-up: each usage measure in the task's first window, in the window covering 25 / 50 /
+  75 % of its life and in its last window, over the task's mean (median over tasks with a
+  nonzero mean); the share of tasks whose first (last) window reads 0 in every measure, the
+  share of a task's life in such idle windows and how that idle time follows latency;
 - partial sums: at 25 / 50 / 75 % of a task's life, |running mean - final mean| / final mean
   over the windows ended by then (median over tasks), the share of tasks whose running mean
   is still 0, and the share of tasks with no window ended yet;
@@ -43,7 +45,13 @@ from stragglers.traces.calibrate import job_latency_shape, markdown_table
 FRACTIONS = (0.25, 0.5, 0.75)
 WINDOW_QUANTILES = (0.1, 0.5, 0.9)
 LOG, ABS = "|log ratio|", "|difference|"
+KIND, FURTHEST = "distance kind", "furthest measure"
 STARTUP = "first window / task mean"
+WIND_DOWN = "last window / task mean"
+IDLE_FIRST = "share of tasks whose first window reads 0 in every measure"
+IDLE_LAST = "share of tasks whose last window reads 0 in every measure"
+IDLE_SHARE = "share of a task's life in windows reading 0 in every measure (median)"
+IDLE_SPEARMAN = "Spearman of that idle time with latency (median over jobs)"
 
 
 def at_life(fraction: float) -> str:
@@ -66,6 +74,7 @@ SPEARMAN_JOB = "Spearman with latency (median over jobs)"
 SPEARMAN_POOLED = "Spearman with latency (within-job ranks pooled)"
 PER_FEATURE = (
     STARTUP,
+    WIND_DOWN,
     *(at_life(f) for f in FRACTIONS),
     *(partial_gap(f) for f in FRACTIONS),
     *(still_zero(f) for f in FRACTIONS),
@@ -98,7 +107,12 @@ def task_statistics(job: Job, features: Sequence[str]) -> pd.DataFrame:
     cumulative = view.cumulative[:, columns]
     final = view.final()[:, columns]
     n = job.n_tasks
-    first = view.offset
+    first, last = view.offset, view.offset + view.n_windows - 1
+    # a window with no usage: every measure it has reads 0 (a missing one does not count)
+    idle = np.all((values == 0) | np.isnan(values), axis=1) & ~np.all(np.isnan(values), axis=1)
+    idle_s = np.bincount(
+        task, weights=idle * (job.window_end - job.window_start)[order], minlength=n
+    )
     with np.errstate(invalid="ignore", divide="ignore"):
         nonzero_final = np.where(final != 0, final, np.nan)
         out = {
@@ -106,9 +120,15 @@ def task_statistics(job: Job, features: Sequence[str]) -> pd.DataFrame:
             "latency": job.latency,
             "life_s": view.latency,
             "n_windows": view.n_windows,
+            "first_s": view.elapsed[first],
+            "last_s": view.elapsed[last] - np.where(view.n_windows > 1, view.elapsed[last - 1], 0),
             "first_share": view.elapsed[first] / view.latency,
+            "first_idle": idle[first].astype(float),
+            "last_idle": idle[last].astype(float),
+            "idle_s": idle_s,
+            "idle_share": idle_s / view.latency,
         }
-        ratios = {STARTUP: values[first] / nonzero_final}
+        ratios = {STARTUP: values[first] / nonzero_final, WIND_DOWN: values[last] / nonzero_final}
         gaps = {}
         for fraction in FRACTIONS:
             target = fraction * view.latency[task] * (1 + 1e-9)
@@ -132,6 +152,17 @@ def _spearman(x: np.ndarray, y: np.ndarray) -> float:
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return np.nan
     return float(pd.Series(x).rank().corr(pd.Series(y).rank()))
+
+
+def _median_over_jobs(tasks: pd.DataFrame, column: str) -> float:
+    """The median over jobs of the Spearman correlation of `column` with latency (NaN: no job
+    where both vary)."""
+    per_job = [
+        _spearman(job[column].to_numpy(float), job["latency"].to_numpy(float))
+        for _, job in tasks.groupby("job_id")
+    ]
+    per_job = pd.Series(per_job).dropna()
+    return float(per_job.median()) if len(per_job) else np.nan
 
 
 def latency_tails(tasks: pd.DataFrame) -> pd.DataFrame:
@@ -169,7 +200,13 @@ def summarise(
     add("windows per task (q90)", tasks["n_windows"].quantile(0.9), LOG)
     add("share of tasks with one window", (tasks["n_windows"] == 1).mean(), ABS)
     add("task life, sum of its windows (median, s)", tasks["life_s"].median(), LOG)
+    add("first window length (median, s)", tasks["first_s"].median(), LOG)
+    add("last window length (median, s)", tasks["last_s"].median(), LOG)
     add("first window's share of the task's life (median)", tasks["first_share"].median(), ABS)
+    add(IDLE_FIRST, tasks["first_idle"].mean(), ABS)
+    add(IDLE_LAST, tasks["last_idle"].mean(), ABS)
+    add(IDLE_SHARE, tasks["idle_share"].median(), ABS)
+    add(IDLE_SPEARMAN, _median_over_jobs(tasks, "idle_s"), ABS)
     for fraction in FRACTIONS:
         add(no_window_yet(fraction), tasks[no_window_yet(fraction)].mean(), ABS)
     for feature in features:
@@ -177,11 +214,7 @@ def summarise(
             column = tasks[f"{name}|{feature}"].dropna()  # NaN: no window ended, or mean 0
             value = column.mean() if name.startswith("share") else column.median()
             add(name, value if len(column) else np.nan, ABS, feature)
-        per_job = [
-            _spearman(job[feature].to_numpy(float), job["latency"].to_numpy(float))
-            for _, job in tasks.groupby("job_id")
-        ]
-        add(SPEARMAN_JOB, pd.Series(per_job).median(), ABS, feature)
+        add(SPEARMAN_JOB, _median_over_jobs(tasks, feature), ABS, feature)
         ranks = tasks.groupby("job_id")[[feature, "latency"]].rank(pct=True)
         add(SPEARMAN_POOLED, ranks[feature].corr(ranks["latency"]), ABS, feature)
     tails = latency_tails(tasks)
@@ -189,7 +222,7 @@ def summarise(
         kind = ABS if column.startswith("share") else LOG
         for how in ("median", "min", "max"):
             add(f"latency {column} within a job ({how} over jobs)", tails[column].agg(how), kind)
-    return pd.DataFrame(rows, columns=["statistic", "feature", "value", "distance"])
+    return pd.DataFrame(rows, columns=["statistic", "feature", "value", KIND])
 
 
 def dataset_statistics(
@@ -230,7 +263,7 @@ def comparison(summaries: dict[str, pd.DataFrame]) -> pd.DataFrame:
             summaries[name][[*key, "value"]].rename(columns={"value": name}), on=key, how="left"
         )
     for name in names[1:]:
-        table[f"distance {name}"] = distance(table[name], table[names[0]], table["distance"])
+        table[f"distance {name}"] = distance(table[name], table[names[0]], table[KIND])
     return table
 
 
@@ -240,14 +273,14 @@ def compact(table: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:
     (largest distance, over all generated datasets)."""
     distances = [f"distance {n}" for n in names[1:]]
     scalar = table[table["feature"] == ""].set_index("statistic")
-    rows = [scalar[[*names, *distances, "distance"]].assign(furthest="")]
+    rows = [scalar[[*names, *distances, KIND]].assign(**{FURTHEST: ""})]
     per_feature = table[table["feature"] != ""]
     for statistic, group in per_feature.groupby("statistic", sort=False):
         gap = group[distances].max(axis=1)
         furthest = group["feature"].loc[gap.idxmax()] if gap.notna().any() else ""
         row = group[[*names, *distances]].median().to_frame().T
         row.index = [f"{statistic} (median over measures)"]
-        rows.append(row.assign(distance=group["distance"].iloc[0], furthest=furthest))
+        rows.append(row.assign(**{KIND: group[KIND].iloc[0], FURTHEST: furthest}))
     return pd.concat(rows)
 
 
