@@ -1,4 +1,4 @@
-"""The usage-realism statistics (stragglers/traces/usage_realism.py) on hand-made jobs whose
+"""The usage-realism statistics (stragglers/replay/usage_realism.py) on hand-made jobs whose
 numbers are worked out by hand, and the command on a tiny converted dataset of the NURD
 authors' layout."""
 
@@ -12,7 +12,7 @@ import pytest
 from jobfactory import hand_job
 
 from stragglers.convert.one_process import convert_dataset
-from stragglers.traces.usage_realism import (
+from stragglers.replay.usage_realism import (
     ABS,
     IDLE_FIRST,
     IDLE_SPEARMAN,

@@ -20,10 +20,12 @@ its life the sum of its window durations, its features the duration-weighted mea
 - latency tails within a job: p90 / p50, p99 / p50, max / p50 and the share of tasks above
   twice the median (median, min and max over jobs; traces.calibrate.job_latency_shape).
 
+It lives in the replay stage because it reads jobs through the replay's aligned view.
+
 The first dataset is the reference; each other one gets a distance per statistic: |log ratio|
 for lengths, counts and tail ratios, |difference| for shares, ratios near 1 and correlations.
 
-    python -m stragglers.traces.usage_realism <real converted dir> <converted dir> ... \\
+    python -m stragglers.replay.usage_realism <real converted dir> <converted dir> ... \\
         [--names real,default,hand-set] --out results/usage-realism
 """
 
@@ -44,7 +46,7 @@ from stragglers.traces.calibrate import job_latency_shape, markdown_table
 
 FRACTIONS = (0.25, 0.5, 0.75)
 WINDOW_QUANTILES = (0.1, 0.5, 0.9)
-LOG, ABS = "|log ratio|", "|difference|"
+LOG, ABS = "abs log ratio", "abs difference"  # no "|": the names go into Markdown tables
 KIND, FURTHEST = "distance kind", "furthest measure"
 STARTUP = "first window / task mean"
 WIND_DOWN = "last window / task mean"
@@ -59,7 +61,7 @@ def at_life(fraction: float) -> str:
 
 
 def partial_gap(fraction: float) -> str:
-    return f"|running mean - final| / final at {round(fraction * 100)}% of life"
+    return f"running mean's relative gap to the final mean at {round(fraction * 100)}% of life"
 
 
 def still_zero(fraction: float) -> str:
@@ -279,7 +281,7 @@ def compact(table: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:
         gap = group[distances].max(axis=1)
         furthest = group["feature"].loc[gap.idxmax()] if gap.notna().any() else ""
         row = group[[*names, *distances]].median().to_frame().T
-        row.index = [f"{statistic} (median over measures)"]
+        row.index = [f"{statistic}, median over measures"]
         rows.append(row.assign(**{KIND: group[KIND].iloc[0], FURTHEST: furthest}))
     return pd.concat(rows)
 
@@ -322,9 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "usage_realism.csv", index=False)
-    full = table.assign(statistic=table["statistic"] + table["feature"].map(" | {}".format))
-    full = full.drop(columns="feature").set_index("statistic")
-    (out / "usage_realism.md").write_text(markdown(full) + "\n")
+    (out / "usage_realism.md").write_text(markdown(table.set_index("statistic")) + "\n")
     (out / "usage_realism_compact.md").write_text(markdown(short) + "\n")
     print(markdown(short))
     return 0
