@@ -86,15 +86,15 @@ PER_FEATURE = (
 
 
 def _first_row_per_task(mask: np.ndarray, task: np.ndarray, n_tasks: int, last: bool) -> np.ndarray:
-    """Per task, the first (or last) row where `mask` holds; -1 where it never does. Rows are
-    grouped by task."""
+    """Per task, the first (or last) row where `mask` holds; -1 where it never does."""
     rows = np.flatnonzero(mask)
-    out = np.full(n_tasks, -1, dtype=np.int64)
     if last:
-        out[task[rows]] = rows  # later rows overwrite earlier ones
-    else:
-        out[task[rows[::-1]]] = rows[::-1]
-    return out
+        out = np.full(n_tasks, -1, dtype=np.int64)
+        np.maximum.at(out, task[rows], rows)
+        return out
+    out = np.full(n_tasks, len(mask), dtype=np.int64)
+    np.minimum.at(out, task[rows], rows)
+    return np.where(out == len(mask), -1, out)
 
 
 def task_statistics(job: Job, features: Sequence[str]) -> pd.DataFrame:
