@@ -14,6 +14,7 @@ from jobfactory import hand_job
 from stragglers.convert.one_process import convert_dataset
 from stragglers.replay.usage_realism import (
     ABS,
+    ACTIVE_CV,
     IDLE_FIRST,
     IDLE_SPEARMAN,
     KIND,
@@ -49,6 +50,9 @@ def test_start_up_and_partial_sums_of_a_task_worked_by_hand():
     assert first[f"{STARTUP}|x"] == 0 and first[f"{WIND_DOWN}|x"] == pytest.approx(1 / 1.4)
     assert first["first_idle"] == 1 and first["last_idle"] == 0
     assert first["idle_s"] == 10 and first["idle_share"] == pytest.approx(0.2)
+    # its non-idle windows 2, 2, 1 for 10, 20, 10 s: mean 1.75, weighted variance 3.25 - 1.75^2
+    assert first["active|x"] == pytest.approx(1.75)
+    assert first[f"{ACTIVE_CV}|x"] == pytest.approx(np.sqrt(3.25 - 1.75**2) / 1.75)
     # the window covering 12.5 s, 25 s and 37.5 s of life holds 2.0
     for fraction in (0.25, 0.5, 0.75):
         assert first[f"{at_life(fraction)}|x"] == pytest.approx(2 / 1.4)
@@ -62,6 +66,7 @@ def test_start_up_and_partial_sums_of_a_task_worked_by_hand():
     # a one-window task: its whole life in the first window, no window ended before its end
     assert second["first_share"] == 1 and second[f"{STARTUP}|x"] == 1
     assert second["first_idle"] == 0 and second["idle_s"] == 0
+    assert second["active|x"] == 3 and np.isnan(second[f"{ACTIVE_CV}|x"])  # one window
     assert np.isnan(second[f"{partial_gap(0.75)}|x"]) and second[no_window_yet(0.75)] == 1
 
 
@@ -126,8 +131,8 @@ def test_the_command_on_a_tiny_converted_dataset_is_at_distance_zero_from_itself
     )
     converted = str(tmp_path / "converted")
     assert main([converted, converted, "--names", "a,b", "--out", str(tmp_path / "out")]) == 0
-    table = pd.read_csv(tmp_path / "out" / "usage_realism.csv", keep_default_na=False)
-    assert set(table["distance b"].replace("", np.nan).dropna().astype(float)) == {0.0}
+    table = pd.read_csv(tmp_path / "out" / "usage_realism.csv").fillna({"feature": ""})
+    assert set(table["distance b"].dropna()) == {0.0}
     values = table.set_index(["statistic", "feature"])["a"]
     assert values[(STARTUP, "cpu_rate")] == 0
     assert values[(IDLE_FIRST, "")] == 1 and values[(IDLE_SPEARMAN, "")] == pytest.approx(1.0)

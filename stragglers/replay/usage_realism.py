@@ -14,16 +14,20 @@ its life the sum of its window durations, its features the duration-weighted mea
 - partial sums: at 25 / 50 / 75 % of a task's life, |running mean - final mean| / final mean
   over the windows ended by then (median over tasks), the share of tasks whose running mean
   is still 0, and the share of tasks with no window ended yet;
+- variation: per measure, the duration-weighted coefficient of variation over a task's
+  non-idle windows (median over tasks);
 - relation to latency: per measure, the Spearman correlation of the task's mean with its
-  latency within a job (median over jobs), and the correlation of within-job ranks pooled
-  over all tasks;
+  latency within a job (median over jobs), the correlation of within-job ranks pooled over
+  all tasks, and the Spearman correlation of the mean over non-idle windows (idle time left
+  out);
 - latency tails within a job: p90 / p50, p99 / p50, max / p50 and the share of tasks above
   twice the median (median, min and max over jobs; traces.calibrate.job_latency_shape).
 
 It lives in the replay stage because it reads jobs through the replay's aligned view.
 
 The first dataset is the reference; each other one gets a distance per statistic: |log ratio|
-for lengths, counts and tail ratios, |difference| for shares, ratios near 1 and correlations.
+for lengths, counts, tail ratios and CVs, |difference| for shares, ratios near 1 and
+correlations.
 
     python -m stragglers.replay.usage_realism <real converted dir> <converted dir> ... \\
         [--names real,default,hand-set] --out results/usage-realism
@@ -74,14 +78,16 @@ def no_window_yet(fraction: float) -> str:
 
 SPEARMAN_JOB = "Spearman with latency (median over jobs)"
 SPEARMAN_POOLED = "Spearman with latency (within-job ranks pooled)"
-PER_FEATURE = (
+ACTIVE_CV = "duration-weighted CV over the task's non-idle windows (median over tasks)"
+ACTIVE_SPEARMAN = "Spearman of the mean over non-idle windows with latency (median over jobs)"
+# per (task, measure): a column `<statistic>|<measure>` of task_statistics
+PER_TASK = (
     STARTUP,
     WIND_DOWN,
     *(at_life(f) for f in FRACTIONS),
     *(partial_gap(f) for f in FRACTIONS),
     *(still_zero(f) for f in FRACTIONS),
-    SPEARMAN_JOB,
-    SPEARMAN_POOLED,
+    ACTIVE_CV,
 )
 
 
@@ -95,6 +101,29 @@ def _first_row_per_task(mask: np.ndarray, task: np.ndarray, n_tasks: int, last: 
     out = np.full(n_tasks, len(mask), dtype=np.int64)
     np.minimum.at(out, task[rows], rows)
     return np.where(out == len(mask), -1, out)
+
+
+def _active_windows(
+    task: np.ndarray, values: np.ndarray, duration: np.ndarray, n_tasks: int
+) -> dict[str, np.ndarray]:
+    """Per task and measure, over its non-idle windows: the duration-weighted mean and
+    coefficient of variation (weighted std / weighted mean); NaN without such windows (the CV
+    also with one, or a mean of 0)."""
+    present = ~np.isnan(values)
+    filled = np.where(present, values, 0.0)
+
+    def per_task(weights: np.ndarray) -> np.ndarray:
+        sums = pd.DataFrame(weights).groupby(task).sum()
+        return sums.reindex(pd.RangeIndex(n_tasks)).to_numpy()
+
+    weight = per_task(present * duration[:, None])
+    count = per_task(present.astype(float))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = per_task(filled * duration[:, None]) / weight
+        square = per_task(filled**2 * duration[:, None]) / weight
+        spread = np.sqrt(np.maximum(square - mean**2, 0.0))
+        cv = np.where((count >= 2) & (mean > 0), spread / mean, np.nan)
+    return {"mean": mean, "cv": cv}
 
 
 def task_statistics(job: Job, features: Sequence[str]) -> pd.DataFrame:
@@ -114,6 +143,9 @@ def task_statistics(job: Job, features: Sequence[str]) -> pd.DataFrame:
     idle = np.all((values == 0) | np.isnan(values), axis=1) & ~np.all(np.isnan(values), axis=1)
     idle_s = np.bincount(
         task, weights=idle * (job.window_end - job.window_start)[order], minlength=n
+    )
+    active = _active_windows(
+        task[~idle], values[~idle], (job.window_end - job.window_start)[order][~idle], n
     )
     with np.errstate(invalid="ignore", divide="ignore"):
         nonzero_final = np.where(final != 0, final, np.nan)
@@ -143,6 +175,8 @@ def task_statistics(job: Job, features: Sequence[str]) -> pd.DataFrame:
             out[no_window_yet(fraction)] = (ended < 0).astype(float)
     for j, feature in enumerate(features):
         out[feature] = final[:, j]
+        out[f"active|{feature}"] = active["mean"][:, j]
+        out[f"{ACTIVE_CV}|{feature}"] = active["cv"][:, j]
         for name, table in {**ratios, **gaps}.items():
             out[f"{name}|{feature}"] = table[:, j]
     return pd.DataFrame(out)
@@ -212,11 +246,12 @@ def summarise(
     for fraction in FRACTIONS:
         add(no_window_yet(fraction), tasks[no_window_yet(fraction)].mean(), ABS)
     for feature in features:
-        for name in PER_FEATURE[:-2]:
+        for name in PER_TASK:
             column = tasks[f"{name}|{feature}"].dropna()  # NaN: no window ended, or mean 0
             value = column.mean() if name.startswith("share") else column.median()
-            add(name, value if len(column) else np.nan, ABS, feature)
+            add(name, value if len(column) else np.nan, LOG if name == ACTIVE_CV else ABS, feature)
         add(SPEARMAN_JOB, _median_over_jobs(tasks, feature), ABS, feature)
+        add(ACTIVE_SPEARMAN, _median_over_jobs(tasks, f"active|{feature}"), ABS, feature)
         ranks = tasks.groupby("job_id")[[feature, "latency"]].rank(pct=True)
         add(SPEARMAN_POOLED, ranks[feature].corr(ranks["latency"]), ABS, feature)
     tails = latency_tails(tasks)
