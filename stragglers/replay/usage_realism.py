@@ -127,26 +127,24 @@ def _active_windows(
 
 
 def task_statistics(job: Job, features: Sequence[str]) -> pd.DataFrame:
-    """One row per task of `job`: its life (sum of window durations), windows, the share of its
-    life in its first window, its latency and, per feature, its mean (`<f>`), the start-up
-    ratios and the partial sums' relative gaps (column names `<statistic>|<f>`)."""
+    """One row per task of `job`: its latency, life (sum of window durations), windows, first
+    and last window lengths, idle (all-zero) windows and time, and per feature its mean
+    (`<f>`), its mean over non-idle windows (`active|<f>`) and the PER_TASK statistics
+    (`<statistic>|<f>`)."""
     columns = [job.feature_names.index(f) for f in features]
     view = build_view(job, np.zeros(len(job.feature_names), bool), "mean_so_far", np.inf)
     order = np.lexsort((job.window_start, job.window_task))
     task = job.window_task[order]
     values = job.window_features[order][:, columns]
+    duration = (job.window_end - job.window_start)[order]
     cumulative = view.cumulative[:, columns]
     final = view.final()[:, columns]
     n = job.n_tasks
     first, last = view.offset, view.offset + view.n_windows - 1
     # a window with no usage: every measure it has reads 0 (a missing one does not count)
     idle = np.all((values == 0) | np.isnan(values), axis=1) & ~np.all(np.isnan(values), axis=1)
-    idle_s = np.bincount(
-        task, weights=idle * (job.window_end - job.window_start)[order], minlength=n
-    )
-    active = _active_windows(
-        task[~idle], values[~idle], (job.window_end - job.window_start)[order][~idle], n
-    )
+    idle_s = np.bincount(task, weights=idle * duration, minlength=n)
+    active = _active_windows(task[~idle], values[~idle], duration[~idle], n)
     with np.errstate(invalid="ignore", divide="ignore"):
         nonzero_final = np.where(final != 0, final, np.nan)
         out = {
