@@ -65,6 +65,37 @@ def make_job(n_tasks: int = 200, seed: int = 0, **kwargs):
     return job_from_frame(f"job{seed}", make_job_frame(n_tasks, seed, **kwargs), FEATURES)
 
 
+def hand_job(windows: list[list[tuple[float, float]]], name: str = "hand"):
+    """Task i has windows (duration, value of the single feature `x`), from t = 1000 + 7 i."""
+    rows = []
+    for task, task_windows in enumerate(windows):
+        t = 1000.0 + 7 * task
+        start = t
+        for duration, value in task_windows:
+            rows.append(
+                {
+                    "task": task,
+                    "window_start": t,
+                    "window_end": t + duration,
+                    "available_from": t + duration,
+                    "x": value,
+                }
+            )
+            t += duration
+        for row in rows:
+            if row["task"] == task:
+                row.update(
+                    task_id=str(task),
+                    task_start=start,
+                    task_end=t,
+                    latency=t - start,
+                    machine_id="m",
+                    evictions=0,
+                    failures=0,
+                )
+    return job_from_frame(name, pd.DataFrame(rows), ["x"])
+
+
 # ---- converted jobs on disk and a history over them (cross-job methods) -------------------
 
 

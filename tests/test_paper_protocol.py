@@ -7,10 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from jobfactory import LAST, make_job
+from jobfactory import LAST, hand_job, make_job
 from workflow_runs import ROOT
 
-from stragglers.formats.jobs import job_from_frame
 from stragglers.methods import get_method
 from stragglers.methods._features import fit_standardizer, job_seed
 from stragglers.methods.base import Checkpoint, JobInfo, Method
@@ -23,38 +22,6 @@ from stragglers.replay.protocols import PRESETS, RULE_CHOICES, SCRIPT_OUTLIER_RU
 from stragglers.replay.runner import replay_job, run_method_on_jobs
 from stragglers.report.audit import LAST_STEP, VARIANTS
 from stragglers.simulate.jct import mitigated_jct_limited, mitigated_jct_unlimited
-
-
-def hand_job(windows: list[list[tuple[float, float]]], name: str = "hand"):
-    """Task i has windows (duration, value of the single feature `x`), from t = 1000 + 7 i."""
-    rows = []
-    for task, task_windows in enumerate(windows):
-        t = 1000.0 + 7 * task
-        start = t
-        for duration, value in task_windows:
-            rows.append(
-                {
-                    "task": task,
-                    "window_start": t,
-                    "window_end": t + duration,
-                    "available_from": t + duration,
-                    "x": value,
-                }
-            )
-            t += duration
-        for row in rows:
-            if row["task"] == task:
-                row.update(
-                    task_id=str(task),
-                    task_start=start,
-                    task_end=t,
-                    latency=t - start,
-                    machine_id="m",
-                    evictions=0,
-                    failures=0,
-                )
-    return job_from_frame(name, pd.DataFrame(rows), ["x"])
-
 
 # ----------------------------------------------------------------------------- rule 1-2
 
