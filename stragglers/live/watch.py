@@ -138,7 +138,7 @@ class Watcher:
             windows = self.recording.windows.get(state.job_id, [])
             view = StageView(state.job_id, attempts, windows, t)
             flags += self._predict(state, watch, view, index)
-            self._maybe_score(state, watch, view, attempts)
+            self._maybe_score(state, watch, attempts, windows)
         self.emit(
             "poll",
             poll=index,
@@ -231,11 +231,13 @@ class Watcher:
             **method_rules(self.replay.rules),
         )
 
-    def _maybe_score(self, state: StageState, watch: StageWatch, view: StageView, attempts):
+    def _maybe_score(self, state: StageState, watch: StageWatch, attempts, windows):
         """At a stage's end (every task finished, the API done with it), its flags scored."""
         if state.status == "ACTIVE" or not state.settled:
             return
         watch.done = True
+        # every task, also those launched after the poll's time (a poll's view stops there)
+        view = StageView(state.job_id, attempts, windows, np.inf)
         finished = np.isfinite(view.task_end)
         if len(view.task_ids) < state.n_tasks or not finished.all() or state.status != "COMPLETE":
             self.emit(
