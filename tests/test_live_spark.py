@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -24,6 +23,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from test_spark_eventlog import _java_missing as spark_missing
 from workflow_runs import ROOT
 
 from stragglers.convert.spark_eventlog import read_event_logs
@@ -33,16 +33,6 @@ from stragglers.live.replay import live_events, poll_times, replay_recording
 
 HOSTS = ("127.0.0.2", "127.0.0.3")
 SLOW_FACTOR = 4.0
-
-
-def spark_missing() -> str | None:
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        return "no Java runtime (Debian: openjdk-17-jre-headless)"
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        return "pyspark is not installed"
-    return None
 
 
 def _free_port(host: str = "127.0.0.1") -> int:
