@@ -222,3 +222,29 @@ def test_a_signal_stops_the_recorder_cleanly(tmp_path, how):
     assert process.returncode == 0 and f"stopped by signal {how.name}" in err
     tasks, usage = check_recording(tmp_path / "r", tmp_path)
     assert tasks["status"].tolist() == [""] and len(usage) >= 2
+
+
+def test_a_folder_holding_another_table_is_not_overwritten(tmp_path, capsys):
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "tasks.csv").write_text("job_id\n")
+    stub = stub_app()
+    try:
+        code = record.main(["--url", stub.url, "--out", str(tmp_path / "r")] + FAST)
+    finally:
+        stub.stop()
+    assert code == 2 and "not a live recording" in capsys.readouterr().err
+    assert (tmp_path / "r" / "tasks.csv").read_text() == "job_id\n"
+
+
+def test_polls_failing_in_a_row_stop_the_run_with_a_valid_table(tmp_path, capsys):
+    stub = stub_app()
+    try:
+        code = record.main(["--url", stub.url, "--out", str(tmp_path / "r")] + FAST)
+        assert code == 0
+        stub.failures = {"/stages": [500] * 20}
+        code = record.main(["--url", stub.url, "--out", str(tmp_path / "r")] + FAST)
+    finally:
+        stub.stop()
+    err = capsys.readouterr().err
+    assert code == 2 and "5 polls in a row failed" in err and "HTTP 500" in err
+    check_recording(tmp_path / "r", tmp_path)

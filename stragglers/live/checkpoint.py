@@ -49,6 +49,8 @@ class StageView:
         rows = [r for r in rows if r[0] <= t]
         rows.sort(key=lambda r: (r[0], r[1]))
         self.job_id = job_id
+        # each task's original attempt: the lowest number (a retry or a copy comes after)
+        self.original = {task: min(a.attempt for a in own) for task, own in by_task.items()}
         self.task_ids = np.array([r[2] for r in rows], dtype=np.int64)
         self.task_start = np.array([r[0] for r in rows], dtype=np.float64)
         self.task_end = np.array([r[3] for r in rows], dtype=np.float64)

@@ -19,6 +19,7 @@ from stragglers.live.spark import job_id, task_attempt
 
 PAGE = 1000  # TaskData per request: a stage of 10,000 running tasks is 10 requests
 SETTLE_POLLS = 5  # polls a finished stage is read again while its attempts still run
+GIVE_UP_POLLS = 5  # polls in a row whose application or stage list fails: the run stops
 
 
 def resolve_app(client: RestClient, app: str | None) -> str:
@@ -103,6 +104,10 @@ class Poller:
                 state.settled = still == 0 or state.polls_since_end >= SETTLE_POLLS
         errors = self.client.errors - self._errors_before
         self._errors_before = Counter(self.client.errors)
+        if update.late_ends:
+            # seen running at an earlier poll whose time was after its end: the UI lagged more
+            # than --lag, and that poll's checkpoint saw the attempt running (docs/live.md)
+            errors["ended before a poll that saw it running"] = update.late_ends
         stats = {
             "stages_seen": sum(not s.settled for s in self.stages.values()),
             "attempts_running": running,
@@ -150,14 +155,18 @@ def run(
     poll is written before `on_poll` sees it. Returns why it stopped."""
     stop = stop or Stop()
     rec = poller.recording
-    done = 0
+    done = failed = 0
     while True:
         began = time.monotonic()
         try:
             update, stats = poller.poll()
+            failed = 0
         except Unreachable as error:
             return f"the application ended or its UI stopped ({error})"
         except HttpError as error:
+            failed += 1
+            if failed >= GIVE_UP_POLLS:
+                raise LiveError(f"{failed} polls in a row failed; the last: {error}") from None
             print(f"poll skipped: {error}", file=out, flush=True)
             update = None
         if update is not None:
@@ -174,7 +183,7 @@ def run(
                 flush=True,
             )
             done += 1
-        if poller.completed:
+        if poller.completed and update is not None:  # its last state written
             return "the application has completed"
         if max_polls is not None and done >= max_polls:
             return f"{max_polls} polls done"

@@ -160,6 +160,16 @@ class Recording:
         else:
             if app_id is None:
                 raise LiveError("a new recording needs the application id")
+            clashing = sorted(
+                path.name
+                for path in (self.folder.iterdir() if self.folder.is_dir() else ())
+                if path.name == POLLS or path.name.startswith(("tasks.", "usage."))
+            )
+            if clashing:  # a task table of something else: never overwritten
+                raise LiveError(
+                    f"{self.folder}: holds {', '.join(clashing)} but no {META}: not a live "
+                    "recording; use another --out"
+                )
             self.meta = {"app_id": app_id, "measures": list(MEASURES), **settings}
             self.folder.mkdir(parents=True, exist_ok=True)
             self._write_tasks()

@@ -195,11 +195,9 @@ class Watcher:
                 f"{len(running)} running tasks of {state.job_id} at t={view.t}"
             )
         newly = running[decision]
-        attempts = self.recording.attempts
         for position in newly.tolist():
             task = int(view.task_ids[position])
             watch.flagged[task] = view.t
-            original = min(a for (j, k, a) in attempts if j == state.job_id and k == task)
             self.emit(
                 "flag",
                 poll_time=view.t,
@@ -207,7 +205,7 @@ class Watcher:
                 stage=state.stage,
                 stage_attempt=state.attempt,
                 task=task,
-                attempt=original,
+                attempt=view.original[task],
                 score=None,
                 reason=(
                     f"{self.settings['label']} at elapsed {view.t - view.task_start[position]:.3f} s "
