@@ -248,3 +248,26 @@ def test_polls_failing_in_a_row_stop_the_run_with_a_valid_table(tmp_path, capsys
     err = capsys.readouterr().err
     assert code == 2 and "5 polls in a row failed" in err and "HTTP 500" in err
     check_recording(tmp_path / "r", tmp_path)
+
+
+RECORDED = ROOT / "tests" / "data" / "live-spark"
+
+
+def test_the_recorded_spark_application_replays_to_its_live_flags(tmp_path):
+    """tests/data/live-spark: a watch of a real Spark run (tests/test_live_spark.py, NURD with
+    threshold 1 s; docs/live.md's worked example) and its event log. The recording holds the
+    event log's attempts; its replay at its poll times gives the flags the live run wrote."""
+    from stragglers.convert.spark_eventlog import read_event_logs
+
+    tasks, _ = check_recording(RECORDED, tmp_path)
+    logged, _ = read_event_logs(RECORDED / "eventlog")
+    keys = ["job_id", "task_id", "attempt"]
+    assert set(tasks[keys].astype(str).itertuples(index=False)) == set(
+        logged[keys].astype(str).itertuples(index=False)
+    )
+    assert tasks["speculative"].sum() == logged["speculative"].sum() == 2
+    flags = live_events(RECORDED, "flag")
+    assert len(flags) == 3
+    assert sorted((f["job_id"], f["task"], f["poll_time"]) for f in flags) == sorted(
+        replay_recording(RECORDED).itertuples(index=False, name=None)
+    )
