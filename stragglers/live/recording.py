@@ -186,20 +186,21 @@ class Recording:
     # -- one poll ------------------------------------------------------------------------
 
     def update(self, time_ms: int, job_id: str, tasks: list[TaskAttempt], out: PollUpdate):
-        """Add one stage attempt's taskList at poll time `time_ms` to `out` (not yet written)."""
+        """Add one stage attempt's taskList at poll time `time_ms` to `out` (not yet written).
+        Texts are parsed in one call per kind (pandas per call costs more than per value)."""
         t = out.time
+        seen = []
         for task in sorted(tasks, key=lambda a: (a.index, a.attempt)):
             key = (job_id, task.index, task.attempt)
             known = self.attempts.get(key)
             if known is None:
-                start_text = ms_text(task.launch_ms)
                 known = Attempt(
                     job_id=job_id,
                     task=task.index,
                     attempt=task.attempt,
                     row=len(self.attempts),
-                    start_text=start_text,
-                    start=float(numbers_as_read([start_text])[0]),
+                    start_text=ms_text(task.launch_ms),
+                    start=float("nan"),
                     host=task.host,
                     speculative=task.speculative,
                     locality=task.locality,
@@ -207,34 +208,46 @@ class Recording:
                 )
                 self.attempts[key] = known
                 out.new.append(known)
-            if known.closed:
-                continue
+            if not known.closed:
+                seen.append((known, task))
+        fresh = [a for a in out.new if np.isnan(a.start)]
+        for attempt, value in zip(fresh, numbers_as_read([a.start_text for a in fresh])):
+            attempt.start = float(value)
+        ended = [(a, task) for a, task in seen if task.status != ""]
+        for (attempt, task), value in zip(
+            ended, numbers_as_read([ms_text(task.end_ms) for _, task in ended])
+        ):
+            attempt.status, attempt.end_text = task.status, ms_text(task.end_ms)
+            attempt.end = float(value)
+            out.ended.append(attempt)
+        pending = []  # (attempt, window start, end, available, rate texts)
+        for attempt, task in seen:
             if task.status == "":
                 if task.launch_ms <= time_ms:
-                    self._window(known, t, t, task.metrics, out)
+                    pending.append(self._window(attempt, t, t, task.metrics))
                 continue
-            known.status = task.status
-            known.end_text = ms_text(task.end_ms)
-            known.end = float(numbers_as_read([known.end_text])[0])
-            out.ended.append(known)
             # the last stretch, read at this poll (or at its end, if it ended after the poll
             # time: a window is never available before it ends)
-            if known.end < (known.start if np.isnan(known.last_end) else known.last_end):
+            if attempt.end < (attempt.start if np.isnan(attempt.last_end) else attempt.last_end):
                 out.late_ends += 1
-            self._window(known, known.end, max(t, known.end), task.metrics, out)
-            known.closed = True
+            pending.append(self._window(attempt, attempt.end, max(t, attempt.end), task.metrics))
+            attempt.closed = True
+        pending = [p for p in pending if p is not None]
+        values = numbers_as_read([text for *_, texts in pending for text in texts])
+        values = values.reshape(len(pending), len(MEASURES))
+        for (attempt, start, end, available, _), row in zip(pending, values):
+            out.windows.append(
+                Window(attempt.job_id, attempt.task, attempt.attempt, start, end, available, row)
+            )
 
-    def _window(self, attempt: Attempt, end: float, available: float, metrics, out: PollUpdate):
+    def _window(self, attempt: Attempt, end: float, available: float, metrics):
+        """The attempt's next window up to `end`, its rates as text; None if it is empty."""
         start = attempt.start if np.isnan(attempt.last_end) else attempt.last_end
         if not end > start:
-            return
+            return None
         deltas = np.subtract(metrics, attempt.cumulative)
-        texts = [_value_text(d / (end - start)) for d in deltas]
-        values = numbers_as_read(texts)
         attempt.last_end, attempt.cumulative = end, tuple(metrics)
-        out.windows.append(
-            Window(attempt.job_id, attempt.task, attempt.attempt, start, end, available, values)
-        )
+        return attempt, start, end, available, [_value_text(d / (end - start)) for d in deltas]
 
     def commit(self, poll: PollUpdate, stats: dict) -> None:
         """Write the poll: tasks.csv (atomically), then its usage rows, then its poll line."""
