@@ -271,3 +271,20 @@ def test_the_recorded_spark_application_replays_to_its_live_flags(tmp_path):
     assert sorted((f["job_id"], f["task"], f["poll_time"]) for f in flags) == sorted(
         replay_recording(RECORDED).itertuples(index=False, name=None)
     )
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--method", "Nope"], "no method named 'Nope'"),
+        (["--method", "Oracle"], "method Oracle needs true latencies: it cannot run live"),
+        (["--method", "START"], "method START needs earlier finished jobs"),
+        (["--method", "NURD", "--params", '{"alpha": 7}'], "parameter 'alpha' must be"),
+        (["--method", "NURD", "--params", "{bad"], "--params is not JSON"),
+    ],
+)
+def test_a_method_that_cannot_run_is_refused_before_any_request(tmp_path, capsys, args, message):
+    url = f"http://127.0.0.1:{_free_port()}"  # nothing answers: no request may be needed
+    code = watch.main(["--url", url, "--out", str(tmp_path / "w"), "--retries", "0", *args])
+    assert code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "w").exists()

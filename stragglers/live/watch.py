@@ -63,6 +63,17 @@ def live_settings(settings: dict[str, Any]) -> ReplaySettings:
     )
 
 
+def live_method(settings: dict[str, Any]) -> type[Method]:
+    """The method class, its parameters checked; a method that needs what a live run cannot
+    have (true latencies, earlier finished jobs) is refused."""
+    method_class = get_method(settings["method"])
+    if method_class.privileged or method_class.cross_job:
+        needs = "true latencies" if method_class.privileged else "earlier finished jobs"
+        raise LiveError(f"method {settings['method']} needs {needs}: it cannot run live")
+    method_class(settings["params"])  # raises naming a bad parameter
+    return method_class
+
+
 def auto_threshold(view: StageView, quantile: float) -> float:
     """The threshold a live run gives the method when the operator gives none: the quantile
     of what is known of every started task's latency at the stage's first prediction (a
@@ -88,14 +99,7 @@ class Watcher:
         self.recording: Recording = poller.recording
         self.settings = settings
         self.replay = live_settings(settings)
-        self.method_class = get_method(settings["method"])
-        if self.method_class.privileged or self.method_class.cross_job:
-            raise LiveError(
-                f"method {settings['method']} needs "
-                f"{'true latencies' if self.method_class.privileged else 'earlier finished jobs'}"
-                ": it cannot run live"
-            )
-        self.method_class(settings["params"])  # checks the parameters before the first poll
+        self.method_class = live_method(settings)
         self.stages: dict[str, StageWatch] = {}
         self.events = events
         self.out = out
@@ -326,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     try:
         live_settings(settings)
-        get_method(args.method)
+        live_method(settings)  # before anything is asked or written
         poller, recording = open_recording(args, keep_windows=True)
         if recording.poll_times:
             raise LiveError(f"{out}: holds a recording already: a watch starts in a new folder")
