@@ -175,7 +175,8 @@ def test_the_workflow_checks_labelled_entries_when_it_loads(tmp_path, methods, m
 def test_the_efficiency_check_spares_tasks_reading_at_the_stage_rate():
     """Spark 3.4+: past the threshold, a task is speculated only if it reads records slower
     than 0.75 x the stage's rate (records over time of the successful tasks) or has run longer
-    than 2 x the threshold; a task whose rate is unknown waits for the long-run rule."""
+    than 2 x the threshold; a task whose rate is unknown reads at 0; a stage reading no
+    records is not checked (Spark: only a positive stage rate is)."""
     succeeded = np.array([1.0, 1.0, 1.0, 3.0])  # threshold 3 x 1 = 3 s (upper median 1)
     # stage rate: (100 x 1 x 3 + 20 x 3) / 6 = 60 records/s; 0.75 of it: 45
     succeeded_rate = np.array([100.0, 100.0, 100.0, 20.0])
@@ -183,9 +184,14 @@ def test_the_efficiency_check_spares_tasks_reading_at_the_stage_rate():
     running_rate = np.array([44.0, 46.0, np.nan, 100.0, 1.0])
     check = (running_rate, succeeded_rate, 0.75, 2.0)
     flags = speculatable(runtime, succeeded, 5, **{**SPARK4, "quantile": 0.5}, efficiency=check)
-    np.testing.assert_array_equal(flags, [True, False, False, True, False])
+    np.testing.assert_array_equal(flags, [True, False, True, True, False])
     off = speculatable(runtime, succeeded, 5, **{**SPARK4, "quantile": 0.5})
     np.testing.assert_array_equal(off, [True, True, True, True, False])
+    no_records = (np.zeros(5), np.zeros(4), 0.75, 2.0)
+    flags = speculatable(
+        runtime, succeeded, 5, **{**SPARK4, "quantile": 0.5}, efficiency=no_records
+    )
+    np.testing.assert_array_equal(flags, off)
 
 
 def test_the_efficiency_check_needs_its_column_and_is_off_by_default():

@@ -25,7 +25,8 @@ The efficiency check Spark runs since 3.4 (`spark.speculation.efficiency.*`), wi
 recording's `records_read_rate`, stragglers/live/spark.py): a task past the threshold is
 speculated only if it has run longer than long_run_task_factor (2) x the threshold, or reads
 records slower than process_rate_multiplier (0.75) x the stage's rate over its finished tasks
-(their records over their time: the latency-weighted mean of their rates). Off by default: the
+(their records over their time: the latency-weighted mean of their rates; a stage reading
+no records is not checked, as in Spark). Off by default: the
 traces have no running task's records read, and then every task past the threshold counts as
 inefficient, as with the check off. Executor decommissioning is not in the traces.
 """
@@ -83,12 +84,14 @@ def speculatable(
         return past
     running_rate, succeeded_rate, multiplier_rate, long_run = efficiency
     weight = np.nansum(succeeded)
-    if not weight > 0 or np.isnan(succeeded_rate).all():
-        return past  # no stage rate: every task past the threshold counts as inefficient
-    stage_rate = np.nansum(np.asarray(succeeded_rate) * succeeded) / weight
-    # a task whose rate is unknown (NaN) compares False: only the long-run rule speculates it
-    slow = np.asarray(running_rate, dtype=np.float64) < multiplier_rate * stage_rate
-    return past & (slow | (runtime > long_run * threshold))
+    stage_rate = np.nansum(np.asarray(succeeded_rate) * succeeded) / weight if weight > 0 else 0.0
+    if not stage_rate > 0:
+        # Spark checks efficiency only when the stage's rate is positive: a stage that reads
+        # no records (a parallelized collection) is speculated as with the check off
+        return past
+    # a task with no rate yet reads at 0, as Spark's running-task rate before any metrics
+    rate = np.nan_to_num(np.asarray(running_rate, dtype=np.float64), nan=0.0)
+    return past & ((rate < multiplier_rate * stage_rate) | (runtime > long_run * threshold))
 
 
 class SparkSpeculation(Method):
