@@ -144,11 +144,14 @@ def test_an_unknown_app_is_named_and_nothing_written(tmp_path, capsys):
 def test_http_errors_mid_run_are_counted_and_retried(tmp_path, capsys):
     stub = stub_app()
     stub.failures = {"taskList": [500, 404, 500, 500], "/stages": [503]}
+    handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     try:
         code = record.main(["--url", stub.url, "--out", str(tmp_path / "r")] + FAST)
     finally:
         stub.stop()
     assert code == 0, capsys.readouterr().err
+    # the caller's signal handlers are back (pytest's, here)
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers
     tasks, _ = check_recording(tmp_path / "r", tmp_path)
     assert len(tasks) == sum(len(s.tasks) for s in stub.stages)
     polls = pd.read_csv(tmp_path / "r" / "polls.csv")

@@ -133,13 +133,20 @@ class Stop:
 
     def __init__(self):
         self.signal: int | None = None
+        self._previous: dict[int, Any] = {}
 
     def __call__(self, signum, frame) -> None:
         self.signal = signum
 
-    def install(self) -> None:
-        signal.signal(signal.SIGINT, self)
-        signal.signal(signal.SIGTERM, self)
+    def __enter__(self) -> Stop:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            self._previous[signum] = signal.signal(signum, self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        # the caller's handlers back (a test process, an embedding program)
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
 
 
 def run(

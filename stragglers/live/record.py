@@ -58,8 +58,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_common_arguments(parser)
     args = parser.parse_args(argv)
-    stop = Stop()
-    stop.install()
     try:
         poller, recording = open_recording(args)
         print(
@@ -68,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
             flush=True,
         )
-        why = run(poller, args.interval, stop=stop)
+        with Stop() as stop:
+            why = run(poller, args.interval, stop=stop)
     except LiveError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -304,8 +304,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--straggler-quantile", type=float, default=0.90)
     parser.add_argument("--min-tasks", type=int, default=10, help="smaller stages are not watched")
     args = parser.parse_args(argv)
-    stop = Stop()
-    stop.install()
     try:
         params = json.loads(args.params)
         if not isinstance(params, dict):
@@ -342,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-            why = run(poller, args.interval, on_poll=watcher.on_poll, stop=stop)
+            with Stop() as stop:
+                why = run(poller, args.interval, on_poll=watcher.on_poll, stop=stop)
     except (LiveError, KeyError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
