@@ -291,3 +291,21 @@ def test_a_method_that_cannot_run_is_refused_before_any_request(tmp_path, capsys
     code = watch.main(["--url", url, "--out", str(tmp_path / "w"), "--retries", "0", *args])
     assert code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "w").exists()
+
+
+def test_a_completed_application_is_recorded_in_one_poll(tmp_path, capsys):
+    """As a History Server serves a finished application: one poll reads every stage once and
+    the recording ends; each attempt has its one window, up to its end."""
+    stub = SparkStub([skewed_stage(0, 10, 0.0, {3}, 0.1)], app_end=0.0)
+    time.sleep(1.0)
+    try:
+        code = record.main(["--url", stub.url, "--app", APP, "--out", str(tmp_path / "r")] + FAST)
+    finally:
+        stub.stop()
+    assert code == 0 and "the application has completed" in capsys.readouterr().err
+    tasks, usage = check_recording(tmp_path / "r", tmp_path)
+    assert len(tasks) == len(stub.stages[0].tasks) == len(usage)
+    assert len(pd.read_csv(tmp_path / "r" / "polls.csv")) == 1
+    merged = usage.merge(tasks, on=["job_id", "task_id", "attempt"])
+    assert (merged["window_start"] == merged["start_time"]).all()
+    assert (merged["window_end"] == merged["end_time"]).all()
