@@ -24,7 +24,7 @@ FLOORS = [
     ["traces", "evaluate", "simulate"],
     ["methods", "convert"],
     ["replay"],
-    ["launch"],
+    ["launch", "live"],
     ["report"],
     ["calibrate"],
     ["rules"],

@@ -16,7 +16,15 @@ def test_registry_family_and_spark4_defaults():
     cls = get_method("Spark-speculation")
     assert cls.family == "Schedulers" and not cls.privileged
     params = check_method_params("Spark-speculation", {})
-    assert params == {**SPARK4, "task_duration_threshold": None, "executor_slots": 1}
+    assert params == {
+        **SPARK4,
+        "task_duration_threshold": None,
+        "executor_slots": 1,
+        "efficiency": False,
+        "process_rate_multiplier": 0.75,
+        "long_run_task_factor": 2.0,
+        "records_column": "records_read_rate",
+    }
 
 
 def test_median_is_sparks_upper_median():
@@ -147,8 +155,9 @@ def test_a_label_names_the_rows_and_seeds_the_method():
         ("{a/b: {method: LATE}}", "cannot name a folder of results/"),
         (
             "{Spark 2: {method: Spark-speculation, multipler: 2}}",
-            "method Spark-speculation: unknown parameter 'multipler'; known: executor_slots, "
-            "min_task_runtime, multiplier, quantile, task_duration_threshold "
+            "method Spark-speculation: unknown parameter 'multipler'; known: efficiency, "
+            "executor_slots, long_run_task_factor, min_task_runtime, multiplier, "
+            "process_rate_multiplier, quantile, records_column, task_duration_threshold "
             "(config methods.Spark 2)",
         ),
         ("{Spark 2: {method: Spark}}", "config methods: unknown method(s) ['Spark']"),
@@ -161,3 +170,51 @@ def test_the_workflow_checks_labelled_entries_when_it_loads(tmp_path, methods, m
     assert dry.returncode != 0
     assert message in dry.stdout, dry.stdout[-2000:]
     assert "Building DAG of jobs" not in dry.stdout
+
+
+def test_the_efficiency_check_spares_tasks_reading_at_the_stage_rate():
+    """Spark 3.4+: past the threshold, a task is speculated only if it reads records slower
+    than 0.75 x the stage's rate (records over time of the successful tasks) or has run longer
+    than 2 x the threshold; a task whose rate is unknown reads at 0; a stage reading no
+    records is not checked (Spark: only a positive stage rate is)."""
+    succeeded = np.array([1.0, 1.0, 1.0, 3.0])  # threshold 3 x 1 = 3 s (upper median 1)
+    # stage rate: (100 x 1 x 3 + 20 x 3) / 6 = 60 records/s; 0.75 of it: 45
+    succeeded_rate = np.array([100.0, 100.0, 100.0, 20.0])
+    runtime = np.array([4.0, 4.0, 4.0, 7.0, 2.0])
+    running_rate = np.array([44.0, 46.0, np.nan, 100.0, 1.0])
+    check = (running_rate, succeeded_rate, 0.75, 2.0)
+    flags = speculatable(runtime, succeeded, 5, **{**SPARK4, "quantile": 0.5}, efficiency=check)
+    np.testing.assert_array_equal(flags, [True, False, True, True, False])
+    off = speculatable(runtime, succeeded, 5, **{**SPARK4, "quantile": 0.5})
+    np.testing.assert_array_equal(off, [True, True, True, True, False])
+    no_records = (np.zeros(5), np.zeros(4), 0.75, 2.0)
+    flags = speculatable(
+        runtime, succeeded, 5, **{**SPARK4, "quantile": 0.5}, efficiency=no_records
+    )
+    np.testing.assert_array_equal(flags, off)
+
+
+def test_the_efficiency_check_needs_its_column_and_is_off_by_default():
+    def checkpoint(features):
+        return Checkpoint(
+            time=10.0,
+            index=1,
+            first_prediction=True,
+            finished_tasks=np.arange(4),
+            finished_features=np.c_[np.zeros(4), [100.0, 100.0, 100.0, 20.0]][:, :features],
+            finished_latency=np.array([1.0, 1.0, 1.0, 3.0]),
+            running_tasks=np.array([4]),
+            running_features=np.array([[0.0, 46.0]])[:, :features],
+            running_elapsed=np.array([4.0]),
+        )
+
+    def flags(params, names):
+        method = get_method("Spark-speculation")({"quantile": 0.5, **params})
+        info = JobInfo("j", 5, names, straggler_threshold=1.0, seed=0)
+        method.start_job(info)
+        return method.predict(checkpoint(len(names))).tolist()
+
+    with_rates = ("cpu", "records_read_rate")
+    assert flags({}, with_rates) == [True]  # off: past the threshold is enough
+    assert flags({"efficiency": True}, with_rates) == [False]  # 46 >= 0.75 x 60
+    assert flags({"efficiency": True}, ("cpu",)) == [True]  # no column: as off

@@ -20,11 +20,15 @@ speculated at most once (Spark keeps `speculatableTasks`; the replay asks only a
 flagged yet). Defaults are Spark 4's (multiplier 3, quantile 0.9; Spark 3: 1.5 and 0.75) and
 minTaskRuntime's 100 ms.
 
-Not modelled (docs/methods.md, "Spark-speculation"): the efficiency check Spark runs since 3.4
-(`spark.speculation.efficiency.*`: a task past the threshold is speculated only if it runs
-longer than 2 x the threshold or reads records slower than 0.75 x the stage's mean rate); a
-running task's records read are not in the traces, so every task past the threshold counts as
-inefficient, as with the check off. Executor decommissioning is not in the traces either.
+The efficiency check Spark runs since 3.4 (`spark.speculation.efficiency.*`), with
+`efficiency: true` and a records-read rate among the features (`records_column`; a live
+recording's `records_read_rate`, stragglers/live/spark.py): a task past the threshold is
+speculated only if it has run longer than long_run_task_factor (2) x the threshold, or reads
+records slower than process_rate_multiplier (0.75) x the stage's rate over its finished tasks
+(their records over their time: the latency-weighted mean of their rates; a stage reading
+no records is not checked, as in Spark). Off by default: the
+traces have no running task's records read, and then every task past the threshold counts as
+inefficient, as with the check off. Executor decommissioning is not in the traces.
 """
 
 from __future__ import annotations
@@ -53,11 +57,14 @@ def speculatable(
     min_task_runtime: float,
     task_duration_threshold: float | None = None,
     executor_slots: int = 1,
+    efficiency: tuple[np.ndarray, np.ndarray, float, float] | None = None,
 ) -> np.ndarray:
     """Spark's check over the running tasks: bool per running task, True = speculate now.
 
     `runtime`: each running task's time running (seconds); `succeeded`: the durations of the
-    task set's successful tasks; `n_tasks`: the task set's size."""
+    task set's successful tasks; `n_tasks`: the task set's size. `efficiency`: (the running
+    tasks' record rates, the successful tasks' rates, process_rate_multiplier,
+    long_run_task_factor) for Spark's efficiency check; None: the check is off."""
     runtime = np.asarray(runtime, dtype=np.float64)
     succeeded = np.asarray(succeeded, dtype=np.float64)
     if len(runtime) == 0:
@@ -72,7 +79,19 @@ def speculatable(
         threshold = float(task_duration_threshold)
     else:
         return np.zeros(len(runtime), dtype=bool)
-    return runtime > threshold
+    past = runtime > threshold
+    if efficiency is None:
+        return past
+    running_rate, succeeded_rate, multiplier_rate, long_run = efficiency
+    weight = np.nansum(succeeded)
+    stage_rate = np.nansum(np.asarray(succeeded_rate) * succeeded) / weight if weight > 0 else 0.0
+    if not stage_rate > 0:
+        # Spark checks efficiency only when the stage's rate is positive: a stage that reads
+        # no records (a parallelized collection) is speculated as with the check off
+        return past
+    # a task with no rate yet reads at 0, as Spark's running-task rate before any metrics
+    rate = np.nan_to_num(np.asarray(running_rate, dtype=np.float64), nan=0.0)
+    return past & ((rate < multiplier_rate * stage_rate) | (runtime > long_run * threshold))
 
 
 class SparkSpeculation(Method):
@@ -105,7 +124,38 @@ class SparkSpeculation(Method):
             ge=1,
             doc="task slots of one executor; the duration threshold applies to jobs no larger",
         ),
+        "efficiency": Param(
+            False,
+            bool,
+            doc="spark.speculation.efficiency.enabled (Spark 3.4+: on), where the data has "
+            "`records_column`",
+        ),
+        "process_rate_multiplier": Param(
+            0.75, float, gt=0, doc="spark.speculation.efficiency.processRateMultiplier"
+        ),
+        "long_run_task_factor": Param(
+            2.0, float, gt=0, doc="spark.speculation.efficiency.longRunTaskFactor"
+        ),
+        "records_column": Param(
+            "records_read_rate",
+            str,
+            doc="the feature holding a task's records read per second (the efficiency check)",
+        ),
     }
+
+    def _efficiency(self, checkpoint: Checkpoint):
+        """The efficiency check's inputs, or None when it is off or the data lacks the column."""
+        names = list(self.job.feature_names)
+        column = self.params["records_column"]
+        if not self.params["efficiency"] or column not in names:
+            return None
+        k = names.index(column)
+        return (
+            checkpoint.running_features[:, k],
+            checkpoint.finished_features[:, k],
+            float(self.params["process_rate_multiplier"]),
+            float(self.params["long_run_task_factor"]),
+        )
 
     def predict(self, checkpoint: Checkpoint) -> np.ndarray:
         threshold = self.params["task_duration_threshold"]
@@ -118,4 +168,5 @@ class SparkSpeculation(Method):
             min_task_runtime=float(self.params["min_task_runtime"]),
             task_duration_threshold=None if threshold is None else float(threshold),
             executor_slots=int(self.params["executor_slots"]),
+            efficiency=self._efficiency(checkpoint),
         )

@@ -28,6 +28,21 @@ from stragglers.replay.core import (
 from stragglers.replay.protocols import method_rules
 
 
+def explicit_times(
+    task_start: np.ndarray, task_end: np.ndarray, times: np.ndarray
+) -> tuple[np.ndarray, int]:
+    """The job's share of an explicit list of checkpoint times (a live run's poll times), as
+    the grid's: the times after the first task starts, up to the first at or after the last
+    end; and the position of the first of them in the list (the checkpoints' `index`, so one
+    time has one index in every job)."""
+    times = np.asarray(times, dtype=float)
+    if len(times) > 1 and np.any(np.diff(times) <= 0):
+        raise ValueError("explicit checkpoint times must be strictly increasing")
+    first = int(np.searchsorted(times, float(np.min(task_start)), side="right"))
+    last = int(np.searchsorted(times, float(np.max(task_end)), side="left"))
+    return times[first : last + 1], first
+
+
 def iterate_checkpoints(
     job: Job,
     settings: ReplaySettings,
@@ -36,11 +51,12 @@ def iterate_checkpoints(
     excluded: np.ndarray,
     scale: FinalScale | None = None,
     machine_state: bool = False,
+    times: np.ndarray | None = None,
 ) -> Iterator[Checkpoint]:
     """Yield the checkpoints at which prediction runs. `flagged` is read live (the caller
     updates it between yields), so flagged tasks drop out of later checkpoints. With `scale`
     (rule `scaling: final`) features and latencies are min-max scaled by all tasks' final
-    values."""
+    values. `times`: explicit checkpoint times instead of the grid (explicit_times)."""
     accumulator = FeatureAccumulator(
         job,
         last_columns,
@@ -52,12 +68,17 @@ def iterate_checkpoints(
         machines = FeatureAccumulator(
             job, np.ones(n_columns, dtype=bool), window_values=job.window_machine_state
         )
-    times = checkpoint_times(job.task_start, job.task_end, settings)
+    if times is None:
+        times = checkpoint_times(job.task_start, job.task_end, settings)
+        k0 = (
+            round((times[0] - settings.grid_origin) / settings.checkpoint_interval)
+            if len(times)
+            else 0
+        )
+    else:
+        times, k0 = explicit_times(job.task_start, job.task_end, times)
     needed = prediction_start_count(int((~excluded).sum()), settings.start_fraction)
     started = False
-    k0 = (
-        round((times[0] - settings.grid_origin) / settings.checkpoint_interval) if len(times) else 0
-    )
     for k, t in enumerate(times):
         accumulator.advance(t)
         if machines is not None:
@@ -116,10 +137,14 @@ def replay_wallclock_job(
     last_columns: np.ndarray,
     seed: int,
     history: Any = None,
+    times: np.ndarray | None = None,
+    method_threshold: float | None = None,
 ) -> JobRun:
     """Run one method over one job's checkpoints on the trace's clock; exceptions propagate to
     the caller. `history` (a stragglers.replay.history.JobHistory) reaches cross-job methods
-    only."""
+    only. `times`: explicit checkpoint times instead of the grid; `method_threshold`: the
+    threshold the method is given instead of the job's own (a live run's, which could not
+    know the final latencies; the run is still scored against the job's own)."""
     rules = settings.rules
     threshold = straggler_threshold(job.latency, settings.straggler_quantile, rules.threshold)
     excluded = np.zeros(job.n_tasks, dtype=bool)
@@ -133,10 +158,11 @@ def replay_wallclock_job(
         final.advance(np.inf)
         scale = final_scale(final.features(np.arange(job.n_tasks)), job.latency)
     feature_names = tuple(job.feature_names)
-    model_threshold, model_latency = threshold, job.latency
+    model_threshold = threshold if method_threshold is None else float(method_threshold)
+    model_latency = job.latency
     if scale is not None:
         feature_names = tuple(np.asarray(job.feature_names)[scale.keep])
-        model_threshold = float(scale.latency(threshold))
+        model_threshold = float(scale.latency(model_threshold))
         model_latency = scale.latency(job.latency)
     info = JobInfo(
         job_id=job.job_id,
@@ -173,6 +199,7 @@ def replay_wallclock_job(
         excluded,
         scale,
         machine_state=method.uses_machine_state,
+        times=times,
     ):
         if checkpoint.first_prediction:
             prediction_start = checkpoint.time
