@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stragglers.convert.one_process import convert_dataset
 from stragglers.formats.raw import (
     ALIBABA_2018_BATCH_INSTANCE,
     GOOGLE_JOB_EVENTS,
@@ -21,6 +23,7 @@ from stragglers.formats.raw import (
     GOOGLE_WINDOW_US,
     EventType,
 )
+from stragglers.replay.usage_realism import ACTIVE_CV, dataset_statistics
 from stragglers.traces import calibrate
 from stragglers.traces.generate import (
     AlibabaGeneratorConfig,
@@ -30,7 +33,13 @@ from stragglers.traces.generate import (
     writing,
 )
 from stragglers.traces.generate.__main__ import main as generate_main
-from stragglers.traces.generate.google import enumerate_windows, part_boundaries, window_bounds
+from stragglers.traces.generate.google import (
+    enumerate_windows,
+    fluctuation_series,
+    part_boundaries,
+    split_windows,
+    window_bounds,
+)
 from stragglers.traces.generate.latent import round_significant
 
 REAL_TASK_EVENTS = (
@@ -73,6 +82,28 @@ def all_bytes(folder: Path) -> dict[str, bytes]:
     return {
         str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
     }
+
+
+def usage_with_attempts(usage: pd.DataFrame, task_events: pd.DataFrame) -> pd.DataFrame:
+    """Each window with its attempt's SCHEDULE time, end, machine and measured span [low,
+    high) (whole seconds), sorted by task and time."""
+    s = 1_000_000
+    ev = task_events.sort_values(["job_id", "task_index", "timestamp"], kind="stable")
+    running = ev[ev["event_type"] != EventType.SUBMIT].copy()
+    running["attempt_end"] = running.groupby(["job_id", "task_index"])["timestamp"].shift(-1)
+    attempts = running[running["event_type"] == EventType.SCHEDULE].rename(
+        columns={"timestamp": "attempt_start", "machine_id": "attempt_machine"}
+    )[["job_id", "task_index", "attempt_start", "attempt_end", "attempt_machine"]]
+    merged = pd.merge_asof(
+        usage.sort_values("start_time"),
+        attempts.sort_values("attempt_start"),
+        left_on="start_time",
+        right_on="attempt_start",
+        by=["job_id", "task_index"],
+    )
+    merged["low"] = -(-merged["attempt_start"] // s) * s
+    merged["high"] = (merged["attempt_end"] // s) * s
+    return merged.sort_values(["job_id", "task_index", "start_time"], kind="stable")
 
 
 @pytest.fixture(scope="module")
@@ -153,20 +184,7 @@ def test_usage_windows_on_grid_in_range_and_within_their_attempt(task_usage, tas
     assert (u["maximum_cpu_rate"] >= u["cpu_rate"]).all()
     assert (u["maximum_memory_usage"] >= u["canonical_memory_usage"]).all()
     # each window lies inside one attempt: SCHEDULE .. the attempt's end, same machine
-    ev = task_events.sort_values(["job_id", "task_index", "timestamp"], kind="stable")
-    running = ev[ev["event_type"] != EventType.SUBMIT].copy()
-    running["attempt_end"] = running.groupby(["job_id", "task_index"])["timestamp"].shift(-1)
-    attempts = running[running["event_type"] == EventType.SCHEDULE]
-    attempts = attempts.rename(
-        columns={"timestamp": "attempt_start", "machine_id": "attempt_machine"}
-    )
-    merged = pd.merge_asof(
-        u.sort_values("start_time"),
-        attempts.sort_values("attempt_start"),
-        left_on="start_time",
-        right_on="attempt_start",
-        by=["job_id", "task_index"],
-    )
+    merged = usage_with_attempts(u, task_events)
     assert merged["attempt_start"].notna().all()
     assert (merged["end_time"] <= merged["attempt_end"]).all()
     assert (merged["machine_id"] == merged["attempt_machine"]).all()
@@ -378,6 +396,170 @@ def test_part_boundaries():
     times = np.array([600, 700, 800, 900, 1000, 1100], dtype=np.int64) * 1_000_000
     bounds = part_boundaries(times, 3)
     assert bounds.tolist() == [600_000_000, 800_000_000, 1_000_000_000, 1_100_000_001]
+
+
+# ---------------------------------------------------------------- usage-record mechanisms
+
+# the four usage-record knobs at values measured on the real jobs (docs/generator.md,
+# "Usage records")
+USAGE_KNOBS = {
+    "idle_start_median": 0.47,
+    "usage_fluctuation_sd": 1.0,
+    "usage_cuts_per_attempt": 1.5,
+    "final_usage_window_s": 1.0,
+}
+OFF = dict.fromkeys(USAGE_KNOBS, 0.0)
+# sha-256 of the uncompressed tables of this config, written before the knobs existed
+BEFORE_KNOBS = {"n_jobs": 3, "max_tasks": 120, "seed": 11, "evict_fraction": 0.05}
+BEFORE_KNOBS_SHA256 = "756ceb80e1c713bf0cb666248c7372778fddc65132f86d860e16d929b37a1fcc"
+
+
+def tables_sha256(trace: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(trace.rglob("*.csv.gz")):
+        digest.update(gzip.decompress(path.read_bytes()))
+    return digest.hexdigest()
+
+
+def test_usage_knobs_off_leave_the_tables_as_before_the_knobs(tmp_path):
+    generate_google(tmp_path, {**BEFORE_KNOBS, **OFF, "write_truth": False})
+    assert tables_sha256(tmp_path) == BEFORE_KNOBS_SHA256
+
+
+@pytest.fixture(scope="module")
+def with_knobs(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("google-usage-knobs")
+    generate_google(out, {**SMALL_GOOGLE, **USAGE_KNOBS})
+    return out
+
+
+def test_usage_knobs_change_only_task_usage(google, with_knobs):
+    before, after = all_bytes(google), all_bytes(with_knobs)
+    usage = {name for name in before if name.startswith("task_usage/")}
+    assert usage and all(before[name] != after[name] for name in usage)
+    assert {k: v for k, v in before.items() if k not in usage and k != "generator.json"} == {
+        k: v for k, v in after.items() if k not in usage and k != "generator.json"
+    }
+
+
+def test_idle_start_zeroes_the_first_share_of_each_attempt(with_knobs, task_events):
+    u = usage_with_attempts(read_table(with_knobs, "task_usage"), task_events)
+    measures = u[GOOGLE_TASK_USAGE[5:17] + ["sampled_cpu_usage"]]
+    u["idle"] = (measures == 0).all(axis=1)
+    first = u.groupby(["job_id", "task_index", "attempt_start"]).head(1)
+    assert first["idle"].mean() > 0.95  # real: 0.95 of the tasks
+    # idle windows come first: no idle window after a non-idle one of the same attempt
+    busy_before = u.groupby(["job_id", "task_index", "attempt_start"])["idle"].transform(
+        lambda idle: (~idle).cumsum().shift(fill_value=0) > 0
+    )
+    assert not (u["idle"] & busy_before).any()
+    duration = u["end_time"] - u["start_time"]
+    share = (duration * u["idle"]).groupby([u["job_id"], u["task_index"], u["attempt_start"]]).sum()
+    share /= duration.groupby([u["job_id"], u["task_index"], u["attempt_start"]]).sum()
+    assert share.median() == pytest.approx(0.47, abs=0.03)  # real: 0.47 of the life
+
+
+def test_window_cuts_and_the_final_record(google, with_knobs, task_events):
+    plain = read_table(google, "task_usage")
+    u = usage_with_attempts(read_table(with_knobs, "task_usage"), task_events)
+    # still on whole seconds, never across a grid line, inside the attempt's span, tiling it
+    assert (u["start_time"] % 1_000_000 == 0).all() and (u["end_time"] % 1_000_000 == 0).all()
+    slot_start = (u["start_time"] - GOOGLE_TRACE_START_US) // GOOGLE_WINDOW_US
+    slot_end = (u["end_time"] - 1 - GOOGLE_TRACE_START_US) // GOOGLE_WINDOW_US
+    assert (slot_start == slot_end).all()
+    assert ((u["start_time"] >= u["low"]) & (u["end_time"] <= u["high"])).all()
+    covered = (u["end_time"] - u["start_time"]).groupby([u["job_id"], u["task_index"]]).sum()
+    plain_covered = (
+        (plain["end_time"] - plain["start_time"]).groupby([plain["job_id"], plain["task_index"]])
+    ).sum()
+    assert covered.equals(plain_covered)
+    # cut inside the grid slots: windows shorter than 300 s that touch no attempt bound
+    inner = (u["start_time"] > u["low"]) & (u["end_time"] < u["high"])
+    assert ((u["end_time"] - u["start_time"] < GOOGLE_WINDOW_US) & inner).mean() > 0.1
+    # about 1.5 cuts + the idle end + the final record more per attempt than the grid gives
+    extra = (len(u) - len(plain)) / task_events["event_type"].eq(EventType.SCHEDULE).sum()
+    assert 2.5 < extra < 4.0
+    last = u.groupby(["job_id", "task_index", "attempt_start"]).tail(1)
+    assert ((last["end_time"] - last["start_time"]) == 1_000_000).mean() > 0.99
+
+
+def test_fluctuation_varies_the_resources_and_leaves_cpi_mai_and_windows(google, tmp_path):
+    generate_google(tmp_path, {**SMALL_GOOGLE, "usage_fluctuation_sd": 1.0})
+    plain, varied = read_table(google, "task_usage"), read_table(tmp_path, "task_usage")
+    unchanged = GOOGLE_TASK_USAGE[:5] + [
+        "cycles_per_instruction",
+        "memory_accesses_per_instruction",
+        "sample_portion",
+        "aggregation_type",
+    ]
+    assert varied[unchanged].equals(plain[unchanged])
+
+    def cv(usage: pd.DataFrame, column: str) -> float:
+        """Median over tasks of the duration-weighted CV of a column over the task's windows."""
+        u = usage.assign(w=usage["end_time"] - usage["start_time"])
+        u["wx"] = u["w"] * u[column]
+        mean = u.groupby(["job_id", "task_index"])["wx"].transform("sum") / u.groupby(
+            ["job_id", "task_index"]
+        )["w"].transform("sum")
+        u["wd"] = u["w"] * (u[column] - mean) ** 2
+        sums = u.groupby(["job_id", "task_index"])[["w", "wx", "wd"]].sum()
+        return float((np.sqrt(sums["wd"] / sums["w"]) / (sums["wx"] / sums["w"])).median())
+
+    # real: duration-weighted CV 0.60-0.94 over the non-idle windows (canonical memory 0.69)
+    for column in ("cpu_rate", "canonical_memory_usage", "disk_io_time"):
+        assert 0.5 < cv(varied, column) < 0.9, column
+    assert cv(plain, "canonical_memory_usage") < 0.1
+    # the memory family shares one series: canonical memory and page cache move together
+    cache = np.log(varied["unmapped_page_cache"] / plain["unmapped_page_cache"])
+    memory = np.log(varied["canonical_memory_usage"] / plain["canonical_memory_usage"])
+    cpu = np.log(varied["cpu_rate"] / plain["cpu_rate"])
+    assert np.corrcoef(cache, memory)[0, 1] > 0.95 and abs(np.corrcoef(cpu, memory)[0, 1]) < 0.1
+
+
+def test_google_conversion_reads_the_knobs_output(with_knobs, tmp_path):
+    report = convert_dataset(
+        kind="google-2011",
+        raw_dir=str(with_knobs),
+        out_dir=str(tmp_path),
+        dataset="knobs",
+        n_shards=1,
+        min_tasks=100,
+        priorities=[9, 10, 11],
+    )
+    counts = report["counts"]
+    assert counts["usage_windows_outside_task_life"] == 0
+    assert counts["usage_windows_zero_length"] == 0
+    tasks, lengths, _ = dataset_statistics(tmp_path)
+    assert tasks["first_idle"].mean() > 0.95
+    assert tasks["idle_share"].median() == pytest.approx(0.47, abs=0.05)
+    assert 0.5 < tasks[f"{ACTIVE_CV}|canonical_memory_usage"].median() < 0.9
+    assert np.quantile(lengths, 0.1) < 60
+
+
+def test_split_windows_and_fluctuation_series_by_hand():
+    attempt, start, end = np.array([0, 0, 1]), np.array([0, 300, 50]), np.array([300, 400, 100])
+    a, s0, s1 = split_windows(attempt, start, end, np.array([0, 0, 1]), np.array([100, 300, 70]))
+    assert a.tolist() == [0, 0, 0, 1, 1]
+    assert s0.tolist() == [0, 100, 300, 50, 70] and s1.tolist() == [100, 300, 400, 70, 100]
+    # the series runs on across calls through `state`; stationary, unit variance
+    state = np.full((2, 4), np.nan)
+    rng = np.random.default_rng(0)
+    series = fluctuation_series(np.array([1, 0, 1]), np.array([10, 0, 0]), state, rng)
+    assert np.isfinite(series).all() and np.array_equal(state[1], series[0])
+    many = np.concatenate(
+        [fluctuation_series(np.zeros(50, np.int64), np.arange(50), state, rng) for _ in range(40)]
+    )
+    assert abs(many.std() - 1) < 0.1
+    lag = np.corrcoef(many[1:, 0], many[:-1, 0])[0, 1]
+    assert 0.4 < lag < 0.6
+
+
+def test_usage_knobs_are_range_checked():
+    with pytest.raises(ValueError, match="'idle_start_median'"):
+        GoogleGeneratorConfig(idle_start_median=1.0)
+    for knob in ("usage_fluctuation_sd", "usage_cuts_per_attempt", "final_usage_window_s"):
+        with pytest.raises(ValueError, match=knob):
+            GoogleGeneratorConfig(**{knob: -0.1})
 
 
 # ---------------------------------------------------------------- configs and CLI

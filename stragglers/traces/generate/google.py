@@ -66,6 +66,12 @@ class GoogleGeneratorConfig(WorkloadConfig):
     missing_value_fraction: float = 0.02  # windows missing maximum_disk_io_time (MAI: half)
     gzip_level: int = 1  # gzip compression level (1: fast; the format is the same)
     write_truth: bool = True  # also write generator_truth.csv.gz (per-task ground truth)
+    # usage-record mechanisms measured on the real jobs' windows (docs/generator.md, "The
+    # model", step 5); 0 = off, and the tables are then as without them
+    idle_start_median: float = 0.0  # median share of an attempt's run idle at its start
+    usage_fluctuation_sd: float = 0.0  # log sd of a per-window AR(1) factor on the resources
+    usage_cuts_per_attempt: float = 0.0  # mean (Poisson) extra cuts of an attempt's records
+    final_usage_window_s: float = 0.0  # length of an attempt's last usage record
 
     _RULES = {
         **WorkloadConfig._RULES,
@@ -78,6 +84,17 @@ class GoogleGeneratorConfig(WorkloadConfig):
         "missing_counter_machine_fraction",
         "missing_value_fraction",
     )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        name = type(self).__name__
+        if not 0.0 <= self.idle_start_median < 1.0:
+            raise ValueError(
+                f"{name}: setting 'idle_start_median'={self.idle_start_median!r} must lie in [0, 1)"
+            )
+        for key in ("usage_fluctuation_sd", "usage_cuts_per_attempt", "final_usage_window_s"):
+            if getattr(self, key) < 0:
+                raise ValueError(f"{name}: setting {key!r} must be >= 0")
 
 
 # Usage columns drawn in log space: job-level median and spread across jobs (matched to the
@@ -105,6 +122,21 @@ _DERIVED_FEATURES = {
 _MACHINE_SD = {"cycles_per_instruction": 0.12, "memory_accesses_per_instruction": 0.1}
 _UNBOUNDED = {"cycles_per_instruction", "memory_accesses_per_instruction"}  # not normalised
 _CONTENTION_CHANNELS = (CH_MEMORY, CH_DISK)  # channels active only after the onset
+# Usage-record mechanisms (knobs idle_start_median, usage_fluctuation_sd,
+# usage_cuts_per_attempt, final_usage_window_s; docs/generator.md, "The model", step 5).
+# a + b of the Beta idle share (the real jobs' leading idle share: q25-q75 0.18-0.59)
+_IDLE_CONCENTRATION = 4.0
+_FLUCTUATION_AUTOCORRELATION = 0.5  # AR(1) coefficient from one usage window to the next
+# resource columns sharing one fluctuation series (derived columns follow their base column):
+# CPU, the memory family (memory and page cache), disk I/O time, local disk space
+_FLUCTUATION_FAMILY = {
+    "cpu_rate": 0,
+    "canonical_memory_usage": 1,
+    "unmapped_page_cache": 1,
+    "disk_io_time": 2,
+    "local_disk_space_usage": 3,
+}
+_N_FLUCTUATION_FAMILIES = 4
 
 
 @dataclass
@@ -402,6 +434,119 @@ def enumerate_windows(
     return span, start, end
 
 
+def idle_beta_shape(median: float) -> tuple[float, float]:
+    """Beta(a, b) with a + b = _IDLE_CONCENTRATION and about this median (the approximation
+    median ~ (a - 1/3) / (a + b - 2/3), within 0.01 for medians 0.2-0.8)."""
+    a = max(median * (_IDLE_CONCENTRATION - 2.0 / 3.0) + 1.0 / 3.0, 0.05)
+    return a, max(_IDLE_CONCENTRATION - a, 0.05)
+
+
+@dataclass
+class _RecordPlan:
+    """Per attempt, where its usage records are cut besides the 300 s grid, and until when it
+    is idle. None: the mechanism is off."""
+
+    idle_end: np.ndarray | None  # µs; windows ending by it read 0 in every measure
+    cut_time: np.ndarray | None  # µs, sorted: extra record bounds strictly inside attempts
+    cut_attempt: np.ndarray | None
+
+
+def plan_usage_records(
+    config: GoogleGeneratorConfig, low: np.ndarray, high: np.ndarray
+) -> _RecordPlan:
+    """The idle start and the extra cuts of each attempt's measured span [low, high) (whole
+    seconds). Each mechanism draws from its own stream, only when on, so that with every
+    knob at 0 the windows are the grid's alone and no other draw moves."""
+    n = len(low)
+    span_s = np.maximum(high - low, 0) // _US
+    idle_end = None
+    times: list[np.ndarray] = []
+    owners: list[np.ndarray] = []
+    if config.idle_start_median > 0:
+        rng = np.random.default_rng([config.seed, 0x1D1E])
+        share = rng.beta(*idle_beta_shape(config.idle_start_median), n)
+        # the idle phase is a share of the attempt's own run: slower attempts idle longer
+        idle_end = low + np.floor(share * span_s).astype(np.int64) * _US
+        times.append(idle_end)
+        owners.append(np.arange(n))
+    if config.usage_cuts_per_attempt > 0:
+        rng = np.random.default_rng([config.seed, 0xC075])
+        owner = np.repeat(np.arange(n), rng.poisson(config.usage_cuts_per_attempt, n))
+        position = rng.random(len(owner))  # scaled to the attempt's own length
+        times.append(low[owner] + np.round(position * span_s[owner]).astype(np.int64) * _US)
+        owners.append(owner)
+    if config.final_usage_window_s > 0:
+        final_us = max(1, int(round(config.final_usage_window_s))) * _US
+        times.append(high - final_us)
+        owners.append(np.arange(n))
+    if not times:
+        return _RecordPlan(idle_end, None, None)
+    time_us, owner = np.concatenate(times), np.concatenate(owners)
+    inside = (time_us > low[owner]) & (time_us < high[owner])
+    time_us, owner = time_us[inside], owner[inside]
+    order = np.lexsort((owner, time_us))
+    return _RecordPlan(idle_end, time_us[order], owner[order])
+
+
+def split_windows(
+    attempt: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    cut_attempt: np.ndarray,
+    cut_time: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Windows (attempt, [start, end)) cut again at the given (attempt, time) points.
+
+    Each attempt's windows must tile one interval and each cut lie inside it (as the windows
+    of one block of the grid do); equal bounds merge. Returns (attempt, start, end) sorted by
+    attempt and time."""
+    owner = np.concatenate([attempt, attempt, cut_attempt])
+    bound = np.concatenate([start, end, cut_time])
+    order = np.lexsort((bound, owner))
+    owner, bound = owner[order], bound[order]
+    fresh = np.r_[True, (owner[1:] != owner[:-1]) | (bound[1:] != bound[:-1])]
+    owner, bound = owner[fresh], bound[fresh]
+    pair = owner[1:] == owner[:-1]
+    return owner[:-1][pair], bound[:-1][pair], bound[1:][pair]
+
+
+def fluctuation_series(
+    attempt: np.ndarray, start: np.ndarray, state: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """A stationary AR(1) series (unit variance, coefficient _FLUCTUATION_AUTOCORRELATION) per
+    attempt and resource family over its windows in time order: (n windows, families).
+
+    `state` (n attempts, families) holds each attempt's last value (NaN: no window yet) and
+    is updated, so the series runs on across blocks of the grid."""
+    n = len(attempt)
+    series = np.empty((n, _N_FLUCTUATION_FAMILIES))
+    if n == 0:
+        return series
+    order = np.lexsort((start, attempt))
+    owner = attempt[order]
+    innovation = rng.standard_normal((n, _N_FLUCTUATION_FAMILIES))
+    first = np.r_[True, owner[1:] != owner[:-1]]
+    rank = np.arange(n) - np.flatnonzero(first)[np.cumsum(first) - 1]  # within the attempt
+    rho = _FLUCTUATION_AUTOCORRELATION
+    scale = np.sqrt(1.0 - rho**2)
+    by_rank = np.argsort(rank, kind="stable")
+    edges = np.searchsorted(rank[by_rank], np.arange(int(rank.max()) + 2))
+    for r in range(len(edges) - 1):  # every attempt's r-th window at once
+        rows = by_rank[edges[r] : edges[r + 1]]
+        if r == 0:
+            before = state[owner[rows]]
+            series[rows] = np.where(
+                np.isnan(before), innovation[rows], rho * before + scale * innovation[rows]
+            )
+        else:
+            series[rows] = rho * series[rows - 1] + scale * innovation[rows]
+    last = np.r_[owner[1:] != owner[:-1], True]
+    state[owner[last]] = series[last]
+    out = np.empty_like(series)
+    out[order] = series
+    return out
+
+
 def window_features(
     workload: Workload,
     meta: _Meta,
@@ -411,8 +556,13 @@ def window_features(
     end: np.ndarray,
     onset: np.ndarray,
     rng: np.random.Generator,
+    idle: np.ndarray | None = None,
+    fluctuation: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """Usage values of windows (attempt, [start, end)) in the trace's units; NaN = missing."""
+    """Usage values of windows (attempt, [start, end)) in the trace's units; NaN = missing.
+
+    `idle` (bool per window): every measure reads 0; `fluctuation` (windows x families): log
+    multipliers of the resource families (_FLUCTUATION_FAMILY; derived columns follow)."""
     a, t = workload.attempts, workload.tasks
     task = a.task[attempt]
     job = t.job[task]
@@ -436,6 +586,8 @@ def window_features(
             + channel @ np.asarray(betas)
             + window_sd * config.feature_noise * noise[:, k]
         )
+        if fluctuation is not None and name in _FLUCTUATION_FAMILY:
+            log_value = log_value + fluctuation[:, _FLUCTUATION_FAMILY[name]]
         log_base[name] = log_value
         values[name] = np.exp(log_value)
     offset = len(_BASE_FEATURES)
@@ -457,6 +609,9 @@ def window_features(
     mai_missing = no_counters | (uniform[:, 0] < config.missing_value_fraction / 2)
     values["memory_accesses_per_instruction"][mai_missing] = np.nan
     values["maximum_disk_io_time"][uniform[:, 1] < config.missing_value_fraction] = np.nan
+    if idle is not None:
+        for column in values.values():
+            column[idle] = 0.0
     return values
 
 
@@ -549,6 +704,9 @@ def _write_task_usage(
     first_slot = np.where(has, grid_slot(low), np.iinfo(np.int64).max)
     last_slot = np.where(has, grid_slot(high - 1), -1)
     n_slots = int(last_slot.max()) + 1 if has.any() else 0
+    plan = plan_usage_records(config, low, high)
+    sd = config.usage_fluctuation_sd
+    state = np.full((len(low), _N_FLUCTUATION_FAMILIES), np.nan) if sd > 0 else None
     paths = [table_dir / google_part_name(p, n_parts) for p in range(n_parts)]
     part = 0
     current = writing.AtomicFile(paths[0], config.gzip_level)
@@ -561,14 +719,39 @@ def _write_task_usage(
                 continue
             span, start, end = enumerate_windows(low[active], high[active], slot_from, slot_to)
             attempt = active[span]
+            if plan.cut_time is not None:  # extra cuts inside this block's slots
+                block_start = GOOGLE_TRACE_START_US + slot_from * GOOGLE_WINDOW_US
+                within = slice(
+                    *np.searchsorted(
+                        plan.cut_time, [block_start, block_start + _BLOCK_SLOTS * GOOGLE_WINDOW_US]
+                    )
+                )
+                attempt, start, end = split_windows(
+                    attempt, start, end, plan.cut_attempt[within], plan.cut_time[within]
+                )
             task = workload.attempts.task[attempt]
             job_id = meta.job_id[workload.tasks.job[task]]
             order = np.lexsort((end, workload.tasks.index[task], job_id, start))
             attempt, start, end = attempt[order], start[order], end[order]
             # one random stream per block of the grid: the values do not depend on n_parts
             rng = np.random.default_rng([config.seed, 0x05A6E, block])
+            fluctuation = None
+            if state is not None:  # its own stream per block: the other values do not move
+                series = fluctuation_series(
+                    attempt, start, state, np.random.default_rng([config.seed, 0xF1C7, block])
+                )
+                fluctuation = sd * series - sd**2 / 2  # a mean-one log-normal factor
             values = window_features(
-                workload, meta, config, attempt, start, end, times.attempt_onset[attempt], rng
+                workload,
+                meta,
+                config,
+                attempt,
+                start,
+                end,
+                times.attempt_onset[attempt],
+                rng,
+                idle=None if plan.idle_end is None else end <= plan.idle_end[attempt],
+                fluctuation=fluctuation,
             )
             part_of = np.clip(np.searchsorted(boundaries, start, side="right") - 1, 0, n_parts - 1)
             cuts = np.searchsorted(part_of, np.arange(n_parts + 1))
