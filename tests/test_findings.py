@@ -242,6 +242,18 @@ def test_a_real_dataset_leads_with_every_method_beside_the_paper_and_the_generat
             "paper_F1": [0.81, 0.57],
         }
     )
+    pd.DataFrame(
+        {
+            "dataset": DATASET,
+            "reference": "real",
+            "set": ["calibration", "held-out"],
+            "distance": [0.123, float("nan")],
+            "rows": [2, 0],
+            "of": [2, 2],
+            "loo_min": [0.1, float("nan")],
+            "loo_max": [0.2, float("nan")],
+        }
+    ).to_csv(tmp_path / "real.csv", index=False)
     paper_path = str(tmp_path / "paper.csv")
     paper_run.to_csv(paper_path, index=False)
     out_md, out_sources = tmp_path / "findings.md", tmp_path / "findings.sources.csv"
@@ -255,6 +267,7 @@ def test_a_real_dataset_leads_with_every_method_beside_the_paper_and_the_generat
         out_md=str(out_md),
         out_sources=str(out_sources),
         fingerprint_paper=paper_path,
+        real_distances=str(tmp_path / "real.csv"),
     )
     page, sources = out_md.read_text(), pd.read_csv(out_sources, dtype=str)
     assert page.index("## real (real jobs)") < page.index(f"## {DATASET}")
@@ -264,4 +277,9 @@ def test_a_real_dataset_leads_with_every_method_beside_the_paper_and_the_generat
     assert page.index("| LOF | ") < page.index("| Oracle (privileged) | ")
     assert "| LOF |  |  |  | 0.500 | 0.200 | 0.400 | 0.300 [0.470, 0.580] | 0.520 |" in page
     assert "4 jobs" in page
+    assert (
+        "- Distance to the real jobs of `real` (the same fingerprint with their rows in place "
+        "of the paper's, both under `protocol: paper`): calibration 0.123 (each real job left "
+        "out: 0.100 to 0.200)."
+    ) in page
     assert findings.verify_findings(page, sources) == []

@@ -209,7 +209,9 @@ def test_paper_replay_then_table(converted, tmp_path):
         csv=str(tmp_path / "fingerprint.csv"),
         md=str(tmp_path / "fingerprint.md"),
         distances=str(tmp_path / "distances.csv"),
+        real_distances=str(tmp_path / "real.csv"),
     )
+    assert pd.read_csv(tmp_path / "real.csv").empty  # no real dataset: nothing to compare
     assert set(rows["protocol"]) == {"paper"} and len(rows) == 23
     scored = rows[rows["TPR"].notna()]
     assert scored["method"].tolist() == ["GBTR", "HBOS"]
@@ -217,6 +219,33 @@ def test_paper_replay_then_table(converted, tmp_path):
     means = per_job[per_job["status"] == "ok"].groupby("method")["TPR"].mean()
     assert scored["TPR"].tolist() == pytest.approx(means[["GBTR", "HBOS"]].tolist())
     assert (scored["TPR_lo"] <= scored["TPR"]).all() and (scored["TPR"] <= scored["TPR_hi"]).all()
+
+
+def test_distance_to_the_real_jobs_and_with_each_real_job_left_out():
+    from stragglers.report.fingerprint import real_job_distances
+
+    def summary_of(metrics):
+        return metrics.groupby(["dataset", "method"], as_index=False)[["TPR", "FPR", "F1"]].mean()
+
+    rows = [  # dataset, job, method, TPR, FPR
+        ("gen", "g1", "GBTR", 0.5, 0.1),
+        ("gen", "g1", "HBOS", 1.0, 1.0),
+        ("real", "r1", "GBTR", 0.4, 0.0),
+        ("real", "r2", "GBTR", 0.6, 0.2),
+        ("real", "r1", "HBOS", 0.9, 0.5),
+        ("real", "r2", "HBOS", 0.7, 0.5),
+    ]
+    metrics = pd.DataFrame(rows, columns=["dataset", "job_id", "method", "TPR", "FPR"])
+    metrics["F1"] = 0.5
+    real = real_job_distances(summary_of, metrics, [("gen", "real")], ["real", "gen"])
+    calibration = real[real["set"] == "calibration"].iloc[0]
+    # by hand: GBTR 0 (the real means are 0.5 / 0.1), HBOS |1 - 0.8| + |1 - 0.5| = 0.7;
+    # without r1 (GBTR 0.2, HBOS 0.8) 0.5, without r2 (GBTR 0.2, HBOS 0.6) 0.4
+    assert calibration["reference"] == "real" and calibration["rows"] == 2
+    assert calibration["distance"] == pytest.approx(0.35)
+    assert calibration["loo_min"] == pytest.approx(0.4)
+    assert calibration["loo_max"] == pytest.approx(0.5)
+    assert real["set"].tolist() == ["calibration"]  # the sets with a real row
 
 
 def dry_run(folder: Path, *targets: str, **changes) -> dict[str, int]:

@@ -399,6 +399,34 @@ def _real_jobs_table(
     ]
 
 
+def _real_distance_statement(
+    sources: Sources, real: pd.DataFrame | None, dataset: str, files: dict[str, str]
+) -> list[str]:
+    """How far a generated dataset's baselines sit from a real dataset's, both under
+    `protocol: paper` (results/fingerprint/real_distances.csv)."""
+    if real is None:
+        return []
+    lines = []
+    file = files["real_distances"]
+    for reference, rows in real[real["dataset"] == dataset].groupby("reference", sort=False):
+        parts = []
+        for row in rows[rows["rows"] > 0].itertuples():
+            keys = {"dataset": dataset, "reference": reference, "set": row.set}
+            parts.append(
+                f"{row.set} {sources.quote(real, file, keys, 'distance')} (each real job left "
+                f"out: {sources.quote(real, file, keys, 'loo_min')} to "
+                f"{sources.quote(real, file, keys, 'loo_max')})"
+            )
+        if parts:
+            lines.append(
+                f"- Distance to the real jobs of `{reference}` (the same fingerprint with their "
+                "rows in place of the paper's, both under `protocol: paper`): "
+                + "; ".join(parts)
+                + "."
+            )
+    return lines
+
+
 def findings_markdown(
     *,
     table3: pd.DataFrame,
@@ -414,6 +442,7 @@ def findings_markdown(
     fingerprint_paper: pd.DataFrame | None = None,
     fingerprint_paper_distances: pd.DataFrame | None = None,
     real_datasets: list[str] = (),
+    real_distances: pd.DataFrame | None = None,
 ) -> tuple[str, pd.DataFrame]:
     """The page and its sources (one row per quoted number). `real_datasets` (datasets read
     from real traces) come first, each with its table of every method."""
@@ -444,6 +473,7 @@ def findings_markdown(
         lines += _held_out_statement(
             sources, fingerprint_paper, fingerprint_paper_distances, dataset, files
         )
+        lines += _real_distance_statement(sources, real_distances, dataset, files)
         if dataset in real:
             table = _real_jobs_table(
                 sources, table3, fingerprint_paper, dataset, generated, protocol, files
@@ -477,6 +507,7 @@ def write_findings(
     fingerprint_paper: str | None = None,
     fingerprint_paper_distances: str | None = None,
     real_datasets: list[str] = (),
+    real_distances: str | None = None,
 ) -> pd.DataFrame:
     """Read the tables, write the page and its sources; returns the sources."""
     from stragglers.io import write_csv_atomic, write_text_atomic
@@ -490,6 +521,7 @@ def write_findings(
         "fingerprint": fingerprint or "",
         "fingerprint_paper": fingerprint_paper or "",
         "fingerprint_paper_distances": fingerprint_paper_distances or "",
+        "real_distances": real_distances or "",
     }
     text, sources = findings_markdown(
         table3=pd.read_csv(table3),
@@ -505,6 +537,7 @@ def write_findings(
         fingerprint_paper=_read(fingerprint_paper),
         fingerprint_paper_distances=_read(fingerprint_paper_distances),
         real_datasets=list(real_datasets),
+        real_distances=_read(real_distances),
     )
     write_text_atomic(text, out_md)
     write_csv_atomic(sources, out_sources)

@@ -123,7 +123,10 @@ def caption(confidence_level: float | None) -> str:
 
 
 def fingerprint_markdown(
-    rows: pd.DataFrame, title: str, confidence_level: float | None = 0.95
+    rows: pd.DataFrame,
+    title: str,
+    confidence_level: float | None = 0.95,
+    real: pd.DataFrame | None = None,
 ) -> str:
     distances = fingerprint_distances(rows)
     parts = [f"# {title}", "", caption(confidence_level), ""]
@@ -135,6 +138,8 @@ def fingerprint_markdown(
         ]
         return "\n".join(parts)
     parts += ["## Distance per dataset and set", "", markdown_table(distances, 3)]
+    if real is not None:
+        parts += ["", *real_job_markdown(real, distances)]
     for dataset, part in rows.groupby("dataset", sort=False):
         display = pd.DataFrame({"set": part["set"].to_numpy(), "method": part["method"]})
         for metric in METRICS:
@@ -147,6 +152,85 @@ def fingerprint_markdown(
     return "\n".join(parts)
 
 
+REAL_COLUMNS = ["dataset", "reference", "set", "distance", "rows", "of", "loo_min", "loo_max"]
+
+
+def real_job_distances(
+    summary_of, metrics: pd.DataFrame, pairs: list[tuple[str, str]], datasets: list[str]
+) -> pd.DataFrame:
+    """Per (generated dataset, real dataset) pair of `pairs` and per fingerprint set: the
+    fingerprint distance with the real dataset's rows in place of the paper's (the mean over
+    the set's methods of |TPR - real TPR| + |FPR - real FPR|, both under `protocol: paper`),
+    and its least and greatest value when each real job is left out in turn (`loo_min`,
+    `loo_max`: how much one job moves the target). `summary_of(metrics)`: per (dataset,
+    method) means over jobs (evaluate.metrics.summary_table)."""
+
+    def distances(ours: pd.DataFrame, real_metrics: pd.DataFrame, generated: str) -> pd.DataFrame:
+        target = summary_of(real_metrics).assign(dataset=generated)
+        rows = fingerprint_rows(ours, target, {generated: "paper"})
+        return fingerprint_distances(rows).set_index("set")
+
+    out = []
+    for generated, real in pairs:
+        ours = summary_of(metrics[metrics["dataset"] == generated])
+        real_metrics = metrics[metrics["dataset"] == real]
+        whole = distances(ours, real_metrics, generated)
+        jobs = real_metrics["job_id"].astype(str)
+        left_out = [
+            distances(ours, real_metrics[jobs != job], generated)["distance"]
+            for job in sorted(jobs.unique())
+        ]
+        spread = pd.concat(left_out, axis=1) if left_out else None
+        for name, row in whole.iterrows():
+            out.append(
+                {
+                    "dataset": generated,
+                    "reference": real,
+                    "set": name,
+                    "distance": row["distance"],
+                    "rows": row["rows"],
+                    "of": row["of"],
+                    "loo_min": spread.loc[name].min() if spread is not None else float("nan"),
+                    "loo_max": spread.loc[name].max() if spread is not None else float("nan"),
+                }
+            )
+    frame = pd.DataFrame(out, columns=REAL_COLUMNS)
+    order = {name: i for i, name in enumerate(datasets)}
+    return frame.sort_values(
+        ["dataset", "reference"], key=lambda c: c.map(order), kind="stable", ignore_index=True
+    )
+
+
+def real_job_markdown(real: pd.DataFrame, paper_distances: pd.DataFrame) -> list[str]:
+    """The distances to the real jobs beside each dataset's distance to the paper's Table 3
+    (the real jobs' own: the floor under the generated data's)."""
+    if real.empty:
+        return []
+    table = real.merge(
+        paper_distances[["dataset", "set", "distance"]].rename(columns={"distance": "to Table 3"}),
+        on=["dataset", "set"],
+        how="left",
+    ).merge(
+        paper_distances[["dataset", "set", "distance"]].rename(
+            columns={"dataset": "reference", "distance": "reference to Table 3"}
+        ),
+        on=["reference", "set"],
+        how="left",
+    )
+    return [
+        "## Distance to the real jobs",
+        "",
+        "Each generated dataset's distance to a real dataset of the same trace, with the real "
+        "rows in place of the paper's (mean over the set's methods of |TPR - real TPR| + "
+        "|FPR - real FPR|, both under `protocol: paper`); `loo_min` / `loo_max`: the least "
+        "and greatest distance when each real job is left out of the target in turn. `to "
+        "Table 3`: the generated dataset's distance to the paper's Table 3; `reference to "
+        "Table 3`: the real jobs' own, the floor under it (docs/fingerprint.md).",
+        "",
+        markdown_table(table, 3),
+    ]
+
+
 def write_fingerprint(
     rows: pd.DataFrame,
     out_csv: str,
@@ -154,10 +238,15 @@ def write_fingerprint(
     out_distances: str,
     title: str,
     confidence_level: float | None = 0.95,
+    real: pd.DataFrame | None = None,
+    out_real: str | None = None,
 ) -> pd.DataFrame:
     """The rows (`out_csv`), the distance per dataset and set (`out_distances`, what the
-    findings page quotes) and the Markdown."""
+    findings page quotes), with `real` the distances to the real jobs (`out_real`), and the
+    Markdown."""
     write_csv_atomic(rows, out_csv)
     write_csv_atomic(fingerprint_distances(rows), out_distances)
-    write_text_atomic(fingerprint_markdown(rows, title, confidence_level), out_md)
+    if real is not None:
+        write_csv_atomic(real, out_real)
+    write_text_atomic(fingerprint_markdown(rows, title, confidence_level, real), out_md)
     return rows

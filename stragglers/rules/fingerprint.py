@@ -133,12 +133,21 @@ def fingerprint_paper_table(
     csv: str,
     md: str,
     distances: str,
+    real_distances: str,
+    real_datasets: list[str] = (),
 ) -> pd.DataFrame:
     """Rule fingerprint_paper_table: the `paper` fingerprint, Table 3's means and bootstrap intervals over jobs (the same
-    functions, seeds and settings as rule table3) of the replays under `protocol: paper`."""
+    functions, seeds and settings as rule table3) of the replays under `protocol: paper`;
+    `real_distances`: each generated dataset's distance to each real dataset of the same
+    trace of the paper (`real_datasets`), the real rows as the target."""
     from stragglers.evaluate import bootstrap as boot
     from stragglers.evaluate.metrics import summary_table
-    from stragglers.report.fingerprint import fingerprint_rows, write_fingerprint
+    from stragglers.formats.datasets import PAPER_TRACE_OF_KIND
+    from stragglers.report.fingerprint import (
+        fingerprint_rows,
+        real_job_distances,
+        write_fingerprint,
+    )
 
     metrics = pd.concat(
         [pd.read_csv(p, dtype={"job_id": str}) for p in job_metrics], ignore_index=True
@@ -151,6 +160,14 @@ def fingerprint_paper_table(
         validate="one_to_one",
     )
     rows = fingerprint_rows(ours, paper_rows_for(paper, kinds), {d: "paper" for d in datasets})
+    real = [d for d in datasets if d in set(real_datasets)]
+    pairs = [
+        (generated, reference)
+        for reference in real
+        for generated in datasets
+        if generated not in real
+        and PAPER_TRACE_OF_KIND.get(kinds[generated]) == PAPER_TRACE_OF_KIND.get(kinds[reference])
+    ]
     return write_fingerprint(
         rows,
         csv,
@@ -158,4 +175,6 @@ def fingerprint_paper_table(
         distances,
         title="Table 3 fingerprint under protocol `paper` (`snakemake fingerprint`)",
         confidence_level=settings["confidence_level"],
+        real=real_job_distances(summary_table, metrics, pairs, list(datasets)),
+        out_real=real_distances,
     )

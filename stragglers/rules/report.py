@@ -102,6 +102,7 @@ def findings(
     fingerprint: str,
     fingerprint_paper: str | list,
     fingerprint_paper_distances: str | list,
+    real_distances: str | list,
     md: str,
     sources: str,
     datasets: list[str],
@@ -127,6 +128,7 @@ def findings(
         fingerprint=fingerprint,
         fingerprint_paper=fingerprint_paper or None,
         fingerprint_paper_distances=fingerprint_paper_distances or None,
+        real_distances=real_distances or None,
     )
 
 

@@ -79,6 +79,7 @@ rule fingerprint_paper_table:
     output:
         csv="results/fingerprint/fingerprint.csv",
         distances="results/fingerprint/fingerprint_distances.csv",
+        real_distances="results/fingerprint/real_distances.csv",
         md=report(
             "results/fingerprint/fingerprint.md",
             caption="../report/fingerprint_paper.rst",
@@ -93,6 +94,7 @@ rule fingerprint_paper_table:
     params:
         datasets=list(FINGERPRINT_METHODS),
         kinds={name: dataset_config(name)["kind"] for name in FINGERPRINT_METHODS},
+        real_datasets=REAL_DATASETS,
         seed=config["seed"],
         bootstrap=config["evaluation"],
     script:

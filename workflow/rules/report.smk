@@ -32,6 +32,7 @@ rule findings:
         fingerprint="results/tables/fingerprint_distances.csv",
         fingerprint_paper=lambda wc: paper_fingerprint_input("fingerprint.csv"),
         fingerprint_paper_distances=lambda wc: paper_fingerprint_input("fingerprint_distances.csv"),
+        real_distances=lambda wc: paper_fingerprint_input("real_distances.csv"),
     output:
         md=report("results/findings.md", caption="../report/findings.rst", category="Findings"),
         sources="results/findings.sources.csv",
