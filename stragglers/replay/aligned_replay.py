@@ -21,7 +21,7 @@ from stragglers.replay.protocols import method_rules
 
 def replay_aligned_job(job: Job, method: Method, settings, last_columns: np.ndarray, seed: int):
     rules = settings.rules
-    interval = float(settings.checkpoint_interval)
+    interval = settings.aligned_step
     if rules.regressor == "sklearn_gbr":
         # the script's regressor with the script's column order (it breaks near-tied splits
         # by column position)
@@ -57,7 +57,7 @@ def replay_aligned_job(job: Job, method: Method, settings, last_columns: np.ndar
             straggler_threshold=model_threshold,
             seed=seed,
             true_latency=np.array(model_latency, dtype=float) if method.privileged else None,
-            checkpoint_interval=float(settings.checkpoint_interval),
+            checkpoint_interval=interval,
             grid_origin=float(settings.grid_origin),
             kill_delay=settings.resume_kill_delay,
             **method_rules(rules),

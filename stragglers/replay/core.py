@@ -26,6 +26,9 @@ class ReplaySettings:
     # speculative resume's tau_kill - tau_est (simulation.policies.kill_delay): None = one
     # checkpoint interval, as the simulator's resume policy (stragglers.simulate.policies)
     kill_delay: float | None = None
+    # the aligned timeline's step (`protocol: paper`): longer windows are cut into pieces of
+    # it, checkpoint k is read at (k + 1) x it; None = checkpoint_interval (docs/protocols.md)
+    aligned_window: float | None = None
 
     def __post_init__(self) -> None:
         resolve_rules(self.protocol, self.overrides)  # raises naming the setting
@@ -37,6 +40,8 @@ class ReplaySettings:
             raise ValueError(f"replay.start_fraction must be in (0, 1), got {self.start_fraction}")
         if self.checkpoint_interval <= 0:
             raise ValueError("replay.checkpoint_interval must be positive")
+        if self.aligned_window is not None and not self.aligned_window > 0:
+            raise ValueError(f"replay.aligned_window must be positive, got {self.aligned_window}")
         if self.kill_delay is not None and not (0 <= float(self.kill_delay) < math.inf):
             raise ValueError(f"simulation.policies.kill_delay must be >= 0, got {self.kill_delay}")
 
@@ -45,6 +50,13 @@ class ReplaySettings:
         """tau_kill - tau_est of speculative resume: the one number SRQuant / LASER model and
         the simulator's resume policy applies (`kill_delay`, or one checkpoint interval)."""
         return float(self.checkpoint_interval if self.kill_delay is None else self.kill_delay)
+
+    @property
+    def aligned_step(self) -> float:
+        """The aligned timeline's step: `aligned_window`, or the checkpoint interval."""
+        return float(
+            self.checkpoint_interval if self.aligned_window is None else self.aligned_window
+        )
 
     @property
     def rules(self) -> ProtocolRules:

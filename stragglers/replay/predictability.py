@@ -81,7 +81,7 @@ def final_job_view(job, last_columns: np.ndarray, settings) -> FinalJobView:
     from stragglers.replay.core import straggler_threshold
 
     rules = settings.rules
-    view = aligned.build_view(job, last_columns, rules.features, settings.checkpoint_interval)
+    view = aligned.build_view(job, last_columns, rules.features, settings.aligned_step)
     latency = view.latency
     tau = straggler_threshold(latency, settings.straggler_quantile, rules.threshold)
     return FinalJobView(
