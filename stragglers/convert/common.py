@@ -272,6 +272,11 @@ def write_manifest(
     return summary
 
 
+# optional column of a task table's spilled facts: the order of a job's tasks in its file (else
+# their start; stragglers/convert/tasks_table.spill_task_frames)
+TASK_ORDER = "task_order"
+
+
 def _write_shard_jobs(
     windows: pa.Table | None,
     shard: int,
@@ -307,7 +312,11 @@ def _write_shard_jobs(
     if len(key) and (len(sorted_keys) == 0 or np.any(sorted_keys[key] != spilled_keys)):
         raise ValueError(f"shard {shard}: spilled windows of tasks missing from the task table")
     start = windows.column("window_start").to_numpy()
-    order = np.lexsort((start, key, facts["task_start"][key], job_rank[key]))
+    # tasks by start, unless the task table gives their order (convert/tasks_table.TASK_ORDER)
+    task_order = (
+        task_table[TASK_ORDER].to_numpy() if TASK_ORDER in task_table else facts["task_start"]
+    )
+    order = np.lexsort((start, key, task_order[key], job_rank[key]))
     key = key[order]
     shard_tasks = np.flatnonzero(task_table["shard"].to_numpy() == shard)
     report.count("tasks_dropped_no_usage_windows", int(len(shard_tasks) - len(np.unique(key))))

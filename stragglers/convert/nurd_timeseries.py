@@ -385,6 +385,7 @@ def spill_nurd_timeseries(
         min_tasks=min_tasks,
         grid_origin=0.0,  # unused: the windows are the files'
         window_seconds=1.0,
+        tasks_in_table_order=True,  # task position = task index, the scripts' order
     )
 
 

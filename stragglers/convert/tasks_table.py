@@ -21,6 +21,7 @@ import pyarrow as pa
 from stragglers.convert.common import (
     FEATURES_KEY,
     REPORT_FILE,
+    TASK_ORDER,
     TASKS_FILE,
     ConversionReport,
     ShardSpill,
@@ -293,13 +294,17 @@ def spill_task_frames(
     min_tasks: int,
     grid_origin: float,
     window_seconds: float,
+    tasks_in_table_order: bool = False,
 ) -> dict[str, Any]:
     """Select the tasks of validated attempt and usage frames (as `read_tasks` and
     `read_usage` return them), build the windows and their features, and write the window
     rows per shard and `tasks.parquet` (the per-task facts) to `spill_dir`, atomically.
     `usage_source` names the usage rows in errors. EV / FL come from the attempts' statuses,
     unless the usage frame carries them as running totals (a reader whose source counts the
-    events per window, stragglers/convert/nurd_timeseries.py; a user's usage table may not)."""
+    events per window, stragglers/convert/nurd_timeseries.py; a user's usage table may not).
+    `tasks_in_table_order`: a job file numbers its tasks as they first appear in the table
+    (TASK_ORDER), not by start (a layout whose task order is meaningful: the NURD authors'
+    scripts read tasks by index)."""
     requests = table_format.request_columns(every_attempt.columns)
     tasks = select_tasks(task_outcomes(every_attempt, report), min_tasks, report)
     attempts = _attempts_of_kept(every_attempt, tasks)
@@ -368,7 +373,11 @@ def spill_task_frames(
                 int(shard), pa.Table.from_pandas(piece.drop(columns="shard"), preserve_index=False)
             )
         spill.close()
-        tasks[TASK_TABLE_FILE_COLUMNS].to_parquet(staging / TASKS_FILE, index=False)
+        columns = TASK_TABLE_FILE_COLUMNS
+        if tasks_in_table_order:
+            tasks[TASK_ORDER] = tasks["task_key"].astype(np.float64)
+            columns = [*columns, TASK_ORDER]
+        tasks[columns].to_parquet(staging / TASKS_FILE, index=False)
         summary = {**report.as_dict(), FEATURES_KEY: features}
         _write_report(staging / REPORT_FILE, summary)
     return summary
