@@ -812,3 +812,16 @@ def test_reference_script_extracts_the_archive_unchanged(tmp_path):
     (jobs / "77").mkdir(parents=True)
     (jobs / "77" / "0").write_bytes(files["77/0"])
     assert bench.raw_script_input(jobs, tmp_path / "unused") == jobs  # read as it is
+
+
+def test_reference_script_times_a_model_without_changing_it():
+    from sklearn.linear_model import LinearRegression
+
+    bench = _reference_script()
+    X, y = unit_rows(20), np.arange(20.0)
+    bench.SCRIPT_CPU.clear()
+    timed = bench._timed_factory(LinearRegression, "lr")(fit_intercept=False).fit(X, y)
+    np.testing.assert_array_equal(
+        timed.predict(X), LinearRegression(fit_intercept=False).fit(X, y).predict(X)
+    )
+    assert set(bench.SCRIPT_CPU) == {"lr"} and bench.SCRIPT_CPU["lr"] >= 0
