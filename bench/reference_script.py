@@ -4,12 +4,15 @@
         [--config config/config.yaml] [--converted resources/converted]
         [--datasets google-synthetic alibaba-synthetic] [--alphas 0 0.5] [--n-jobs 0]
         [--only-jobs ID ...] [--out bench/out/reference_script] [--real-baselines]
+        [--checkpoint-interval SECONDS]
 
 `PATH/run_ts.py` and `PATH/run_od.py` are copies of `code/run_ts.py` and `code/run_od.py` of
 y-ding/nurd-mlsys22-code that you supply (with `utils_ts.py` and `tobit.py` beside them, as in
 that repository); nothing of them is part of this repository. Give either or both. Run after
-`snakemake` has converted the datasets (`--converted`, default resources/converted/). The
-real baselines of run_ts.py need the optional extra: `pip install -e '.[reference]'`.
+`snakemake` has converted the datasets (`--converted`, default resources/converted/; a
+dataset of kind `nurd-timeseries` without one there is converted once into
+`<out>/<dataset>/converted`, as the workflow converts it). The real baselines of run_ts.py
+need the optional extra: `pip install -e '.[reference]'`.
 
 For every dataset and job (the first `--n-jobs` by id, as the audit; 0 = all):
 
@@ -18,6 +21,9 @@ For every dataset and job (the first `--n-jobs` by id, as the audit; 0 = all):
    time order, ST / ET counted from the task's start (stragglers.formats.datasets.SCRIPT_LAYOUT;
    windows longer than the dataset's checkpoint_interval cut into pieces, missing values 0,
    evictions / failures per window: what `replay.protocol: paper` reads, docs/protocols.md).
+   A dataset of kind `nurd-timeseries` is already in that layout: the scripts read its own
+   files (its raw folder of job folders, or its `.tar.gz` archives extracted once, bytes
+   unchanged, into `<out>/<dataset>/raw`); nothing is converted for them.
    Columns the dataset has no value for are 0 (the scripts drop constant columns).
 2. The scripts run on it, in this process (run_ts.py once per gamma, `--alphas`), with only
    these run-time shims (nothing in the files is edited):
@@ -56,8 +62,15 @@ For every dataset and job (the first `--n-jobs` by id, as the audit; 0 = all):
    for run_od.py, each with the config's parameters.
 
 Writes `<out>/<dataset>/comparison.csv` (one row per job, method and alpha: script and
-pipeline TPR / FPR / F1, equal or not, and the scored tasks whose flag differs) and
-`<out>/summary.md`, and prints the summary.
+pipeline TPR / FPR / F1, equal or not, `tasks_differing`: the tasks scored by either side
+whose flag differs, matched by task index, the file name; the script's are read from its own
+lists, `test_idx_init` / `test_idx_gap` at `good_stra_idx` / `good_gap_idx`, ours are the
+task position for a layout written here and the converted `task_id` for a nurd-timeseries
+job, whose positions follow the tasks' starts; and CPU seconds, `time.process_time`:
+`script_cpu_s` the method's model calls in the script, run_ts.py's NURD and NURD-NC counting
+the GBR they reweight and the propensity fit they share, `script_job_cpu_s` the script's
+whole run of the job, every method and the reading, and `pipeline_cpu_s` step 0's replay of
+the job with the method) and `<out>/summary.md`, and prints the summary.
 """
 
 from __future__ import annotations
@@ -67,6 +80,7 @@ import contextlib
 import importlib.util
 import io
 import sys
+import tarfile
 import time
 import types
 from pathlib import Path
@@ -78,6 +92,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from stragglers.convert.nurd_timeseries import ARCHIVE_SUFFIX, raw_entries  # noqa: E402
+from stragglers.convert.nurd_timeseries import KIND as NURD_KIND  # noqa: E402
+from stragglers.convert.one_process import convert_dataset  # noqa: E402
 from stragglers.evaluate.metrics import job_metrics  # noqa: E402
 from stragglers.formats.datasets import (  # noqa: E402
     FEATURES_BY_KIND,
@@ -115,6 +132,13 @@ OD_METHODS = {
 EQUAL = 1e-9
 STUBBED_BY_PACKAGE = {"pulearn": ("PU-EN", "PU-BG"), "KTBoost.KTBoost": ("Grabit",)}
 STUBBED: set[str] = set()  # real baselines that could not run (load_script)
+# CPU seconds (time.process_time) of the scripts' model calls in the current run, by model:
+# run_ts.py gb (its GradientBoostingRegressor), lr (the LogisticRegression NURD and NURD-NC
+# share), en, bg, tb, kt; run_od.py its clf_list names
+SCRIPT_CPU: dict[str, float] = {}
+# a run_ts.py method's CPU: the models it calls (NURD and NURD-NC reweight GBTR's predictions
+# with the one propensity fit they share)
+TS_CPU_PARTS = {"gb": ("gb",), "ipwnc": ("gb", "lr"), "ipw": ("gb", "lr")}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -154,6 +178,57 @@ def write_layout(job, kind: str, interval: float, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for i, table in enumerate(task_tables(job, kind, interval)):
         np.savetxt(folder / str(i), table, delimiter=",", fmt="%.17g")
+
+
+def raw_script_input(raw_dir: Path, folder: Path) -> Path:
+    """A nurd-timeseries dataset's own files, as the scripts read them (`<dir>/<job>/<task
+    index>`): its raw folder of job folders as it is, or its `.tar.gz` archives extracted once
+    into `folder` (each member's bytes written unchanged to `<job>/<task index>`)."""
+    entries = raw_entries(raw_dir)
+    if not entries[0].endswith(ARCHIVE_SUFFIX):
+        return raw_dir
+    done = folder / ".extracted"
+    if done.is_file() and done.read_text() == "\n".join(entries):
+        return folder
+    for entry in entries:
+        with tarfile.open(raw_dir / entry, "r:gz") as archive:
+            for member in archive:
+                parts = Path(member.name).parts
+                if not member.isfile() or any(p.startswith(".") for p in parts):
+                    continue
+                target = folder / parts[-2] / parts[-1]
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(archive.extractfile(member).read())
+    done.write_text("\n".join(entries))
+    return folder
+
+
+def converted_folder(config: dict, dataset: str, args) -> Path:
+    """`--converted`'s folder of the dataset; for a nurd-timeseries dataset without one, the
+    dataset converted once into the benchmark's out folder (as the workflow converts it)."""
+    entry = config["datasets"][dataset]
+    converted = args.converted / dataset
+    if (converted / "manifest.parquet").is_file():
+        return converted
+    if entry["kind"] != NURD_KIND:
+        raise SystemExit(f"--converted: no {converted / 'manifest.parquet'}; run snakemake first")
+    converted = args.out / dataset / "converted"
+    if not (converted / "manifest.parquet").is_file():
+        convert_dataset(
+            kind=NURD_KIND,
+            raw_dir=str(dataset_raw_dir(entry)),
+            out_dir=str(converted),
+            dataset=dataset,
+            n_shards=int(entry.get("n_shards", 1)),
+            min_tasks=int(entry.get("min_tasks", 100)),
+            latency_definition=entry.get("latency_definition", "schedule_to_finish"),
+        )
+    return converted
+
+
+def dataset_raw_dir(entry: dict) -> Path:
+    raw = Path(entry["raw_dir"])
+    return raw if raw.is_absolute() else ROOT / raw
 
 
 # ---------------------------------------------------------------------------------------------
@@ -202,15 +277,31 @@ def script_flags(pred, alpha: float) -> np.ndarray:
     return (np.asarray(pred, dtype=float) >= alpha)[:-1].any(axis=0)
 
 
+def scored_task_indices(names: dict) -> list[int] | None:
+    """The task index (file name) of each task the scripts score, in their test order: the
+    stragglers kept (`test_idx_init` at `good_stra_idx`) then the gap tasks kept (`test_idx_gap`
+    at `good_gap_idx`), read from the calling main()'s own variables (None if absent)."""
+    try:
+        stragglers = [names["test_idx_init"][i] for i in names["good_stra_idx"]]
+        gap = [names["test_idx_gap"][i] for i in names["good_gap_idx"]]
+    except (KeyError, IndexError, TypeError):
+        return None
+    return [int(i) for i in stragglers + gap]
+
+
 def _record_scores(module) -> list:
     """Wrap the module's get_TPR_FPR; the returned list collects ((TPR, FPR, FNR, AUC, F1),
-    per-task flags) of each call."""
+    per-task flags, their task indices or None) of each call."""
     scores: list[tuple] = []
     original = module.get_TPR_FPR
 
     def recording(pred, alpha, n_stra):
         result = original(pred, alpha, n_stra)
-        scores.append((result, script_flags(pred, alpha)))
+        flags = script_flags(pred, alpha)
+        indices = scored_task_indices(sys._getframe(1).f_locals)
+        if indices is not None and len(indices) != len(flags):
+            indices = None
+        scores.append((result, flags, indices))
         return result
 
     module.get_TPR_FPR = recording
@@ -282,7 +373,48 @@ def load_script(path: Path, real_baselines: bool):
         for name in ("ElkanotoPuClassifier", "BaggingPuClassifier", "TobitModel"):
             setattr(module, name, _StubBaseline)
         module.KTBoost = types.SimpleNamespace(BoostingRegressor=_StubBaseline)
+    timed = {
+        "GradientBoostingRegressor": "gb",
+        "LogisticRegression": "lr",
+        "ElkanotoPuClassifier": "en",
+        "BaggingPuClassifier": "bg",
+        "TobitModel": "tb",
+    }
+    for name, key in timed.items():
+        setattr(module, name, _timed_factory(getattr(module, name), key))
+    module.KTBoost = types.SimpleNamespace(
+        BoostingRegressor=_timed_factory(module.KTBoost.BoostingRegressor, "kt")
+    )
     return module, _record_scores(module)
+
+
+class _Timed:
+    """A model whose fit / predict / predict_proba CPU seconds add up in SCRIPT_CPU[key]
+    (its results unchanged)."""
+
+    def __init__(self, model, key: str):
+        self._model, self._key = model, key
+
+    def _call(self, name, *args, **kwargs):
+        began = time.process_time()
+        try:
+            return getattr(self._model, name)(*args, **kwargs)
+        finally:
+            SCRIPT_CPU[self._key] = SCRIPT_CPU.get(self._key, 0.0) + time.process_time() - began
+
+    def fit(self, *args, **kwargs):
+        self._call("fit", *args, **kwargs)
+        return self
+
+    def predict(self, *args, **kwargs):
+        return self._call("predict", *args, **kwargs)
+
+    def predict_proba(self, *args, **kwargs):
+        return self._call("predict_proba", *args, **kwargs)
+
+
+def _timed_factory(make, key: str):
+    return lambda *args, **kwargs: _Timed(make(*args, **kwargs), key)
 
 
 class _GuardedModel:
@@ -316,16 +448,23 @@ def _guarded_factory(make, quiet: float):
 _GUARD_DEPTH = [0]  # nesting of guarded calls: only the script's own (outermost) call is guarded
 
 
-def guarded(cls):
+def guarded(cls, key: str | None = None):
     """`cls` whose fit and predict, called by the script, never raise: a failed fit or
     predict flags nothing (zeros) at that step. Calls nested inside another guarded call
-    (LSCP fitting its LOFs) raise as usual, to the outer detector."""
+    (LSCP fitting its LOFs) raise as usual, to the outer detector. The script's own calls'
+    CPU seconds add up in SCRIPT_CPU[key] (default: the class name)."""
+    key = key or cls.__name__
+
+    def spent(began: float) -> None:
+        if _GUARD_DEPTH[0] == 1:
+            SCRIPT_CPU[key] = SCRIPT_CPU.get(key, 0.0) + time.process_time() - began
 
     class Guarded(cls):
         _guard_failed = False
 
         def fit(self, X, y=None):
             _GUARD_DEPTH[0] += 1
+            began = time.process_time()
             try:
                 super().fit(X, y)
                 self._guard_failed = False
@@ -334,6 +473,7 @@ def guarded(cls):
                     raise
                 self._guard_failed = True
             finally:
+                spent(began)
                 _GUARD_DEPTH[0] -= 1
             return self
 
@@ -341,6 +481,7 @@ def guarded(cls):
             if self._guard_failed:
                 return np.zeros(len(X), dtype=int)
             _GUARD_DEPTH[0] += 1
+            began = time.process_time()
             try:
                 return super().predict(X, *args, **kwargs)
             except Exception:
@@ -348,6 +489,7 @@ def guarded(cls):
                     raise
                 return np.zeros(len(X), dtype=int)
             finally:
+                spent(began)
                 _GUARD_DEPTH[0] -= 1
 
     Guarded.__name__ = Guarded.__qualname__ = cls.__name__
@@ -379,17 +521,19 @@ def load_od_script(path: Path):
     utils = importlib.import_module("utils_ts")
     public = {k: v for k, v in vars(utils).items() if not k.startswith("_")}  # import *
     module = _exec_script(path, "nurd_run_od", public)
-    for name in OD_CLASSES:
-        setattr(module, name, guarded(getattr(module, name)))
+    for name, key in zip(OD_CLASSES, OD_METHODS):
+        setattr(module, name, guarded(getattr(module, name), key))
     return module, _record_scores(module)
 
 
 def run_script(
     module, scores: list, data: Path, job_id: str, gamma: float | None, log: Path, names
 ) -> dict:
-    """{script method: (TPR, FPR, F1, per-task flags)} for one job (and gamma: run_ts.py;
-    None: run_od.py); rates as fractions."""
+    """{script method: (TPR, FPR, F1, per-task flags, their task indices, CPU seconds of the
+    method's models)} for one job (and gamma: run_ts.py; None: run_od.py), rates as
+    fractions, and "job_cpu_s": the CPU seconds of the whole run (reading, every method)."""
     scores.clear()
+    SCRIPT_CPU.clear()
     scratch = log.parent / "script-out"
     scratch.mkdir(parents=True, exist_ok=True)
     argv = sys.argv
@@ -397,43 +541,78 @@ def run_script(
     if gamma is not None:
         sys.argv += ["--gamma", repr(float(gamma))]
     text = io.StringIO()
+    began = time.process_time()
     try:
         with contextlib.redirect_stdout(text):
             module.main()
     finally:
         sys.argv = argv
         log.write_text(text.getvalue())
+    job_cpu = time.process_time() - began
     if len(scores) != len(names):
         raise RuntimeError(
             f"job {job_id}: the script scored {len(scores)} methods, expected {len(names)}"
         )
-    return {
-        name: (s[0] / 100.0, s[1] / 100.0, float(s[4]), flags)
-        for name, (s, flags) in zip(names, scores)
+    result: dict = {
+        name: (
+            s[0] / 100.0,
+            s[1] / 100.0,
+            float(s[4]),
+            flags,
+            indices,
+            sum(SCRIPT_CPU.get(part, 0.0) for part in TS_CPU_PARTS.get(name, (name,))),
+        )
+        for name, (s, flags, indices) in zip(names, scores)
     }
+    result["job_cpu_s"] = job_cpu
+    return result
 
 
 # ---------------------------------------------------------------------------------------------
 # 3. the pipeline's step 0, and the comparison
 
 
+def task_keys(job, kind: str) -> np.ndarray:
+    """Each task position's name in the scripts' input: its task index, the file name. For a
+    nurd-timeseries dataset that is the converted job's task_id (the job sorts its tasks by
+    start, so positions are not indices); for the layout written here, the position."""
+    if kind == NURD_KIND:
+        return job.task_id.astype(np.int64)
+    return np.arange(job.n_tasks)
+
+
+def tasks_differing(script: dict, ours: dict) -> int:
+    """Tasks (by task index) scored by either side whose flag differs, a task scored by one
+    side only counting as differing."""
+    return sum(script.get(task) != ours.get(task) for task in set(script) | set(ours))
+
+
 def pipeline_step0(
-    jobs, kind: str, settings: ReplaySettings, seed: int, dataset: str, method: str, params: dict
+    jobs, kind: str, last, settings: ReplaySettings, seed: int, dataset: str, method, params
 ) -> pd.DataFrame:
-    """Per job: step 0's metrics, and its per-task flags in the scripts' test order."""
-    tasks, rows = run_method_on_jobs(
-        iter(jobs), get_method(method), params, settings, last_columns(kind), seed, dataset
-    )
-    metrics = job_metrics(tasks, rows).set_index("job_id")
-    scored = tasks[tasks["evaluated"]].sort_values(
-        ["job_id", "is_straggler", "task"], ascending=[True, False, True]
-    )
-    flags = {str(j): part["flagged"].to_numpy(bool) for j, part in scored.groupby("job_id")}
-    metrics["flags"] = [flags.get(str(j), np.zeros(0, dtype=bool)) for j in metrics.index]
-    return metrics
+    """Per job: step 0's metrics, its per-task flags in the scripts' test order ("flags":
+    stragglers first, each group by task index), the same by task index ("flags_by_task")
+    and the CPU seconds of the job's replay ("cpu_s")."""
+    frames = []
+    for job in jobs:
+        began = time.process_time()
+        tasks, rows = run_method_on_jobs(
+            iter([job]), get_method(method), params, settings, last, seed, dataset
+        )
+        cpu = time.process_time() - began
+        metrics = job_metrics(tasks, rows).set_index("job_id")
+        scored = tasks[tasks["evaluated"]].copy()
+        scored["task_index"] = task_keys(job, kind)[scored["task"].to_numpy()]
+        scored = scored.sort_values(["is_straggler", "task_index"], ascending=[False, True])
+        flags = scored["flagged"].to_numpy(bool)
+        metrics["flags"] = [flags]
+        metrics["flags_by_task"] = [dict(zip(scored["task_index"].tolist(), flags.tolist()))]
+        metrics["cpu_s"] = cpu
+        frames.append(metrics)
+    return pd.concat(frames)
 
 
-def comparison_row(dataset, job_id, method, alpha, mine, theirs) -> dict:
+def comparison_row(dataset, job_id, method, alpha, mine, theirs, job_cpu=np.nan) -> dict:
     row = {
         "dataset": dataset,
         "job_id": job_id,
@@ -443,19 +622,28 @@ def comparison_row(dataset, job_id, method, alpha, mine, theirs) -> dict:
         "pipeline_TPR": mine["TPR"],
         "pipeline_FPR": mine["FPR"],
         "pipeline_F1": mine["F1"],
+        "pipeline_cpu_s": mine["cpu_s"],
     }
     if isinstance(theirs, str):
         row.update(script_error=theirs)
         return row
-    tpr, fpr, f1, flags = theirs
-    ours = mine["flags"]
+    tpr, fpr, f1, flags, indices, cpu = theirs
+    if indices is not None:  # by task index
+        differing = tasks_differing(dict(zip(indices, flags.tolist())), mine["flags_by_task"])
+    else:  # the scored sets in the scripts' test order
+        ours = mine["flags"]
+        differing = int((flags != ours).sum()) if len(flags) == len(ours) else np.nan
     row.update(
         script_TPR=tpr,
         script_FPR=fpr,
         script_F1=f1,
         script_error="",
-        # scored tasks whose flag differs (the scored sets in the scripts' test order)
-        tasks_differing=int((flags != ours).sum()) if len(flags) == len(ours) else np.nan,
+        tasks_differing=differing,
+        # CPU seconds: the method's model calls in the script (run_ts.py's NURD and NURD-NC:
+        # GBTR's GBR and the propensity fit), the script's whole run of the job (every
+        # method, and reading), and the pipeline's replay of the job with this method
+        script_cpu_s=cpu,
+        script_job_cpu_s=job_cpu,
     )
     return row
 
@@ -476,23 +664,32 @@ def run_jobs(module, scores, jobs, data: Path, out: Path, gamma, names, tag: str
 def compare_dataset(config: dict, dataset: str, args, scripts: dict) -> pd.DataFrame:
     entry = config["datasets"][dataset]
     kind = entry["kind"]
-    converted = args.converted / dataset
-    if not (converted / "manifest.parquet").is_file():
-        raise SystemExit(f"--converted: no {converted / 'manifest.parquet'}; run snakemake first")
+    converted = converted_folder(config, dataset, args)
     merged = dataset_replay(config["replay"], entry)
+    if args.checkpoint_interval is not None:  # step 0 only; the scripts read their rows
+        merged["checkpoint_interval"] = args.checkpoint_interval
     settings = ReplaySettings(**{**merged, "protocol": "paper", "overrides": None})
     job_ids = audit_jobs(read_manifest(converted), args.n_jobs)
     if args.only_jobs:
         job_ids = [j for j in job_ids if j in set(args.only_jobs)]
     jobs = list(iter_shard_jobs(converted, kind, None, only_jobs=job_ids))
+    last = last_columns(kind, converted)
     out = args.out / dataset
-    data = out / "input"
-    for job in jobs:
-        write_layout(job, kind, settings.checkpoint_interval, data / job.job_id)
+    if kind == NURD_KIND:  # the scripts read the dataset's own files
+        data = raw_script_input(dataset_raw_dir(entry), out / "raw")
+    else:  # the converted jobs written in the scripts' layout
+        data = out / "input"
+        for job in jobs:
+            write_layout(job, kind, settings.checkpoint_interval, data / job.job_id)
 
     def ours(method, params):
         params = {**(config["methods"].get(method) or {}), **params}
-        return pipeline_step0(jobs, kind, settings, config["seed"], dataset, method, params)
+        return pipeline_step0(jobs, kind, last, settings, config["seed"], dataset, method, params)
+
+    def row(job, method, alpha, mine, result, name):
+        theirs = result if isinstance(result, str) else result[name]
+        job_cpu = np.nan if isinstance(result, str) else result["job_cpu_s"]
+        return comparison_row(dataset, job.job_id, method, alpha, mine, theirs, job_cpu)
 
     rows = []
     if "ts" in scripts:
@@ -509,17 +706,15 @@ def compare_dataset(config: dict, dataset: str, args, scripts: dict) -> pd.DataF
             for method, params in methods.items():
                 mine = ours(method, params)
                 for job in jobs:
-                    theirs = script[job.job_id]
-                    if not isinstance(theirs, str):
-                        theirs = theirs[compared[method]]
+                    alpha_of = float(alpha) if method == "NURD" else np.nan
                     rows.append(
-                        comparison_row(
-                            dataset,
-                            job.job_id,
+                        row(
+                            job,
                             method,
-                            float(alpha) if method == "NURD" else np.nan,
+                            alpha_of,
                             mine.loc[job.job_id],
-                            theirs,
+                            script[job.job_id],
+                            compared[method],
                         )
                     )
     if "od" in scripts:
@@ -530,13 +725,8 @@ def compare_dataset(config: dict, dataset: str, args, scripts: dict) -> pd.DataF
         for name, method in OD_METHODS.items():
             mine = ours(method, {})
             for job in jobs:
-                theirs = script[job.job_id]
-                if not isinstance(theirs, str):
-                    theirs = theirs[name]
                 rows.append(
-                    comparison_row(
-                        dataset, job.job_id, method, np.nan, mine.loc[job.job_id], theirs
-                    )
+                    row(job, method, np.nan, mine.loc[job.job_id], script[job.job_id], name)
                 )
     frame = pd.DataFrame(rows)
     for column in ("script_TPR", "script_FPR", "script_F1", "tasks_differing"):
@@ -558,8 +748,8 @@ def compare_dataset(config: dict, dataset: str, args, scripts: dict) -> pd.DataF
 def summary(frame: pd.DataFrame) -> str:
     lines = [
         "| dataset | method | alpha | jobs | mean F1 script | mean F1 step 0 | "
-        "jobs equal | jobs with equal task flags | largest F1 gap |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "jobs equal | jobs with equal task flags | largest F1 gap | CPU s script | CPU s step 0 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     keys = ["dataset", "method", "alpha"]
     for (dataset, method, alpha), part in frame.groupby(keys, dropna=False, sort=False):
@@ -568,7 +758,9 @@ def summary(frame: pd.DataFrame) -> str:
             f"| {dataset} | {method} | {alpha_text} | {len(part)} | {part['script_F1'].mean():.3f} | "
             f"{part['pipeline_F1'].mean():.3f} | {int(part['equal'].sum())} of {len(part)} | "
             f"{int((part['tasks_differing'] == 0).sum())} | "
-            f"{part['abs_F1_difference'].max():.3f} |"
+            f"{part['abs_F1_difference'].max():.3f} | "
+            f"{part.get('script_cpu_s', pd.Series(dtype=float)).sum():.1f} | "
+            f"{part['pipeline_cpu_s'].sum():.1f} |"
         )
     if STUBBED:
         lines += ["", f"Not compared (their package does not import): {', '.join(sorted(STUBBED))}"]
@@ -611,6 +803,13 @@ def main(argv: list[str] | None = None) -> int:
         default=[0.0, 0.5],
         help="the script's gamma = NURD's alpha",
     )
+    parser.add_argument(
+        "--checkpoint-interval",
+        type=float,
+        help="step 0's checkpoint_interval (rule 1 cuts longer windows into pieces of it); "
+        "default: the dataset's. A nurd-timeseries dataset's rows are the scripts' steps "
+        "whole: give its longest window (300 for google-2011-usage) to run step 0 on them",
+    )
     parser.add_argument("--n-jobs", type=int, default=0, help="first jobs by id; 0 = all")
     parser.add_argument("--only-jobs", nargs="*", help="of those, only these job ids")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "reference_script")
@@ -627,6 +826,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{option}: no file {path}")
     if args.n_jobs < 0:
         parser.error("--n-jobs must be >= 0")
+    if args.checkpoint_interval is not None and args.checkpoint_interval <= 0:
+        parser.error("--checkpoint-interval must be > 0")
     if any(a < 0 for a in args.alphas):
         parser.error("--alphas must be >= 0")
     config = yaml.safe_load(args.config.read_text())

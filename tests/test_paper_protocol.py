@@ -730,3 +730,65 @@ def test_reference_script_reads_the_flags_get_tpr_fpr_scores():
     pred = [[0, 1, 0, 0], [1, 0, 0, 0.2], [0, 0, 1, 0]]  # the last step is not scored
     np.testing.assert_array_equal(bench.script_flags(pred, 0.5), [True, True, False, False])
     np.testing.assert_array_equal(bench.script_flags(pred, 0.1), [True, True, False, True])
+
+
+def test_reference_script_compares_flags_by_task_index():
+    """The scripts score stragglers then gap tasks, each by task index (file name); a
+    nurd-timeseries job's task positions are not its indices (its task_id is)."""
+    bench = _reference_script()
+    names = {  # the script's main() variables at its get_TPR_FPR calls
+        "test_idx_init": [5, 9, 12],
+        "good_stra_idx": [0, 2],  # 9 pruned
+        "test_idx_gap": [1, 4, 8],
+        "good_gap_idx": [1, 2],  # 1 pruned
+    }
+    assert bench.scored_task_indices(names) == [5, 12, 4, 8]
+    assert bench.scored_task_indices({"test_idx_init": [5]}) is None
+    script = dict(zip([5, 12, 4, 8], [True, False, True, False]))
+    assert bench.tasks_differing(script, {12: False, 5: True, 8: False, 4: True}) == 0
+    # a flag differs (4), a task scored by one side only (8; 2)
+    assert bench.tasks_differing(script, {12: False, 5: True, 4: False, 2: False}) == 3
+
+    class Job:  # positions sorted by start; task_id holds the file's index
+        task_id = np.array(["12", "5", "4"])
+        n_tasks = 3
+
+    np.testing.assert_array_equal(bench.task_keys(Job, "nurd-timeseries"), [12, 5, 4])
+    np.testing.assert_array_equal(bench.task_keys(Job, "google-2011"), [0, 1, 2])
+
+
+def test_reference_script_extracts_the_archive_unchanged(tmp_path):
+    import io
+    import tarfile
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    files = {"77/0": b"1,2,77,0\n", "77/1": b"3,4,77,1\n3.5,4,77,1\n"}
+    with tarfile.open(raw / "jobs.tar.gz", "w:gz") as archive:
+        for name, data in files.items():
+            member = tarfile.TarInfo(name)
+            member.size = len(data)
+            archive.addfile(member, io.BytesIO(data))
+    bench = _reference_script()
+    folder = bench.raw_script_input(raw, tmp_path / "out")
+    assert {f"{p.parent.name}/{p.name}": p.read_bytes() for p in folder.glob("*/*")} == files
+    (folder / "77" / "0").write_bytes(b"changed")  # extracted once
+    assert bench.raw_script_input(raw, tmp_path / "out") == folder
+    assert (folder / "77" / "0").read_bytes() == b"changed"
+    jobs = tmp_path / "folders"
+    (jobs / "77").mkdir(parents=True)
+    (jobs / "77" / "0").write_bytes(files["77/0"])
+    assert bench.raw_script_input(jobs, tmp_path / "unused") == jobs  # read as it is
+
+
+def test_reference_script_times_a_model_without_changing_it():
+    from sklearn.linear_model import LinearRegression
+
+    bench = _reference_script()
+    X, y = unit_rows(20), np.arange(20.0)
+    bench.SCRIPT_CPU.clear()
+    timed = bench._timed_factory(LinearRegression, "lr")(fit_intercept=False).fit(X, y)
+    np.testing.assert_array_equal(
+        timed.predict(X), LinearRegression(fit_intercept=False).fit(X, y).predict(X)
+    )
+    assert set(bench.SCRIPT_CPU) == {"lr"} and bench.SCRIPT_CPU["lr"] >= 0
