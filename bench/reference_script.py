@@ -4,7 +4,6 @@
         [--config config/config.yaml] [--converted resources/converted]
         [--datasets google-synthetic alibaba-synthetic] [--alphas 0 0.5] [--n-jobs 0]
         [--only-jobs ID ...] [--out bench/out/reference_script] [--real-baselines]
-        [--checkpoint-interval SECONDS]
 
 `PATH/run_ts.py` and `PATH/run_od.py` are copies of `code/run_ts.py` and `code/run_od.py` of
 y-ding/nurd-mlsys22-code that you supply (with `utils_ts.py` and `tobit.py` beside them, as in
@@ -19,7 +18,7 @@ For every dataset and job (the first `--n-jobs` by id, as the audit; 0 = all):
 1. The converted job is written in the scripts' input layout: `<out>/<dataset>/input/<job>/<i>`,
    one headerless 22-column CSV per task i (its position in our job), one row per window in
    time order, ST / ET counted from the task's start (stragglers.formats.datasets.SCRIPT_LAYOUT;
-   windows longer than the dataset's checkpoint_interval cut into pieces, missing values 0,
+   windows longer than the dataset's aligned step (replay.aligned_window, else its checkpoint_interval) cut into pieces, missing values 0,
    evictions / failures per window: what `replay.protocol: paper` reads, docs/protocols.md).
    A dataset of kind `nurd-timeseries` is already in that layout: the scripts read its own
    files (its raw folder of job folders, or its `.tar.gz` archives extracted once, bytes
@@ -666,8 +665,6 @@ def compare_dataset(config: dict, dataset: str, args, scripts: dict) -> pd.DataF
     kind = entry["kind"]
     converted = converted_folder(config, dataset, args)
     merged = dataset_replay(config["replay"], entry)
-    if args.checkpoint_interval is not None:  # step 0 only; the scripts read their rows
-        merged["checkpoint_interval"] = args.checkpoint_interval
     settings = ReplaySettings(**{**merged, "protocol": "paper", "overrides": None})
     job_ids = audit_jobs(read_manifest(converted), args.n_jobs)
     if args.only_jobs:
@@ -680,7 +677,7 @@ def compare_dataset(config: dict, dataset: str, args, scripts: dict) -> pd.DataF
     else:  # the converted jobs written in the scripts' layout
         data = out / "input"
         for job in jobs:
-            write_layout(job, kind, settings.checkpoint_interval, data / job.job_id)
+            write_layout(job, kind, settings.aligned_step, data / job.job_id)
 
     def ours(method, params):
         params = {**(config["methods"].get(method) or {}), **params}
@@ -803,13 +800,6 @@ def main(argv: list[str] | None = None) -> int:
         default=[0.0, 0.5],
         help="the script's gamma = NURD's alpha",
     )
-    parser.add_argument(
-        "--checkpoint-interval",
-        type=float,
-        help="step 0's checkpoint_interval (rule 1 cuts longer windows into pieces of it); "
-        "default: the dataset's. A nurd-timeseries dataset's rows are the scripts' steps "
-        "whole: give its longest window (300 for google-2011-usage) to run step 0 on them",
-    )
     parser.add_argument("--n-jobs", type=int, default=0, help="first jobs by id; 0 = all")
     parser.add_argument("--only-jobs", nargs="*", help="of those, only these job ids")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "reference_script")
@@ -826,8 +816,6 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{option}: no file {path}")
     if args.n_jobs < 0:
         parser.error("--n-jobs must be >= 0")
-    if args.checkpoint_interval is not None and args.checkpoint_interval <= 0:
-        parser.error("--checkpoint-interval must be > 0")
     if any(a < 0 for a in args.alphas):
         parser.error("--alphas must be >= 0")
     config = yaml.safe_load(args.config.read_text())
