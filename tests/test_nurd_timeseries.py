@@ -174,12 +174,10 @@ def test_the_paper_protocol_gives_the_released_scripts_numbers(shipped):
     timeline's 300 s step: each of the files' rows one step)."""
     import yaml
 
-    from stragglers.replay.core import dataset_replay
-
     from stragglers.evaluate.metrics import job_metrics
     from stragglers.formats.datasets import last_columns
     from stragglers.methods import get_method
-    from stragglers.replay.core import ReplaySettings
+    from stragglers.replay.core import ReplaySettings, dataset_replay
     from stragglers.replay.runner import run_method_on_jobs
 
     out, _ = shipped
