@@ -189,14 +189,31 @@ def _record_process(url: str, out: Path) -> subprocess.Popen:
     )
 
 
+def _wait_for_polls(out: Path, n: int, process, timeout: float = 120.0) -> None:
+    """Until the recorder in `process` has written `n` polls (its poll loop, with its signal
+    handlers, is running): a loaded machine starts Python and pandas slowly."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()[1]
+        polls = out / "polls.csv"
+        if polls.is_file() and len(polls.read_text().splitlines()) > n:  # a header line
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{out}: fewer than {n} polls after {timeout} s")
+
+
 def test_kill_9_leaves_a_valid_table_and_a_restart_continues(tmp_path):
-    stub = SparkStub([skewed_stage(0, 20, 0.1, {4, 9}, 0.3)], app_end=4.0)
+    # the application ends only once the first recorder is killed: under load the recorder's
+    # start-up may take longer than the stage
+    stub = SparkStub([skewed_stage(0, 20, 0.1, {4, 9}, 0.3)])
     out = tmp_path / "r"
     try:
         first = _record_process(stub.url, out)
-        time.sleep(2.0)
+        _wait_for_polls(out, 2, first)
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=30)
+        last_end = max(task.end for task in stub.stages[0].tasks)
+        stub.app_end = max(stub.now(), last_end) + 1.0
         polls_before = len(pd.read_csv(out / "polls.csv"))
         assert polls_before >= 2
         check_recording(out, tmp_path / "a")
@@ -217,7 +234,7 @@ def test_a_signal_stops_the_recorder_cleanly(tmp_path, how):
     stub = SparkStub([StubStage(0, [StubTask(0, 0, 0.0, 60.0)])])
     try:
         process = _record_process(stub.url, tmp_path / "r")
-        time.sleep(1.5)
+        _wait_for_polls(tmp_path / "r", 2, process)
         process.send_signal(how)
         _, err = process.communicate(timeout=30)
     finally:
