@@ -227,7 +227,11 @@ def test_a_real_dataset_leads_with_every_method_beside_the_paper_and_the_generat
         paper_FPR=[0.11, 0.2, 0.01, float("nan")],
         paper_F1=[0.81, 0.4, 0.57, float("nan")],
     )
-    pd.concat([real, table3], ignore_index=True).to_csv(paths["table3"], index=False)
+    nan = float("nan")
+    failing = real.iloc[[0]].assign(
+        method="AlwaysFails", F1=nan, paper_TPR=nan, paper_FPR=nan, paper_F1=nan
+    )
+    pd.concat([real, failing, table3], ignore_index=True).to_csv(paths["table3"], index=False)
     paper_run = pd.DataFrame(
         {
             "dataset": "real",
@@ -275,8 +279,9 @@ def test_a_real_dataset_leads_with_every_method_beside_the_paper_and_the_generat
     assert "| NURD | 0.671 | 0.039 | 0.681 [0.340, 0.903] | 0.950 | 0.110 | 0.810 | 0.600" in page
     assert "| NURD | " in page and page.index("| GBTR | ") < page.index("| LOF | ")
     assert page.index("| LOF | ") < page.index("| Oracle (privileged) | ")
+    assert "| AlwaysFails |  |  |  |  |  |  |  |  |" in page  # no number: empty, not n/a
     assert "| LOF |  |  |  | 0.500 | 0.200 | 0.400 | 0.300 [0.470, 0.580] | 0.520 |" in page
-    assert "4 jobs" in page
+    assert "4 jobs evaluated" in page and "about the range of the per-job values" in page
     assert (
         "- Distance to the real jobs of `real` (the same fingerprint with their rows in place "
         "of the paper's, both under `protocol: paper`): calibration 0.123 (each real job left "

@@ -102,4 +102,5 @@ def test_workflow_runs_tuning_first_when_applied(tmp_path):
     lines = [
         line.split() for line in dry.stdout.splitlines() if line.strip().startswith("tune_method")
     ]
-    assert lines and lines[0][-1] == "2"  # NURD on the two datasets; GBTR has no grid
+    # NURD on every dataset of the default config; GBTR has no grid
+    assert lines and lines[0][-1] == str(len(config["datasets"]))

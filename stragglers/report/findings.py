@@ -336,6 +336,22 @@ def _held_out_statement(
     return [text]
 
 
+FEW_JOBS = 10  # below this many jobs, the real-jobs table says what its intervals are
+
+
+def _quote_present(
+    sources: Sources, table: pd.DataFrame, file: str, keys: dict, column: str, interval: bool
+) -> str:
+    """The quoted value (with its interval), or empty where the table has no row or no number
+    for it."""
+    match = table
+    for key, value in keys.items():
+        match = match[match[key].astype(str) == str(value)]
+    if column not in table or len(match) != 1 or pd.isna(match[column].iloc[0]):
+        return ""
+    return (sources.interval if interval else sources.quote)(table, file, keys, column)
+
+
 def _real_jobs_table(
     sources: Sources,
     table3: pd.DataFrame,
@@ -366,34 +382,31 @@ def _real_jobs_table(
         keys = {"dataset": dataset, "method": method}
         cells = [f"{method}{' (privileged)' if privileged else ''}"]
         if has_paper_run:
-            if (paper_rows["method"] == method).any():
-                cells += [
-                    sources.interval(paper_run, files["fingerprint_paper"], keys, metric)
-                    for metric in ("TPR", "FPR", "F1")
-                ]
-            else:
-                cells += ["", "", ""]
-        row = _one_row(table3, keys)
+            cells += [
+                _quote_present(sources, paper_run, files["fingerprint_paper"], keys, metric, True)
+                for metric in ("TPR", "FPR", "F1")
+            ]
         cells += [
-            sources.quote(table3, files["table3"], keys, f"paper_{metric}")
-            if f"paper_{metric}" in table3 and not pd.isna(row[f"paper_{metric}"])
-            else ""
+            _quote_present(sources, table3, files["table3"], keys, f"paper_{metric}", False)
             for metric in ("TPR", "FPR", "F1")
         ]
-        cells.append(sources.interval(table3, files["table3"], keys, "F1"))
+        cells.append(_quote_present(sources, table3, files["table3"], keys, "F1", True))
         for name in generated:
             other = {"dataset": name, "method": method}
-            found = (table3["dataset"] == name) & (table3["method"] == method)
-            cells.append(sources.quote(table3, files["table3"], other, "F1") if found.any() else "")
+            cells.append(_quote_present(sources, table3, files["table3"], other, "F1", False))
         lines.append("| " + " | ".join(cells) + " |")
-    n_jobs = int(rows["jobs_evaluated"].max()) if "jobs_evaluated" in rows else None
-    jobs = f"{n_jobs} jobs" if n_jobs else "its jobs"
+    n_jobs = int(rows["jobs_evaluated"].max()) if "jobs_evaluated" in rows else 0
+    few = (
+        " With this few jobs the interval is about the range of the per-job values: it shows "
+        "how much the jobs disagree, not how a larger sample of jobs would score."
+        if 0 < n_jobs < FEW_JOBS
+        else ""
+    )
     return [
-        f"Every online method on the real jobs of `{dataset}` ({jobs}): means over jobs, with "
-        "the bootstrap interval over jobs in brackets. With this few jobs the interval is "
-        "about the range of the per-job values: it shows how much the jobs disagree, not how "
-        "a larger sample of jobs would score. The paper's columns are its Table 3 (Google); "
-        "the last columns give the same method's F1 on the generated datasets.",
+        f"Every online method on the real jobs of `{dataset}` ({n_jobs} jobs evaluated): means "
+        f"over jobs, with the bootstrap interval over jobs in brackets.{few} The paper's "
+        "columns are its Table 3 row for the same trace; the last columns give the same "
+        "method's F1 on the generated datasets; empty: no number.",
         "",
         *lines,
     ]
