@@ -20,7 +20,9 @@ How the rows become attempts and windows (docs/your-own-trace.md, "The NURD auth
   the k-th EVICT or FAIL event of the task (file order) ends its k-th attempt (`evicted` /
   `failed`), an attempt left without an event ended `lost` (the file does not say why);
 - windows of two attempts may overlap in time (the old machine still reports after the task
-  started elsewhere): both are kept, counted in the report.
+  started elsewhere): both are kept, counted in the report;
+- a job file numbers its tasks by task index (the order in which the scripts read the files
+  and break ties), not by start as the other kinds do.
 """
 
 from __future__ import annotations
