@@ -57,7 +57,7 @@ MEASURES = [
     f.column for f in GOOGLE_FEATURES if f.column not in (EVICTIONS_SO_FAR, FAILURES_SO_FAR)
 ]
 COLUMN_OF = {SCRIPT_COLUMNS[c]: c for c in MEASURES}  # layout name (MCU...) -> our column
-INTEGER_COLUMNS = ("ST", "ET", "TI", "EV", "FL")
+INTEGER_COLUMNS = ("ST", "ET", "TI", "EV", "FL")  # never empty: times and counts
 
 
 class NurdTimeseriesError(ValueError):
@@ -170,8 +170,8 @@ def read_files(raw_dir: Path | str, entries: list[str] | None = None) -> list[Ta
 
 
 def parse_rows(files: list[TaskFile]) -> pd.DataFrame:
-    """Every row of every file as numbers, in the layout's columns (SCRIPT_LAYOUT), with
-    `job`, `task` (index), `file_row` (1-based) and `file` (position in `files`). A row with
+    """Every row of every file as numbers, in the layout's columns (SCRIPT_LAYOUT, JI aside),
+    with `job` and `task` (index). A row with
     the wrong number of fields, text where a number belongs, an empty time, EV / FL that are
     not counts, a window ending before it starts, or a job / task index column that is not its
     file's, is an error naming the file, the row and the column."""
@@ -225,7 +225,7 @@ def parse_rows(files: list[TaskFile]) -> pd.DataFrame:
             lambda i, raw=raw: f"{raw.iloc[i]!r} is not a number",
         )
         rows[column] = values.to_numpy(np.float64)
-    for column in ("ST", "ET", "TI", "EV", "FL"):
+    for column in INTEGER_COLUMNS:
         fail(np.isnan(rows[column].to_numpy()), column, lambda i: "empty")
     for column in INTEGER_COLUMNS:
         values = rows[column].to_numpy()
@@ -253,15 +253,14 @@ def parse_rows(files: list[TaskFile]) -> pd.DataFrame:
     )
     rows["job"] = jobs
     rows["task"] = task_index
-    rows["file"] = file_of
-    rows["file_row"] = row_of
     return rows
 
 
-def attempts_of(rows: pd.DataFrame, report: ConversionReport) -> tuple[pd.DataFrame, np.ndarray]:
+def attempts_of(
+    rows: pd.DataFrame, key: np.ndarray, report: ConversionReport
+) -> tuple[pd.DataFrame, np.ndarray]:
     """The task table's attempts of the parsed rows (module docstring), and each row's
-    attempt number. Rows are in file order, by job then task index."""
-    key = (rows["job"] + "/" + rows["task"].astype(str)).to_numpy()
+    attempt number. Rows are in file order, by job then task index; `key`: each row's task."""
     start, end = rows["ST"].to_numpy(), rows["ET"].to_numpy()
     machine = rows["MI"].to_numpy()
     evict, fail = rows["EV"].to_numpy(), rows["FL"].to_numpy()
@@ -328,7 +327,8 @@ def task_table_frames(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The parsed rows as the frames `read_tasks` and `read_usage` return (every attempt; every
     window with its measures and the running EV / FL totals)."""
-    attempts, attempt = attempts_of(rows, report)
+    task = (rows["job"] + "/" + rows["task"].astype(str)).to_numpy()
+    attempts, attempt = attempts_of(rows, task, report)
     attempts["speculative"] = False
     attempts[table_format.ROW] = np.arange(1, len(attempts) + 1)
     usage = pd.DataFrame(
@@ -344,14 +344,11 @@ def task_table_frames(
     for name, column in COLUMN_OF.items():
         usage[column] = rows[name].to_numpy()
     usage = usage[[*table_format.USAGE_KEYS, *MEASURES]]
-    task = rows["job"] + "/" + rows["task"].astype(str)
     usage[EVICTIONS_SO_FAR] = rows["EV"].groupby(task, sort=False).cumsum().to_numpy()
     usage[FAILURES_SO_FAR] = rows["FL"].groupby(task, sort=False).cumsum().to_numpy()
     usage[table_format.ROW] = np.arange(1, len(usage) + 1)
-    sum_of_windows = (usage["window_end"] - usage["window_start"]).groupby(task.to_numpy()).sum()
-    span = usage.groupby(task.to_numpy()).agg(
-        first=("window_start", "min"), last=("window_end", "max")
-    )
+    sum_of_windows = (usage["window_end"] - usage["window_start"]).groupby(task).sum()
+    span = usage.groupby(task).agg(first=("window_start", "min"), last=("window_end", "max"))
     differ = ~np.isclose(sum_of_windows, span["last"] - span["first"], rtol=0, atol=1e-6)
     report.count("tasks_sum_of_windows_differs_from_span", int(differ.sum()))
     report.count("usage_rows_in_files", len(rows))

@@ -30,9 +30,7 @@ class Sources:
 
     def quote(self, table: pd.DataFrame, file: str, keys: dict, column: str) -> str:
         """The value of `column` in the one row of `table` matching `keys`, formatted."""
-        match = table
-        for key, value in keys.items():
-            match = match[match[key].astype(str) == str(value)]
+        match = _matching(table, keys)
         if len(match) != 1:
             raise ValueError(f"{file}: {len(match)} rows match {keys}, expected one")
         value = float(match[column].iloc[0])
@@ -71,11 +69,16 @@ def format_number(value: float) -> str:
     return "0.000" if text == "-0.000" else text
 
 
-def _one_row(table: pd.DataFrame, keys: dict) -> pd.Series:
+def _matching(table: pd.DataFrame, keys: dict) -> pd.DataFrame:
+    """The rows of `table` whose `keys` columns read as the given values."""
     match = table
     for key, value in keys.items():
         match = match[match[key].astype(str) == str(value)]
-    return match.iloc[0]
+    return match
+
+
+def _one_row(table: pd.DataFrame, keys: dict) -> pd.Series:
+    return _matching(table, keys).iloc[0]
 
 
 def _names(methods) -> str:
@@ -344,9 +347,7 @@ def _quote_present(
 ) -> str:
     """The quoted value (with its interval), or empty where the table has no row or no number
     for it."""
-    match = table
-    for key, value in keys.items():
-        match = match[match[key].astype(str) == str(value)]
+    match = _matching(table, keys)
     if column not in table or len(match) != 1 or pd.isna(match[column].iloc[0]):
         return ""
     return (sources.interval if interval else sources.quote)(table, file, keys, column)
