@@ -21,7 +21,7 @@ from stragglers.calibrate.settings import (
     start_settings,
 )
 from stragglers.replay import reach
-from stragglers.rules.calibrate import check_params, last_rounds
+from stragglers.rules.calibrate import check_params, last_rounds, search_params, target_inputs
 from stragglers.traces.calibrate import read_task_events
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -155,6 +155,8 @@ def tell(
             "distance": abs(p["settings"]["signature_strength"] - 2.0),
             "seconds": 1.0,
             "rows_scored": 1,
+            "target": "Table 3",
+            "paper_distance": 1.0,
             "methods": {},
             **({} if shapes is None else {"shape_distance": shapes[i]}),
             **({} if reach_gaps is None else {"reach_gap": reach_gaps[i]}),
@@ -208,6 +210,120 @@ def test_a_round_cut_short_while_asked_is_asked_again_the_same(tmp_path):
         ).trials
     ]
     assert states[0] == optuna.trial.TrialState.FAIL  # kept, marked abandoned
+
+
+def test_a_trial_aimed_at_a_real_datasets_rows_measures_its_distance_to_them(tmp_path):
+    """With a target (a real dataset's per-method rates), the trial's distance is to those
+    rates and its distance to Table 3 is kept beside it: aimed at the trial's own rates, the
+    distance is 0 and the Table 3 distance is the untargeted trial's."""
+    from stragglers.calibrate.trial import run_trial
+
+    config = default_config()
+    dataset = copy.deepcopy(config["datasets"]["google-synthetic"])
+    common = dict(
+        dataset_name="google-synthetic",
+        dataset=dataset,
+        settings={"median_task_duration_s": 600, "job_duration_spread": 0.1},
+        seeds=[5],
+        n_jobs=3,
+        methods=["GBTR", "PCA"],
+        method_params={},
+        replay=config["replay"],
+        paper_table=str(ROOT / "stragglers" / "data" / "paper_table3.csv"),
+        workdir=str(tmp_path),
+    )
+    untargeted = run_trial(**common)
+    assert untargeted["target"] == "Table 3"
+    assert untargeted["distance"] == pytest.approx(untargeted["paper_distance"])
+    rates = pd.DataFrame.from_dict(untargeted["methods"], orient="index")
+    own = pd.DataFrame(
+        {
+            "method": ["gbtr", "P.C.A."],  # matched ignoring case and punctuation
+            "TPR": rates.loc[["GBTR", "PCA"], "TPR"].to_numpy(),
+            "FPR": rates.loc[["GBTR", "PCA"], "FPR"].to_numpy(),
+            "FNR": 1 - rates.loc[["GBTR", "PCA"], "TPR"].to_numpy(),
+            "F1": rates.loc[["GBTR", "PCA"], "F1"].to_numpy(),
+        }
+    )
+    aimed = run_trial(**common, target=own, target_name="own")
+    assert aimed["target"] == "own"
+    assert aimed["distance"] == pytest.approx(0.0)
+    assert aimed["paper_distance"] == pytest.approx(untargeted["paper_distance"])
+    assert aimed["methods"]["PCA"]["target_FPR"] == rates.loc["PCA", "FPR"]
+    assert aimed["methods"]["PCA"]["paper_FPR"] == rates.loc["PCA", "paper_FPR"]
+    # a target two rows away: the distance is the mean of |dTPR| + |dFPR| over its rows
+    moved = own.assign(TPR=(own["TPR"] - 0.1).clip(lower=0), FPR=(own["FPR"] + 0.05).clip(upper=1))
+    expected = ((own["TPR"] - moved["TPR"]).abs() + (own["FPR"] - moved["FPR"]).abs()).mean()
+    assert run_trial(**common, target=moved)["distance"] == pytest.approx(expected)
+
+
+def test_a_target_is_the_real_datasets_mean_rates_over_its_scored_jobs(tmp_path):
+    from stragglers.calibrate.trial import target_rates
+    from stragglers.evaluate.metrics import COUNT_COLUMNS, KEYS
+
+    def job(method, job_id, status, tpr, fpr):
+        row = {key: None for key in KEYS}
+        row.update(dataset="real", method=method, job_id=job_id, family="f", privileged=False)
+        row.update({c: 1 for c in COUNT_COLUMNS})
+        row.update(
+            status=status,
+            TPR=tpr,
+            FPR=fpr,
+            FNR=None if tpr is None else 1 - tpr,
+            precision=0.5,
+            F1=0.5,
+        )
+        return row
+
+    files = []
+    for method, rows in {
+        "GBTR": [job("GBTR", 1, "ok", 0.4, 0.0), job("GBTR", 2, "ok", 0.6, 0.1)],
+        "PCA": [job("PCA", 1, "ok", 1.0, 0.3), job("PCA", 2, "failed", None, None)],
+    }.items():
+        files.append(tmp_path / f"{method}.csv")
+        pd.DataFrame(rows).to_csv(files[-1], index=False)
+    rates = target_rates([str(f) for f in files]).set_index("method")
+    assert rates.loc["GBTR", ["TPR", "FPR"]].tolist() == pytest.approx([0.5, 0.05])
+    assert rates.loc["PCA", ["TPR", "FPR"]].tolist() == pytest.approx([1.0, 0.3])
+    with pytest.raises(ValueError, match="needs the real dataset's job metrics"):
+        target_rates([])
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("nowhere", "targets.google-synthetic: nowhere is not a configured dataset"),
+        ("alibaba-synthetic", "alibaba-synthetic is generated"),
+    ],
+)
+def test_a_bad_target_is_refused_naming_it(target, message):
+    with pytest.raises(ValueError, match="config calibration") as error:
+        check_calibration(with_calibration(targets={"google-synthetic": target}))
+    assert message in str(error.value)
+
+
+def test_a_target_of_another_paper_trace_is_refused():
+    config = with_calibration(targets={"alibaba-synthetic": "google-2011-usage"})
+    with pytest.raises(ValueError, match="not of the paper trace of alibaba-synthetic"):
+        check_calibration(config)
+
+
+def test_the_target_decides_the_searchs_inputs_and_its_fingerprint():
+    config = default_config()
+    aimed = search_params(config, "google-synthetic")
+    assert aimed["target"] == "google-2011-usage"
+    assert target_inputs(config, "google-synthetic", ["GBTR"]) == [
+        "results/fingerprint/google-2011-usage/GBTR.csv"
+    ]
+    untargeted = copy.deepcopy(config)
+    untargeted["calibration"]["targets"] = {}
+    assert search_params(untargeted, "google-synthetic")["target"] == "Table 3"
+    assert target_inputs(untargeted, "google-synthetic", ["GBTR"]) == []
+    assert search_params(untargeted, "google-synthetic")["fingerprint"] != aimed["fingerprint"]
+    # the target's own replay decides its rows, so it decides the search too
+    moved = copy.deepcopy(config)
+    moved["datasets"]["google-2011-usage"]["replay"]["checkpoint_interval"] = 300
+    assert search_params(moved, "google-synthetic")["fingerprint"] != aimed["fingerprint"]
 
 
 def test_a_storage_of_another_config_is_refused(tmp_path):
@@ -574,8 +690,8 @@ def test_the_row_floor_is_each_rows_least_distance_over_the_feasible_trials():
                 {
                     f"{method}_TPR": tpr,
                     f"{method}_FPR": fpr,
-                    f"{method}_paper_TPR": paper[0],
-                    f"{method}_paper_FPR": paper[1],
+                    f"{method}_target_TPR": paper[0],
+                    f"{method}_target_FPR": paper[1],
                 }
             )
         return row

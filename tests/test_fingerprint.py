@@ -210,8 +210,10 @@ def test_paper_replay_then_table(converted, tmp_path):
         md=str(tmp_path / "fingerprint.md"),
         distances=str(tmp_path / "distances.csv"),
         real_distances=str(tmp_path / "real.csv"),
+        real_per_job=str(tmp_path / "real_per_job.csv"),
     )
     assert pd.read_csv(tmp_path / "real.csv").empty  # no real dataset: nothing to compare
+    assert pd.read_csv(tmp_path / "real_per_job.csv").empty
     assert set(rows["protocol"]) == {"paper"} and len(rows) == 23
     scored = rows[rows["TPR"].notna()]
     assert scored["method"].tolist() == ["GBTR", "HBOS"]
@@ -222,7 +224,7 @@ def test_paper_replay_then_table(converted, tmp_path):
 
 
 def test_distance_to_the_real_jobs_and_with_each_real_job_left_out():
-    from stragglers.report.fingerprint import real_job_distances
+    from stragglers.report.fingerprint import real_job_breakdown, real_job_distances
 
     def summary_of(metrics):
         return metrics.groupby(["dataset", "method"], as_index=False)[["TPR", "FPR", "F1"]].mean()
@@ -246,6 +248,15 @@ def test_distance_to_the_real_jobs_and_with_each_real_job_left_out():
     assert calibration["loo_min"] == pytest.approx(0.4)
     assert calibration["loo_max"] == pytest.approx(0.5)
     assert real["set"].tolist() == ["calibration"]  # the sets with a real row
+    per_job = real_job_breakdown(summary_of, metrics, [("gen", "real")], ["real", "gen"])
+    per_job = per_job.set_index("job_id")
+    # r1 alone: GBTR |0.5 - 0.4| + |0.1 - 0| = 0.2, HBOS 0.1 + 0.5 = 0.6; r2 alone: 0.2, 0.8
+    assert per_job.loc["r1", "alone"] == pytest.approx(0.4)
+    assert per_job.loc["r2", "alone"] == pytest.approx(0.5)
+    # leaving r1 out is r2 alone, and the extremes are real_job_distances' spread
+    assert per_job.loc["r1", "left_out"] == pytest.approx(per_job.loc["r2", "alone"])
+    assert per_job["left_out"].min() == pytest.approx(calibration["loo_min"])
+    assert per_job["left_out"].max() == pytest.approx(calibration["loo_max"])
 
 
 def dry_run(folder: Path, *targets: str, **changes) -> dict[str, int]:

@@ -136,7 +136,9 @@ def follows_reach(table: pd.DataFrame) -> pd.DataFrame:
     methods = sorted(
         c[: -len("_FPR")]
         for c in table.columns
-        if c.endswith("_FPR") and not c.endswith("paper_FPR") and c != "flag_all_FPR"
+        if c.endswith("_FPR")
+        and not c.endswith(("paper_FPR", "target_FPR"))
+        and c != "flag_all_FPR"
     )
     rows = []
     for method in methods:

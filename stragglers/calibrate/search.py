@@ -22,8 +22,9 @@ STUDY_NAME = "calibration"
 # a trial's user attribute and constraint ("realism") in a search held to the real tails: its
 # tail-shape distance minus the allowed one (<= 0: feasible; settings.realism_settings)
 REALISM_EXCESS = "realism_excess"
-# per method, what the storage records of each trial beside its distance
-RECORDED = ("TPR", "FPR", "F1", "paper_TPR", "paper_FPR")
+# per method, what the storage records of each trial beside its distance (`target_`: the rates
+# the distance is measured to, the paper's or a real dataset's; trial.fingerprint_rows)
+RECORDED = ("TPR", "FPR", "F1", "paper_TPR", "paper_FPR", "target_TPR", "target_FPR")
 
 
 def round_seed(sampler_seed: int, round_: int) -> int:
@@ -206,7 +207,12 @@ def tell_round(
             )
         if trial.state != states.RUNNING:
             continue  # told before a restart
-        attrs = {"seconds": result["seconds"], "rows_scored": result["rows_scored"]}
+        attrs = {
+            "seconds": result["seconds"],
+            "rows_scored": result["rows_scored"],
+            "target": result["target"],
+            "paper_distance": result["paper_distance"],
+        }
         if constrained:
             where = f"round {round_} trial {proposal['trial']}"
             shape = _held_to(

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from stragglers.evaluate.fingerprint import CALIBRATION_SET
+from stragglers.formats.datasets import PAPER_TRACE_OF_KIND
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +98,21 @@ def check_calibration(config: dict) -> None:
             _fail(
                 f"realism.{dataset}",
                 f"the tails are measured from Google task_events: {dataset} is {ds['kind']}",
+            )
+    for dataset, target in sorted((section.get("targets") or {}).items()):
+        if dataset not in section["datasets"]:
+            continue  # as `realism` entries: ignored for datasets not searched
+        ds, real = config["datasets"].get(dataset), config["datasets"].get(target)
+        if real is None:
+            _fail(f"targets.{dataset}", f"{target} is not a configured dataset")
+        if real["source"] == "generate":
+            _fail(f"targets.{dataset}", f"{target} is generated: a target is a real dataset")
+        if ds is not None and PAPER_TRACE_OF_KIND.get(real["kind"]) != PAPER_TRACE_OF_KIND.get(
+            ds["kind"]
+        ):
+            _fail(
+                f"targets.{dataset}",
+                f"{target} ({real['kind']}) is not of the paper trace of {dataset} ({ds['kind']})",
             )
     for dataset in section["datasets"]:
         knobs = dataset_knobs(section, dataset)
@@ -184,16 +200,23 @@ def realism_settings(section: dict, dataset: str) -> dict[str, Any] | None:
     return realism
 
 
+def target_dataset(section: dict, dataset: str) -> str | None:
+    """The real dataset whose rows a dataset's search fits (`targets`); None: Table 3's."""
+    return (section.get("targets") or {}).get(dataset)
+
+
 def search_fingerprint(
     section: dict,
     dataset: dict,
     replay: dict,
     knobs: dict[str, dict] | None = None,
     realism: dict[str, Any] | None = None,
+    target: dict[str, Any] | None = None,
 ) -> str:
     """A digest of everything that decides a search's trials (not `rounds`: raising the budget
     continues the same search). The storage records it and refuses another config's trials.
-    `knobs`: the dataset's knobs (`dataset_knobs`), the section's by default."""
+    `knobs`: the dataset's knobs (`dataset_knobs`), the section's by default; `target`: what
+    decides a real target's rows (its name, dataset config and method parameters)."""
     decisive = {
         "knobs": section["knobs"] if knobs is None else knobs,
         "seeds": section["seeds"],
@@ -207,5 +230,7 @@ def search_fingerprint(
     }
     if realism is not None:  # absent when off, so that unconstrained searches keep their digest
         decisive["realism"] = realism
+    if target is not None:  # the same: Table 3's searches keep their digest
+        decisive["target"] = target
     text = json.dumps(decisive, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]

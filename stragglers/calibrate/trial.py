@@ -1,6 +1,7 @@
 """One calibration trial: small traces generated with the trial's settings, converted, the
 calibration methods replayed under `protocol: paper` and scored as Table 3 scores them, and
-the fingerprint distance to the paper's rows (docs/calibration.md).
+the fingerprint distance to the search's target: the paper's Table 3 rows, or a real
+dataset's own rows under `protocol: paper` (`calibration.targets`; docs/calibration.md).
 
 Each stage is the pipeline's own function (traces.generate, convert.one_process,
 replay.runner, evaluate.metrics, evaluate.fingerprint), run in one process on a temporary
@@ -30,7 +31,8 @@ from stragglers.traces.generate import generate_alibaba, generate_google
 
 log = logging.getLogger(__name__)
 
-# the paper's dataset label of each generated kind (Table 3's column groups)
+PAPER_TARGET = "Table 3"  # the target's name when a search fits the paper's rows
+RATES = ("TPR", "FPR", "F1")
 
 
 def paper_replay(dataset: dict, replay: dict) -> ReplaySettings:
@@ -86,13 +88,40 @@ def score_methods(
     return pd.concat(frames, ignore_index=True)
 
 
-def fingerprint_rows(job_metrics: pd.DataFrame, kind: str, paper_table: str) -> pd.DataFrame:
-    """Table 3's mean TPR/FPR/F1 per method over the scored jobs, beside the paper's row."""
+def target_rates(job_metric_files: list[str]) -> pd.DataFrame:
+    """A real dataset's rows as a search target: per method, the mean TPR, FPR and F1 over the
+    jobs it scored (the job-metrics CSVs of its `protocol: paper` replays, rule
+    fingerprint_replay), as the fingerprint's real-job distance reads them."""
+    if not job_metric_files:
+        raise ValueError("a calibration target needs the real dataset's job metrics; none given")
+    metrics = pd.concat([pd.read_csv(f) for f in job_metric_files], ignore_index=True)
+    return summary_table(metrics)[["method", "TPR", "FPR", "FNR", "F1"]]
+
+
+def fingerprint_rows(
+    job_metrics: pd.DataFrame, kind: str, paper_table: str, target: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """Table 3's mean TPR/FPR/F1 per method over the scored jobs, beside the paper's row and
+    the target's (`target_<rate>`: `target`'s rows, see `target_rates`; the paper's without)."""
     paper = read_paper_table3(paper_table)
     paper = paper[paper["dataset"].str.lower() == PAPER_TRACE_OF_KIND[kind]]
     summary = summary_table(job_metrics)
-    long = table3_long(summary, paper.assign(dataset=summary["dataset"].iloc[0]))
-    return long[["method", "TPR", "FPR", "F1", "paper_TPR", "paper_FPR", "paper_F1"]]
+    dataset = summary["dataset"].iloc[0]
+    long = table3_long(summary, paper.assign(dataset=dataset))
+    rows = long[["method", *RATES, *(f"paper_{r}" for r in RATES)]]
+    if target is None:
+        return rows.assign(**{f"target_{r}": rows[f"paper_{r}"] for r in RATES})
+    aimed = table3_long(summary, target.assign(dataset=dataset))
+    return rows.assign(**{f"target_{r}": aimed[f"paper_{r}"].to_numpy() for r in RATES})
+
+
+def target_distance(rows: pd.DataFrame) -> tuple[float, int]:
+    """The set distance of `rows` to their target's rates (evaluate.fingerprint.set_distance)."""
+    return set_distance(
+        rows[["TPR", "FPR", "target_TPR", "target_FPR"]].rename(
+            columns={"target_TPR": "paper_TPR", "target_FPR": "paper_FPR"}
+        )
+    )
 
 
 def run_trial(
@@ -108,9 +137,13 @@ def run_trial(
     paper_table: str,
     workdir: str | None = None,
     realism: dict[str, Any] | None = None,
+    target: pd.DataFrame | None = None,
+    target_name: str = PAPER_TARGET,
 ) -> dict[str, Any]:
     """Score `settings`: every seed's trace pooled (jobs of all seeds, as one dataset), each
-    method's Table 3 row and the calibration set's distance. The method seeds are the trial
+    method's Table 3 row and the calibration set's distance to the target (`target`: a real
+    dataset's rates, `target_rates`; the paper's Table 3 without), with the distance to Table 3
+    beside it (`paper_distance`). The method seeds are the trial
     seeds too: nothing in a trial derives from the seed the fit is judged on. With `realism`
     (settings.realism_settings), also the latency-tail shape distance of the settings' traces
     to the real task_events (`shape_distance`; the search's constraint), and with its
@@ -127,8 +160,9 @@ def run_trial(
             )
             frames.append(metrics.assign(job_id=f"s{seed}:" + metrics["job_id"].astype(str)))
     job_metrics = pd.concat(frames, ignore_index=True)
-    rows = fingerprint_rows(job_metrics, dataset["kind"], paper_table)
-    distance, n_rows = set_distance(rows)
+    rows = fingerprint_rows(job_metrics, dataset["kind"], paper_table, target)
+    distance, n_rows = target_distance(rows)
+    paper_distance, _ = set_distance(rows)
     real_rows = {"shape_distance": None}
     if realism is not None:
         from stragglers.calibrate.realism import trial_realism
@@ -136,29 +170,32 @@ def run_trial(
         real_rows = trial_realism(settings, dataset.get("generator") or {}, seeds, realism)
     seconds = time.perf_counter() - began
     log.info(
-        "%s %s: distance %.4f over %d rows (%.1f s)",
+        "%s %s: distance %.4f to %s over %d rows, %.4f to Table 3 (%.1f s)",
         dataset_name,
         settings,
         distance,
+        target_name,
         n_rows,
+        paper_distance,
         seconds,
     )
     return {
         "settings": settings,
-        "distance": None if pd.isna(distance) else distance,
+        "target": target_name,
+        "distance": _number(distance),
+        "paper_distance": _number(paper_distance),
         "rows_scored": n_rows,
         **real_rows,  # shape_distance (None unless held to the real rows), reach_gap
         "seconds": seconds,
         "methods": {
-            row.method: {
-                "TPR": _number(row.TPR),
-                "FPR": _number(row.FPR),
-                "F1": _number(row.F1),
-                "paper_TPR": _number(row.paper_TPR),
-                "paper_FPR": _number(row.paper_FPR),
-                "paper_F1": _number(row.paper_F1),
+            row["method"]: {
+                rate: _number(row[rate])
+                for rate in (
+                    *RATES,
+                    *(f"{side}_{r}" for side in ("paper", "target") for r in RATES),
+                )
             }
-            for row in rows.itertuples()
+            for row in rows.to_dict("records")
         },
     }
 

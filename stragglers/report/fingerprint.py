@@ -153,6 +153,16 @@ def fingerprint_markdown(
 
 
 REAL_COLUMNS = ["dataset", "reference", "set", "distance", "rows", "of", "loo_min", "loo_max"]
+PER_JOB_COLUMNS = ["dataset", "reference", "set", "job_id", "alone", "left_out"]
+
+
+def _distances_to_real(
+    summary_of, ours: pd.DataFrame, real_metrics: pd.DataFrame, generated: str
+) -> pd.DataFrame:
+    """Per fingerprint set, `ours`'s distance to the rows of `real_metrics`' jobs."""
+    target = summary_of(real_metrics).assign(dataset=generated)
+    rows = fingerprint_rows(ours, target, {generated: "paper"})
+    return fingerprint_distances(rows).set_index("set")
 
 
 def real_job_distances(
@@ -166,9 +176,7 @@ def real_job_distances(
     method) means over jobs (evaluate.metrics.summary_table)."""
 
     def distances(ours: pd.DataFrame, real_metrics: pd.DataFrame, generated: str) -> pd.DataFrame:
-        target = summary_of(real_metrics).assign(dataset=generated)
-        rows = fingerprint_rows(ours, target, {generated: "paper"})
-        return fingerprint_distances(rows).set_index("set")
+        return _distances_to_real(summary_of, ours, real_metrics, generated)
 
     out = []
     for generated, real in pairs:
@@ -195,6 +203,38 @@ def real_job_distances(
                 }
             )
     frame = pd.DataFrame(out, columns=REAL_COLUMNS)
+    order = {name: i for i, name in enumerate(datasets)}
+    return frame.sort_values(
+        ["dataset", "reference"], key=lambda c: c.map(order), kind="stable", ignore_index=True
+    )
+
+
+def real_job_breakdown(
+    summary_of, metrics: pd.DataFrame, pairs: list[tuple[str, str]], datasets: list[str]
+) -> pd.DataFrame:
+    """Per pair of `pairs`, fingerprint set and real job: the distance to that job's rows
+    alone (`alone`: four jobs are a noisy target, and this shows how far apart they are) and
+    to the other jobs' (`left_out`, whose extremes are real_job_distances' loo_min/loo_max)."""
+    out = []
+    for generated, real in pairs:
+        ours = summary_of(metrics[metrics["dataset"] == generated])
+        real_metrics = metrics[metrics["dataset"] == real]
+        jobs = real_metrics["job_id"].astype(str)
+        for job in sorted(jobs.unique()):
+            alone = _distances_to_real(summary_of, ours, real_metrics[jobs == job], generated)
+            rest = _distances_to_real(summary_of, ours, real_metrics[jobs != job], generated)
+            for name in alone.index:
+                out.append(
+                    {
+                        "dataset": generated,
+                        "reference": real,
+                        "set": name,
+                        "job_id": job,
+                        "alone": alone.loc[name, "distance"],
+                        "left_out": rest.loc[name, "distance"] if name in rest.index else None,
+                    }
+                )
+    frame = pd.DataFrame(out, columns=PER_JOB_COLUMNS)
     order = {name: i for i, name in enumerate(datasets)}
     return frame.sort_values(
         ["dataset", "reference"], key=lambda c: c.map(order), kind="stable", ignore_index=True
@@ -240,13 +280,17 @@ def write_fingerprint(
     confidence_level: float | None = 0.95,
     real: pd.DataFrame | None = None,
     out_real: str | None = None,
+    real_per_job: pd.DataFrame | None = None,
+    out_real_per_job: str | None = None,
 ) -> pd.DataFrame:
     """The rows (`out_csv`), the distance per dataset and set (`out_distances`, what the
-    findings page quotes), with `real` the distances to the real jobs (`out_real`), and the
-    Markdown."""
+    findings page quotes), with `real` the distances to the real jobs (`out_real`) and
+    `real_per_job` per real job (`out_real_per_job`), and the Markdown."""
     write_csv_atomic(rows, out_csv)
     write_csv_atomic(fingerprint_distances(rows), out_distances)
     if real is not None:
         write_csv_atomic(real, out_real)
+    if real_per_job is not None:
+        write_csv_atomic(real_per_job, out_real_per_job)
     write_text_atomic(fingerprint_markdown(rows, title, confidence_level, real), out_md)
     return rows

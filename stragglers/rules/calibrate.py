@@ -16,11 +16,15 @@ from stragglers.calibrate.settings import (
     realism_settings,
     search_fingerprint,
     start_settings,
+    target_dataset,
 )
-from stragglers.calibrate.trial import run_trial
+from stragglers.calibrate.trial import PAPER_TARGET, run_trial, target_rates
 from stragglers.io import dump_json
 
 log = logging.getLogger(__name__)
+
+# what a check replays: the calibration and the validation set
+CHECK_METHODS = [m for members in check.CHECK_SETS.values() for m in members]
 
 
 def storage_path(dataset: str) -> str:
@@ -59,6 +63,15 @@ def last_rounds(calibration: dict, config_datasets: dict) -> list[str]:
     return [f"{round_folder(d, last)}/told.json" for d in calibration["datasets"]]
 
 
+def target_inputs(config: dict, dataset: str, methods: list[str]) -> list[str]:
+    """The job metrics a dataset's search reads as its target: the real target dataset's
+    `protocol: paper` replay of each method (rule fingerprint_replay); none for Table 3."""
+    target = target_dataset(config.get("calibration") or {}, dataset)
+    if target is None:
+        return []
+    return [f"results/fingerprint/{target}/{method}.csv" for method in methods]
+
+
 def search_params(config: dict, dataset: str) -> dict[str, Any]:
     """Everything a dataset's search rules need, from the config (a rule parameter, so a change
     reruns them; `rounds` is left out: raising it continues the same search)."""
@@ -69,6 +82,14 @@ def search_params(config: dict, dataset: str) -> dict[str, Any]:
     replay = {k: v for k, v in config["replay"].items() if k not in ("protocol", "overrides")}
     knobs = dataset_knobs(section, dataset)
     realism = realism_settings(section, dataset)
+    target = target_dataset(section, dataset)
+    decides_target = None
+    if target is not None:
+        decides_target = {
+            "name": target,
+            "dataset": config["datasets"][target],
+            "method_params": {m: dict(config["methods"].get(m) or {}) for m in config["methods"]},
+        }
     return {
         "dataset": ds,
         "kind": ds["kind"],
@@ -83,7 +104,8 @@ def search_params(config: dict, dataset: str) -> dict[str, Any]:
         "method_params": {m: dict(config["methods"].get(m) or {}) for m in section["methods"]},
         "replay": replay,
         "realism": realism,
-        "fingerprint": search_fingerprint(section, ds, replay, knobs, realism),
+        "target": target or PAPER_TARGET,
+        "fingerprint": search_fingerprint(section, ds, replay, knobs, realism, decides_target),
     }
 
 
@@ -110,6 +132,7 @@ def calibration_trial(
     *,
     proposals: str,
     paper: str,
+    target: list[str],
     result: str,
     dataset: str,
     round: str,
@@ -117,7 +140,8 @@ def calibration_trial(
     search: dict,
 ) -> dict:
     """Rule calibration_trial: one proposal scored (small traces, the calibration methods under
-    `protocol: paper`, the fingerprint distance)."""
+    `protocol: paper`, the fingerprint distance to the target: `target`'s job metrics, or
+    Table 3 when there are none)."""
     proposal = json.loads(Path(proposals).read_text())["trials"][int(trial)]
     scored = run_trial(
         dataset_name=dataset,
@@ -130,6 +154,8 @@ def calibration_trial(
         replay=search["replay"],
         paper_table=paper,
         realism=search.get("realism"),
+        target=target_rates(list(target)) if target else None,
+        target_name=search["target"],
     )
     dump_json({**proposal, **scored}, result)
     return scored
@@ -194,14 +220,14 @@ def check_params(config: dict, dataset: str) -> dict[str, Any]:
     validation set's method parameters. A parameter of its own, so a search's trials do not
     rerun when the check changes."""
     search_ = search_params(config, dataset)
-    methods = [m for members in check.CHECK_SETS.values() for m in members]
     return {
         "dataset": search_["dataset"],
         "knobs": list(search_["knobs"]),
         "start": search_["start"],
         "replay": search_["replay"],
         "n_jobs": int(config["calibration"].get("check_n_jobs", search_["n_jobs"])),
-        "check_method_params": {m: dict(config["methods"].get(m) or {}) for m in methods},
+        "check_method_params": {m: dict(config["methods"].get(m) or {}) for m in CHECK_METHODS},
+        "target": search_["target"],
     }
 
 
@@ -216,7 +242,15 @@ def check_outputs(calibration: dict) -> list[str]:
 
 
 def calibration_check(
-    *, best: str, paper: str, result: str, dataset: str, label: str, seed: str, check_params: dict
+    *,
+    best: str,
+    paper: str,
+    target: list[str],
+    result: str,
+    dataset: str,
+    label: str,
+    seed: str,
+    check_params: dict,
 ) -> dict:
     """Rule calibration_check: the starting or the best settings scored on one fresh seed, on
     the calibration and the validation set (`best`: best_settings.yaml)."""
@@ -232,6 +266,8 @@ def calibration_check(
         seed=int(seed),
         n_jobs=check_params["n_jobs"],
         paper_table=paper,
+        target=target_rates(list(target)) if target else None,
+        target_name=check_params["target"],
     )
     dump_json({"dataset": dataset, "label": label, **scored}, result)
     return scored

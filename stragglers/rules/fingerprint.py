@@ -134,17 +134,20 @@ def fingerprint_paper_table(
     md: str,
     distances: str,
     real_distances: str,
+    real_per_job: str,
     real_datasets: list[str] = (),
 ) -> pd.DataFrame:
     """Rule fingerprint_paper_table: the `paper` fingerprint, Table 3's means and bootstrap intervals over jobs (the same
     functions, seeds and settings as rule table3) of the replays under `protocol: paper`;
     `real_distances`: each generated dataset's distance to each real dataset of the same
-    trace of the paper (`real_datasets`), the real rows as the target."""
+    trace of the paper (`real_datasets`), the real rows as the target; `real_per_job`: the
+    same per real job, alone and left out."""
     from stragglers.evaluate import bootstrap as boot
     from stragglers.evaluate.metrics import summary_table
     from stragglers.formats.datasets import PAPER_TRACE_OF_KIND
     from stragglers.report.fingerprint import (
         fingerprint_rows,
+        real_job_breakdown,
         real_job_distances,
         write_fingerprint,
     )
@@ -177,4 +180,6 @@ def fingerprint_paper_table(
         confidence_level=settings["confidence_level"],
         real=real_job_distances(summary_table, metrics, pairs, list(datasets)),
         out_real=real_distances,
+        real_per_job=real_job_breakdown(summary_table, metrics, pairs, list(datasets)),
+        out_real_per_job=real_per_job,
     )

@@ -5,12 +5,14 @@
 # trials run in parallel on the cores or through a cluster profile; the round is told in
 # trial order. Every trial is kept in results/calibration/<dataset>/study.db.
 from stragglers.rules.calibrate import (
+    CHECK_METHODS,
     check_outputs,
     check_params,
     last_rounds,
     previous_round,
     round_trials,
     search_params,
+    target_inputs,
 )
 
 CALIBRATION = config.get("calibration") or {}
@@ -48,6 +50,7 @@ rule calibration_trial:
     input:
         proposals="results/calibration/{dataset}/round-{round}/proposals.json",
         paper=workflow.source_path("../../stragglers/data/paper_table3.csv"),
+        target=lambda wc: target_inputs(config, wc.dataset, CALIBRATION["methods"]),
     output:
         result="results/calibration/{dataset}/round-{round}/trial-{trial}.json",
     log:
@@ -123,6 +126,7 @@ rule calibration_check:
     input:
         best="results/calibration/best_settings.yaml",
         paper=workflow.source_path("../../stragglers/data/paper_table3.csv"),
+        target=lambda wc: target_inputs(config, wc.dataset, CHECK_METHODS),
     output:
         result="results/calibration/check/{dataset}/{label}-seed-{seed}.json",
     log:

@@ -80,6 +80,7 @@ rule fingerprint_paper_table:
         csv="results/fingerprint/fingerprint.csv",
         distances="results/fingerprint/fingerprint_distances.csv",
         real_distances="results/fingerprint/real_distances.csv",
+        real_per_job="results/fingerprint/real_distances_per_job.csv",
         md=report(
             "results/fingerprint/fingerprint.md",
             caption="../report/fingerprint_paper.rst",
