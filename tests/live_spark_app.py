@@ -2,35 +2,64 @@
 
     python tests/live_spark_app.py MASTER UI_PORT EVENT_LOG_DIR
 
-One stage of 24 sleeping tasks on a standalone cluster whose second worker is slowed
-(STRAGGLERS_SLOW_FACTOR in its environment, as bench/spark_eventlogs.py), partition 5 with four
-times the work, speculation on (multiplier 1.5, quantile 0.5: copies soon), heartbeats every
-second; then a shuffle stage; then it waits a few seconds so that a watcher's polls see the
-last tasks end before the driver's UI goes.
+A JVM-side workload whose tasks read files, so that the running task metrics the executors'
+heartbeats report grow while a task runs (docs/live.md). The driver writes FILES CSV files
+(id, key, payload) into a temporary folder, file 5 with SKEW times the rows; then one
+DataFrame action, two stages:
+
+- stage 0, FILES tasks (one file each: `spark.sql.files.openCostInBytes` as large as
+  `maxPartitionBytes`; the largest file first): reads its file (input records and bytes read
+  grow as it goes), sleeps 2 ms every 10 records in a SQL expression (`java_method(
+  'java.lang.Thread', 'sleep', ...)`: the JVM's own time, not CPU, on a shared machine),
+  keeps every other record and repartitions them by key into REDUCERS partitions (key 0
+  holds a third of the records);
+- stage 1, REDUCERS tasks: reads its shuffle blocks (shuffle records and bytes read grow as
+  the blocks are consumed), sleeps 2 ms every 20 records it reads (every 40th id: even ids
+  were kept), writes nothing (`noop`).
+
+The second worker is slowed as in bench/spark_eventlogs.py: STRAGGLERS_SLOW_FACTOR in its
+environment reaches its executor's JVM, and the SQL expression reads it
+(`java.lang.System.getenv`) and sleeps that many times longer. Speculation on (multiplier 1.5,
+quantile 0.5: copies soon), heartbeats every second, adaptive execution off (it would merge
+the reduce partitions). Then it waits a few seconds so that a watcher's polls see the last
+tasks end before the driver's UI goes.
 """
 
 from __future__ import annotations
 
-import os
 import sys
+import tempfile
 import time
+from pathlib import Path
 
-UNIT = 0.5  # seconds of work per unit
+FILES, ROWS, SKEW = 12, 6000, 4  # input files, rows per file, the skewed file's multiple
+REDUCERS = 12
+KEYS = 40  # key 0: every third row; the others spread over keys 1 to KEYS - 1
+
+# 1, or STRAGGLERS_SLOW_FACTOR on the slowed worker (its executor inherits the environment)
+# (java_method returns a Java null as the string 'null')
+GETENV = "java_method('java.lang.System', 'getenv', 'STRAGGLERS_SLOW_FACTOR')"
+FACTOR = f"CAST(CAST(coalesce(nullif({GETENV}, 'null'), '1') AS DOUBLE) AS BIGINT)"
 
 
-def _work(units: float) -> None:
-    time.sleep(units * UNIT * float(os.environ.get("STRAGGLERS_SLOW_FACTOR", "1")))
+def sleep_every(records: int, ms: int = 2) -> str:
+    """A SQL expression sleeping `ms` x FACTOR ms on every `records`-th id (never null)."""
+    call = f"java_method('java.lang.Thread', 'sleep', {ms} * {FACTOR})"
+    return f"IF(id % {records} = 0, coalesce({call}, 'slept'), 'v')"
 
 
-def _skewed(index, rows):
-    _work(4.0 if index == 5 else 1.0)
-    yield sum(1 for _ in rows)
-
-
-def _reduce(rows):
-    rows = list(rows)
-    _work(0.04 * len(rows))
-    yield len(rows)
+def write_inputs(folder: Path) -> list[str]:
+    """FILES CSV files of id,key,payload rows; file 5 holds SKEW times the rows."""
+    paths = []
+    for index in range(FILES):
+        rows = ROWS * (SKEW if index == 5 else 1)
+        path = folder / f"part-{index:02d}.csv"
+        with path.open("w") as out:
+            for i in range(rows):
+                key = 0 if i % 3 == 0 else 1 + (i // 3) % (KEYS - 1)
+                out.write(f"{i},{key},{index:02d}-{i:06d}-{'x' * 24}\n")
+        paths.append(path.as_uri())
+    return paths
 
 
 def main(master: str, ui_port: str, log_dir: str) -> None:
@@ -49,14 +78,22 @@ def main(master: str, ui_port: str, log_dir: str) -> None:
         .config("spark.speculation.multiplier", "1.5")
         .config("spark.speculation.quantile", "0.5")
         .config("spark.executor.memory", "512m")
-        .config("spark.python.worker.reuse", "true")
+        .config("spark.sql.adaptive.enabled", "false")
+        # one file per task: opening a file costs as much as a whole split
+        .config("spark.sql.files.maxPartitionBytes", str(64 << 20))
+        .config("spark.sql.files.openCostInBytes", str(64 << 20))
         .getOrCreate()
     )
     try:
-        sc = spark.sparkContext
-        sc.parallelize(range(240), 24).mapPartitionsWithIndex(_skewed).collect()
-        keys = sc.parallelize(range(480), 12).map(lambda i: (0 if i % 3 == 0 else i % 40, i))
-        keys.partitionBy(12).mapPartitions(_reduce).collect()
+        with tempfile.TemporaryDirectory(prefix="stragglers-live-input-") as folder:
+            paths = write_inputs(Path(folder))
+            rows = spark.read.csv(paths, schema="id LONG, key INT, payload STRING")
+            mapped = rows.selectExpr("id", "key", "payload", f"{sleep_every(10)} AS slept")
+            kept = mapped.where("id % 2 = 0")
+            # `slept` goes through the shuffle into the output: never pruned, so evaluated
+            shuffled = kept.repartition(REDUCERS, "key")
+            reduced = shuffled.selectExpr(f"concat(slept, {sleep_every(40)}) AS slept")
+            reduced.write.format("noop").mode("overwrite").save()
         time.sleep(6)
     finally:
         spark.stop()

@@ -287,7 +287,7 @@ def test_the_recorded_spark_application_replays_to_its_live_flags(tmp_path):
     )
     assert tasks["speculative"].sum() == logged["speculative"].sum() == 2
     flags = live_events(RECORDED, "flag")
-    assert len(flags) == 3
+    assert len(flags) == 11
     assert sorted((f["job_id"], f["task"], f["poll_time"]) for f in flags) == sorted(
         replay_recording(RECORDED).itertuples(index=False, name=None)
     )
