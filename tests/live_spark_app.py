@@ -4,16 +4,20 @@
 
 A JVM-side workload whose tasks read files, so that the running task metrics the executors'
 heartbeats report grow while a task runs (docs/live.md). The driver writes FILES CSV files
-(id, key, payload) into a temporary folder, file 5 with SKEW times the rows; then one
-DataFrame action, two stages:
+(id, key, weight, payload; ROWS rows each) into a temporary folder, file 5's rows with weight
+SKEW (four times the work per record; the others 1: equal files, so that the skewed partition
+is not the largest, which Spark would read first); then one
+DataFrame action, after a warm-up (one stage of WARM_UP tasks reading small files the same
+way, so that the executors' JVMs load and compile the code before the measured stages: on a
+cold executor the first task reads nothing for seconds), two stages:
 
-- stage 0, FILES tasks (one file each: `spark.sql.files.openCostInBytes` as large as
-  `maxPartitionBytes`; the largest file first): reads its file (input records and bytes read
-  grow as it goes), sleeps 2 ms every 10 records in a SQL expression (`java_method(
+- stage 1, FILES tasks (one file each: `spark.sql.files.openCostInBytes` as large as
+  `maxPartitionBytes`): reads its file (input records and bytes read grow as it goes), sleeps
+  2 x weight ms every 10 records in a SQL expression (`java_method(
   'java.lang.Thread', 'sleep', ...)`: the JVM's own time, not CPU, on a shared machine),
   keeps every other record and repartitions them by key into REDUCERS partitions (key 0
   holds a third of the records);
-- stage 1, REDUCERS tasks: reads its shuffle blocks (shuffle records and bytes read grow as
+- stage 2, REDUCERS tasks: reads its shuffle blocks (shuffle records and bytes read grow as
   the blocks are consumed), sleeps 2 ms every 20 records it reads (every 40th id: even ids
   were kept), writes nothing (`noop`).
 
@@ -32,8 +36,9 @@ import tempfile
 import time
 from pathlib import Path
 
-FILES, ROWS, SKEW = 12, 6000, 4  # input files, rows per file, the skewed file's multiple
+FILES, ROWS, SKEW = 12, 6000, 4  # input files, rows per file, the skewed file's weight
 REDUCERS = 12
+WARM_UP = 4  # tasks of the warm-up stage (below the watcher's --min-tasks: not watched)
 KEYS = 40  # key 0: every third row; the others spread over keys 1 to KEYS - 1
 
 # 1, or STRAGGLERS_SLOW_FACTOR on the slowed worker (its executor inherits the environment)
@@ -42,22 +47,23 @@ GETENV = "java_method('java.lang.System', 'getenv', 'STRAGGLERS_SLOW_FACTOR')"
 FACTOR = f"CAST(CAST(coalesce(nullif({GETENV}, 'null'), '1') AS DOUBLE) AS BIGINT)"
 
 
-def sleep_every(records: int, ms: int = 2) -> str:
-    """A SQL expression sleeping `ms` x FACTOR ms on every `records`-th id (never null)."""
+def sleep_every(records: int, ms: str = "2") -> str:
+    """A SQL expression sleeping `ms` (an expression) x FACTOR ms on every `records`-th id
+    (never null)."""
     call = f"java_method('java.lang.Thread', 'sleep', {ms} * {FACTOR})"
     return f"IF(id % {records} = 0, coalesce({call}, 'slept'), 'v')"
 
 
-def write_inputs(folder: Path) -> list[str]:
-    """FILES CSV files of id,key,payload rows; file 5 holds SKEW times the rows."""
+def write_inputs(folder: Path, files: int, rows_per_file: int) -> list[str]:
+    """`files` CSV files of id,key,weight,payload rows; file 5's weight is SKEW."""
     paths = []
-    for index in range(FILES):
-        rows = ROWS * (SKEW if index == 5 else 1)
-        path = folder / f"part-{index:02d}.csv"
+    for index in range(files):
+        weight = SKEW if index == 5 else 1
+        path = folder / f"{folder.name}-{index:02d}.csv"
         with path.open("w") as out:
-            for i in range(rows):
+            for i in range(rows_per_file):
                 key = 0 if i % 3 == 0 else 1 + (i // 3) % (KEYS - 1)
-                out.write(f"{i},{key},{index:02d}-{i:06d}-{'x' * 24}\n")
+                out.write(f"{i},{key},{weight},{index:02d}-{i:06d}-{'x' * 24}\n")
         paths.append(path.as_uri())
     return paths
 
@@ -86,9 +92,15 @@ def main(master: str, ui_port: str, log_dir: str) -> None:
     )
     try:
         with tempfile.TemporaryDirectory(prefix="stragglers-live-input-") as folder:
-            paths = write_inputs(Path(folder))
-            rows = spark.read.csv(paths, schema="id LONG, key INT, payload STRING")
-            mapped = rows.selectExpr("id", "key", "payload", f"{sleep_every(10)} AS slept")
+            schema = "id LONG, key INT, weight INT, payload STRING"
+            (Path(folder) / "warm").mkdir()
+            (Path(folder) / "part").mkdir()
+            warm = spark.read.csv(write_inputs(Path(folder) / "warm", WARM_UP, 200), schema=schema)
+            warm.selectExpr(f"{sleep_every(10)} AS slept").write.format("noop").mode(
+                "overwrite"
+            ).save()
+            rows = spark.read.csv(write_inputs(Path(folder) / "part", FILES, ROWS), schema=schema)
+            mapped = rows.selectExpr("id", "key", f"{sleep_every(10, '2 * weight')} AS slept")
             kept = mapped.where("id % 2 = 0")
             # `slept` goes through the shuffle into the output: never pruned, so evaluated
             shuffled = kept.repartition(REDUCERS, "key")

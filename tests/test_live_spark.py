@@ -197,7 +197,8 @@ def test_watch_a_running_spark_application(spark_cluster, tmp_path, capsys):
         assert flag["poll_time"] in times
         assert flag["poll_time"] < ends[(flag["job_id"], str(flag["task"]))]
     scored = [e for e in live_events(out, "stage_end") if e["scored"]]
-    assert len(scored) == logged["job_id"].nunique()
+    watched = logged.groupby("job_id")["task_id"].nunique() >= 10  # --min-tasks
+    assert len(scored) == watched.sum() >= 2
     print(f"Spark live run: {seconds:.0f} s, {len(flags)} flags, stages {scored}", file=sys.stderr)
     save = os.environ.get("STRAGGLERS_LIVE_SAVE")
     if save:
