@@ -6,17 +6,16 @@ A JVM-side workload whose tasks read files, so that the running task metrics the
 heartbeats report grow while a task runs (docs/live.md). The driver writes FILES CSV files
 (id, key, weight, payload; ROWS rows each) into a temporary folder, file 5's rows with weight
 SKEW (four times the work per record; the others 1: equal files, so that the skewed partition
-is not the largest, which Spark would read first); then one
-DataFrame action, after a warm-up (one stage of WARM_UP tasks reading small files the same
-way, so that the executors' JVMs load and compile the code before the measured stages: on a
-cold executor the first task reads nothing for seconds), two stages:
+is not the largest, which Spark would read first). Stage 0 is a warm-up: WARM_UP tasks read
+small files the same way, so that the executors' JVMs load and compile the code before the
+measured stages (on a cold executor the first task reads nothing for seconds). Then one
+DataFrame action, two stages:
 
 - stage 1, FILES tasks (one file each: `spark.sql.files.openCostInBytes` as large as
   `maxPartitionBytes`): reads its file (input records and bytes read grow as it goes), sleeps
-  2 x weight ms every 10 records in a SQL expression (`java_method(
-  'java.lang.Thread', 'sleep', ...)`: the JVM's own time, not CPU, on a shared machine),
-  keeps every other record and repartitions them by key into REDUCERS partitions (key 0
-  holds a third of the records);
+  2 x weight ms every 10 records in a SQL expression (`java_method('java.lang.Thread',
+  'sleep', ...)`: the JVM's own time, not CPU, on a shared machine), keeps every other record
+  and repartitions them by key into REDUCERS partitions (key 0 holds a third of the records);
 - stage 2, REDUCERS tasks: reads its shuffle blocks (shuffle records and bytes read grow as
   the blocks are consumed), sleeps 2 ms every 20 records it reads (every 40th id: even ids
   were kept), writes nothing (`noop`).
