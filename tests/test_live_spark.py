@@ -204,4 +204,4 @@ def test_watch_a_running_spark_application(spark_cluster, tmp_path, capsys):
     if save:
         shutil.rmtree(save, ignore_errors=True)
         shutil.copytree(out, save)
-        shutil.copytree(logs, Path(save) / "eventlog")
+        shutil.copytree(logs, Path(save) / "eventlog", ignore=shutil.ignore_patterns("*.crc"))
