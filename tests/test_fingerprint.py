@@ -257,6 +257,8 @@ def test_distance_to_the_real_jobs_and_with_each_real_job_left_out():
     assert per_job.loc["r1", "left_out"] == pytest.approx(per_job.loc["r2", "alone"])
     assert per_job["left_out"].min() == pytest.approx(calibration["loo_min"])
     assert per_job["left_out"].max() == pytest.approx(calibration["loo_max"])
+    # r1 against r2: GBTR 0.2 + 0.2, HBOS 0.2 + 0 -> 0.3, the same both ways
+    assert per_job["job_to_rest"].tolist() == pytest.approx([0.3, 0.3])
 
 
 def dry_run(folder: Path, *targets: str, **changes) -> dict[str, int]:

@@ -90,7 +90,7 @@ def test_readme_keeps_the_ci_commands():
         for line in ci.splitlines()
         if line and not line.startswith(("#", "set ", "cd ", "rm "))
     ]
-    assert len(commands) == 4, commands
+    assert len(commands) == 5, commands
     for command in commands:
         assert command in readme, f".ci/run's command not in README.md: {command}"
 

@@ -153,7 +153,7 @@ def fingerprint_markdown(
 
 
 REAL_COLUMNS = ["dataset", "reference", "set", "distance", "rows", "of", "loo_min", "loo_max"]
-PER_JOB_COLUMNS = ["dataset", "reference", "set", "job_id", "alone", "left_out"]
+PER_JOB_COLUMNS = ["dataset", "reference", "set", "job_id", "alone", "left_out", "job_to_rest"]
 
 
 def _distances_to_real(
@@ -213,8 +213,9 @@ def real_job_breakdown(
     summary_of, metrics: pd.DataFrame, pairs: list[tuple[str, str]], datasets: list[str]
 ) -> pd.DataFrame:
     """Per pair of `pairs`, fingerprint set and real job: the distance to that job's rows
-    alone (`alone`: four jobs are a noisy target, and this shows how far apart they are) and
-    to the other jobs' (`left_out`, whose extremes are real_job_distances' loo_min/loo_max)."""
+    alone (`alone`) and to the other jobs' (`left_out`, whose extremes are
+    real_job_distances' loo_min/loo_max), and the real job's own distance to the other jobs'
+    rows (`job_to_rest`: how far one real job sits from the rest, the target's own noise)."""
     out = []
     for generated, real in pairs:
         ours = summary_of(metrics[metrics["dataset"] == generated])
@@ -223,6 +224,8 @@ def real_job_breakdown(
         for job in sorted(jobs.unique()):
             alone = _distances_to_real(summary_of, ours, real_metrics[jobs == job], generated)
             rest = _distances_to_real(summary_of, ours, real_metrics[jobs != job], generated)
+            own = summary_of(real_metrics[jobs == job]).assign(dataset=generated)
+            apart = _distances_to_real(summary_of, own, real_metrics[jobs != job], generated)
             for name in alone.index:
                 out.append(
                     {
@@ -232,6 +235,7 @@ def real_job_breakdown(
                         "job_id": job,
                         "alone": alone.loc[name, "distance"],
                         "left_out": rest.loc[name, "distance"] if name in rest.index else None,
+                        "job_to_rest": apart.loc[name, "distance"] if name in apart.index else None,
                     }
                 )
     frame = pd.DataFrame(out, columns=PER_JOB_COLUMNS)
