@@ -13,10 +13,13 @@
 Both are compiled with `cache=True`: a process after the first loads them from numba's cache
 instead of compiling. `FastSOS` and `FastSOD` are PyOD's detectors with these loops swapped
 in; everything else (distances, neighbours, scores, thresholds) is PyOD's.
+`cache_pyod_compilation` lets numba cache PyOD's other compiled functions the same way.
 tests/test_pyod_kernels.py checks them against PyOD's loops, value for value.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 from numba import njit
@@ -98,6 +101,18 @@ def snn_reference_sets(ind, ref_set):  # pragma: no cover (compiled)
         for m in range(k):
             member[ind[i, m]] = False
     return count
+
+
+@functools.cache
+def cache_pyod_compilation() -> None:
+    """Let numba keep PyOD's own compiled functions (HBOS's scores, ABOD's weighted cosine)
+    in its on-disk cache: PyOD compiles them without a cache, in every process that uses
+    them (about 2 CPU-s for HBOS's, paid by every HBOS and XGBOD job). The compiled code is
+    the same, only where it comes from changes. Called before their first use."""
+    from pyod.models import abod, hbos
+
+    for dispatcher in (hbos._calculate_outlier_scores, abod._wcos):
+        dispatcher.enable_caching()
 
 
 class FastSOS(PyodSOS):

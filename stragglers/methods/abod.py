@@ -49,6 +49,9 @@ class ABOD(OutlierDetectionMethod):
     def _new_detector(self, n_train: int) -> PyodABOD:
         from pyod.models.abod import ABOD as PyodABOD
 
+        from stragglers.methods._pyod_kernels import cache_pyod_compilation
+
+        cache_pyod_compilation()
         return PyodABOD(
             contamination=self.params["contamination"],
             n_neighbors=self.neighbours(self.params["n_neighbors"], n_train),

@@ -34,4 +34,7 @@ class HBOS(OutlierDetectionMethod):
     def make_detector(self, n_train: int, seed: int) -> PyodHBOS:
         from pyod.models.hbos import HBOS as PyodHBOS
 
+        from stragglers.methods._pyod_kernels import cache_pyod_compilation
+
+        cache_pyod_compilation()
         return PyodHBOS(contamination=self.params["contamination"], n_bins=self.params["n_bins"])

@@ -102,6 +102,9 @@ class XGBOD(OutlierDetectionMethod):
     def make_detector(self, n_train: int, seed: int) -> PyodXGBOD:
         from pyod.models.xgbod import XGBOD as PyodXGBOD
 
+        from stragglers.methods._pyod_kernels import cache_pyod_compilation
+
+        cache_pyod_compilation()  # both lists include HBOS
         detectors, standardise = None, None  # PyOD's default list
         if self.params["tos_detectors"] == "compact" and self.job.xgbod == "compact":
             detectors, standardise = compact_tos(n_train, seed)
