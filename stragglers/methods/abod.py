@@ -13,6 +13,8 @@ if TYPE_CHECKING:  # annotations only: the library is imported where it is used
 
 class ABOD(OutlierDetectionMethod):
     name: ClassVar[str] = "ABOD"
+    # numba's cache of PyOD's code (imported where used)
+    lazy_modules: ClassVar[tuple[str, ...]] = ("stragglers.methods._pyod_kernels",)
     defaults: ClassVar[dict[str, Any]] = {
         "contamination": Param(
             0.1,

@@ -45,6 +45,8 @@ class SOD(OutlierDetectionMethod):
     }
     min_train: ClassVar[int] = 4  # needs ref_set (>= 2) < n_neighbors (>= 3) < n_train
     score_with_training: ClassVar[bool] = True  # PyOD's SOD scores a batch against itself
+    # the compiled loops (imported where used)
+    lazy_modules: ClassVar[tuple[str, ...]] = ("stragglers.methods._pyod_kernels",)
 
     def make_detector(self, n_train: int, seed: int) -> PyodSOD:
         from stragglers.methods._pyod_kernels import FastSOD

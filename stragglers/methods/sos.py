@@ -33,6 +33,8 @@ class SOS(OutlierDetectionMethod):
         ),
     }
     score_with_training: ClassVar[bool] = True  # PyOD's SOS scores a batch against itself
+    # the compiled loops (imported where used)
+    lazy_modules: ClassVar[tuple[str, ...]] = ("stragglers.methods._pyod_kernels",)
 
     def make_detector(self, n_train: int, seed: int) -> PyodSOS:
         from stragglers.methods._pyod_kernels import FastSOS

@@ -66,6 +66,10 @@ def compact_tos(n_train: int, seed: int) -> tuple[list[Any], list[bool]]:
 
 class XGBOD(OutlierDetectionMethod):
     name: ClassVar[str] = "XGBOD"
+    lazy_modules: ClassVar[tuple[str, ...]] = (
+        "stragglers.methods._pyod_kernels",
+        "stragglers.methods._grown_forests",
+    )
     defaults: ClassVar[dict[str, Any]] = {
         "contamination": Param(
             0.1,
