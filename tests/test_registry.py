@@ -124,6 +124,12 @@ def test_a_method_is_defined_by_its_module_and_what_it_builds_on():
         methods / f for f in ("_features.py", "_online.py", "_pu.py", "base.py", "pu_bg.py")
     }
     assert methods / "srquant.py" in method_files("LASER")
+    # the modules a method imports only inside its functions (`lazy_modules`)
+    assert methods / "_pyod_kernels.py" in method_files("SOS")
+    assert {methods / "_pyod_kernels.py", methods / "_grown_forests.py"} <= set(
+        method_files("XGBOD")
+    )
+    assert methods / "_grown_forests.py" not in method_files("IFOREST")
     assert PACKAGE / "launch" / "mtl.py" in launch_method_files("MTL-f0")
     # no registry: the package's __init__ lists every method
     for name in available_methods():

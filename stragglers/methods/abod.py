@@ -13,6 +13,8 @@ if TYPE_CHECKING:  # annotations only: the library is imported where it is used
 
 class ABOD(OutlierDetectionMethod):
     name: ClassVar[str] = "ABOD"
+    # numba's cache of PyOD's code (imported where used)
+    lazy_modules: ClassVar[tuple[str, ...]] = ("stragglers.methods._pyod_kernels",)
     defaults: ClassVar[dict[str, Any]] = {
         "contamination": Param(
             0.1,
@@ -49,6 +51,9 @@ class ABOD(OutlierDetectionMethod):
     def _new_detector(self, n_train: int) -> PyodABOD:
         from pyod.models.abod import ABOD as PyodABOD
 
+        from stragglers.methods._pyod_kernels import cache_pyod_compilation
+
+        cache_pyod_compilation()
         return PyodABOD(
             contamination=self.params["contamination"],
             n_neighbors=self.neighbours(self.params["n_neighbors"], n_train),

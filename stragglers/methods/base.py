@@ -288,6 +288,10 @@ class Method(abc.ABC):
     cross_job: ClassVar[bool] = False
     # reads the machine's state: the replay fills Checkpoint.*_machine_state / *_launch_state
     uses_machine_state: ClassVar[bool] = False
+    # package modules the method imports only inside its functions, because they import
+    # heavy libraries at their top: the registry counts their files among the method's
+    # sources all the same (an edit to one reruns the method's jobs)
+    lazy_modules: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):
         self.params = merged_params(f"method {self.name}", self.defaults, params)

@@ -13,6 +13,8 @@ if TYPE_CHECKING:  # annotations only: the library is imported where it is used
 
 class HBOS(OutlierDetectionMethod):
     name: ClassVar[str] = "HBOS"
+    # numba's cache of PyOD's code (imported where used)
+    lazy_modules: ClassVar[tuple[str, ...]] = ("stragglers.methods._pyod_kernels",)
     defaults: ClassVar[dict[str, Any]] = {
         "contamination": Param(
             0.1,
@@ -34,4 +36,7 @@ class HBOS(OutlierDetectionMethod):
     def make_detector(self, n_train: int, seed: int) -> PyodHBOS:
         from pyod.models.hbos import HBOS as PyodHBOS
 
+        from stragglers.methods._pyod_kernels import cache_pyod_compilation
+
+        cache_pyod_compilation()
         return PyodHBOS(contamination=self.params["contamination"], n_bins=self.params["n_bins"])

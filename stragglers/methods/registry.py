@@ -120,14 +120,18 @@ class Registry:
         """The files that define the method: its module, and every module of the package (or
         of its method folder) that module builds on, followed through the classes, functions,
         constants and modules they hold at their top level (NURD's file for GBTR, the shared
-        helpers `_*.py`, base.py). A change to one of them can change the method's output."""
+        helpers `_*.py`, base.py), and the modules it names in `lazy_modules`. A change to one
+        of them can change the method's output."""
         if name not in self._files:
             self._files[name] = self._source_files(name)
         return list(self._files[name])
 
     def _source_files(self, name: str) -> list[Path]:
         modules: dict[str, Path] = {}
-        pending = [klass.__module__ for klass in self.get(name).__mro__]
+        mro = self.get(name).__mro__
+        pending = [klass.__module__ for klass in mro]
+        for lazy in {m for klass in mro for m in getattr(klass, "lazy_modules", ())}:
+            modules[lazy] = Path(importlib.util.find_spec(lazy).origin).resolve()
         while pending:
             module = sys.modules.get(pending.pop())
             if module is None or module.__name__ in modules or not _tracked(module):

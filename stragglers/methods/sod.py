@@ -1,4 +1,5 @@
-"""Subspace outlier detection (Kriegel et al., 2009)."""
+"""Subspace outlier detection (Kriegel et al., 2009): PyOD's SOD, its shared-neighbour count
+compiled once and cached (stragglers/methods/_pyod_kernels.py, same numbers)."""
 
 from __future__ import annotations
 
@@ -44,15 +45,17 @@ class SOD(OutlierDetectionMethod):
     }
     min_train: ClassVar[int] = 4  # needs ref_set (>= 2) < n_neighbors (>= 3) < n_train
     score_with_training: ClassVar[bool] = True  # PyOD's SOD scores a batch against itself
+    # the compiled loops (imported where used)
+    lazy_modules: ClassVar[tuple[str, ...]] = ("stragglers.methods._pyod_kernels",)
 
     def make_detector(self, n_train: int, seed: int) -> PyodSOD:
-        from pyod.models.sod import SOD as PyodSOD
+        from stragglers.methods._pyod_kernels import FastSOD
 
         n_neighbors = self.neighbours(self.params["n_neighbors"], n_train)
         ref_set = int(self.params["ref_set"])
         if not self.abstains:
             ref_set = max(2, min(ref_set, n_neighbors - 1))
-        return PyodSOD(
+        return FastSOD(
             contamination=self.params["contamination"],
             n_neighbors=n_neighbors,
             ref_set=ref_set,

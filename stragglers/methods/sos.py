@@ -1,4 +1,5 @@
-"""Stochastic outlier selection (Janssens et al., 2012)."""
+"""Stochastic outlier selection (Janssens et al., 2012): PyOD's SOS, its affinity search
+compiled (stragglers/methods/_pyod_kernels.py, same numbers)."""
 
 from __future__ import annotations
 
@@ -32,10 +33,12 @@ class SOS(OutlierDetectionMethod):
         ),
     }
     score_with_training: ClassVar[bool] = True  # PyOD's SOS scores a batch against itself
+    # the compiled loops (imported where used)
+    lazy_modules: ClassVar[tuple[str, ...]] = ("stragglers.methods._pyod_kernels",)
 
     def make_detector(self, n_train: int, seed: int) -> PyodSOS:
-        from pyod.models.sos import SOS as PyodSOS
+        from stragglers.methods._pyod_kernels import FastSOS
 
-        return PyodSOS(
+        return FastSOS(
             contamination=self.params["contamination"], perplexity=self.params["perplexity"]
         )

@@ -13,7 +13,9 @@ tos_detectors="pyod_default" restores PyOD's list.
 
 Under the replay rule `xgbod: script` (`replay.protocol: paper`) it runs as the authors'
 `code/run_od.py`: PyOD's default list whatever `tos_detectors` says, PyOD's default random
-state (0), labels latency > tau (strict), and a fit on a single class too.
+state (0), labels latency > tau (strict), and a fit on a single class too. PyOD's list's seven
+isolation forests are grown from one another (stragglers/methods/_grown_forests.py): the
+same forests for a third of the trees built.
 """
 
 from __future__ import annotations
@@ -64,6 +66,10 @@ def compact_tos(n_train: int, seed: int) -> tuple[list[Any], list[bool]]:
 
 class XGBOD(OutlierDetectionMethod):
     name: ClassVar[str] = "XGBOD"
+    lazy_modules: ClassVar[tuple[str, ...]] = (
+        "stragglers.methods._pyod_kernels",
+        "stragglers.methods._grown_forests",
+    )
     defaults: ClassVar[dict[str, Any]] = {
         "contamination": Param(
             0.1,
@@ -102,10 +108,16 @@ class XGBOD(OutlierDetectionMethod):
     def make_detector(self, n_train: int, seed: int) -> PyodXGBOD:
         from pyod.models.xgbod import XGBOD as PyodXGBOD
 
+        from stragglers.methods._grown_forests import GrownXGBOD
+        from stragglers.methods._pyod_kernels import cache_pyod_compilation
+
+        cache_pyod_compilation()  # both lists include HBOS
         detectors, standardise = None, None  # PyOD's default list
         if self.params["tos_detectors"] == "compact" and self.job.xgbod == "compact":
             detectors, standardise = compact_tos(n_train, seed)
-        return PyodXGBOD(
+        # PyOD's default list: its isolation forests grown from one another (same forests)
+        xgbod = PyodXGBOD if detectors is not None else GrownXGBOD
+        return xgbod(
             estimator_list=detectors,
             standardization_flag_list=standardise,
             contamination=self.params["contamination"],
