@@ -17,9 +17,11 @@ snakemake process and all its children, from getrusage) minus the jobs' processe
 Snakemake's own CPU: loading the workflow, building the DAG, scheduling, and the script
 preamble Snakemake writes and starts for each job.
 
-`--suite` runs `STRAGGLERS_REQUIRE_SLURM=1 pytest --durations=0` (the README's command, as
-.ci/run runs it) and splits the wall time by test: each end-to-end test (the whole Snakemake
-runs and the SLURM cluster's start, `setup` phase included) and the sum over every other test.
+`--suite` runs `pytest --durations=0` with `STRAGGLERS_REQUIRE_SLURM=1` and
+`STRAGGLERS_REQUIRE_SPARK=1`, the fast tier as the README's first test command runs it;
+`--suite -- -m "e2e or slow or spark"` the other tier, as its second does. It splits the wall
+time by test: each end-to-end test (the whole Snakemake runs and the SLURM cluster's start,
+`setup` phase included) and the sum over every other test.
 
 Prints Markdown tables and writes bench/out/run_split.{json,csv} (suite_split.{json,csv}).
 """
@@ -89,9 +91,9 @@ def run_default(workdir: Path, cores: int, configfile: Path, extra: list[str]) -
 
 
 def run_suite(extra: list[str]) -> tuple[pd.DataFrame, dict]:
-    """The README's test command with every test's duration: per test (setup + call +
+    """A README test command (a tier: `extra`) with every test's duration: per test (setup + call +
     teardown), the end-to-end tests one by one, and the rest summed."""
-    environment = {**os.environ, "STRAGGLERS_REQUIRE_SLURM": "1"}
+    environment = {**os.environ, "STRAGGLERS_REQUIRE_SLURM": "1", "STRAGGLERS_REQUIRE_SPARK": "1"}
     command = [sys.executable, "-m", "pytest", "--durations=0", "-q", *extra]
     done, totals = timed(command, cwd=ROOT, env=environment, capture_output=True, text=True)
     durations = pd.DataFrame(
