@@ -289,17 +289,25 @@ def test_a_target_is_the_real_datasets_mean_rates_over_its_scored_jobs(tmp_path)
         target_rates([])
 
 
-@pytest.mark.parametrize(
-    ("target", "message"),
-    [
-        ("nowhere", "targets.google-synthetic: nowhere is not a configured dataset"),
-        ("alibaba-synthetic", "alibaba-synthetic is generated"),
-    ],
-)
-def test_a_bad_target_is_refused_naming_it(target, message):
+def test_a_generated_target_is_refused_naming_it():
     with pytest.raises(ValueError, match="config calibration") as error:
-        check_calibration(with_calibration(targets={"google-synthetic": target}))
-    assert message in str(error.value)
+        check_calibration(with_calibration(targets={"google-synthetic": "alibaba-synthetic"}))
+    assert "targets.google-synthetic: alibaba-synthetic is generated" in str(error.value)
+
+
+def test_a_target_outside_the_config_loads_and_the_search_names_it():
+    """A config with other datasets keeps the default section and loads; the search itself
+    (its inputs, its parameters) stops, naming the setting."""
+    config = with_calibration(targets={"google-synthetic": "nowhere"})
+    check_calibration(config)
+    message = "calibration.targets.google-synthetic: nowhere is not a configured dataset"
+    with pytest.raises(ValueError, match=message):
+        target_inputs(config, "google-synthetic", ["GBTR"])
+    with pytest.raises(ValueError, match=message):
+        search_params(config, "google-synthetic")
+    others = default_config()
+    others["datasets"] = {"google-synthetic": others["datasets"]["google-synthetic"]}
+    check_calibration(others)  # the default section, without its target dataset
 
 
 def test_a_target_of_another_paper_trace_is_refused():

@@ -66,7 +66,7 @@ def last_rounds(calibration: dict, config_datasets: dict) -> list[str]:
 def target_inputs(config: dict, dataset: str, methods: list[str]) -> list[str]:
     """The job metrics a dataset's search reads as its target: the real target dataset's
     `protocol: paper` replay of each method (rule fingerprint_replay); none for Table 3."""
-    target = target_dataset(config.get("calibration") or {}, dataset)
+    target = target_dataset(config, dataset)
     if target is None:
         return []
     return [f"results/fingerprint/{target}/{method}.csv" for method in methods]
@@ -82,7 +82,7 @@ def search_params(config: dict, dataset: str) -> dict[str, Any]:
     replay = {k: v for k, v in config["replay"].items() if k not in ("protocol", "overrides")}
     knobs = dataset_knobs(section, dataset)
     realism = realism_settings(section, dataset)
-    target = target_dataset(section, dataset)
+    target = target_dataset(config, dataset)
     decides_target = None
     if target is not None:
         decides_target = {
