@@ -71,6 +71,11 @@ def measured_rates(workdir: Path, config_path: Path) -> dict:
     config = yaml.safe_load(config_path.read_text())
     rates: dict = {}
     for dataset, settings in config["datasets"].items():
+        if settings["kind"] not in KIND:
+            # a dataset not in a full trace's raw format (the four real jobs in the NURD
+            # authors' layout, a task table): its per-task rates are not the full run's
+            print(f"{dataset}: kind {settings['kind']} is no full trace's, not projected")
+            continue
         family = KIND[settings["kind"]]
         manifest = pd.read_parquet(
             workdir / "resources" / "converted" / dataset / "manifest.parquet"
