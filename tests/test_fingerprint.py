@@ -239,7 +239,8 @@ def test_distance_to_the_real_jobs_and_with_each_real_job_left_out():
     ]
     metrics = pd.DataFrame(rows, columns=["dataset", "job_id", "method", "TPR", "FPR"])
     metrics["F1"] = 0.5
-    real = real_job_distances(summary_of, metrics, [("gen", "real")], ["real", "gen"])
+    per_job = real_job_breakdown(summary_of, metrics, [("gen", "real")], ["real", "gen"])
+    real = real_job_distances(summary_of, metrics, [("gen", "real")], ["real", "gen"], per_job)
     calibration = real[real["set"] == "calibration"].iloc[0]
     # by hand: GBTR 0 (the real means are 0.5 / 0.1), HBOS |1 - 0.8| + |1 - 0.5| = 0.7;
     # without r1 (GBTR 0.2, HBOS 0.8) 0.5, without r2 (GBTR 0.2, HBOS 0.6) 0.4
@@ -248,7 +249,6 @@ def test_distance_to_the_real_jobs_and_with_each_real_job_left_out():
     assert calibration["loo_min"] == pytest.approx(0.4)
     assert calibration["loo_max"] == pytest.approx(0.5)
     assert real["set"].tolist() == ["calibration"]  # the sets with a real row
-    per_job = real_job_breakdown(summary_of, metrics, [("gen", "real")], ["real", "gen"])
     per_job = per_job.set_index("job_id")
     # r1 alone: GBTR |0.5 - 0.4| + |0.1 - 0| = 0.2, HBOS 0.1 + 0.5 = 0.6; r2 alone: 0.2, 0.8
     assert per_job.loc["r1", "alone"] == pytest.approx(0.4)

@@ -11,8 +11,8 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from stragglers.calibrate.trial import PAPER_TARGET, run_trial, target_distance
-from stragglers.evaluate.fingerprint import CALIBRATION_SET, VALIDATION_SET
+from stragglers.calibrate.trial import PAPER_TARGET, run_trial
+from stragglers.evaluate.fingerprint import CALIBRATION_SET, VALIDATION_SET, set_distance
 from stragglers.io import write_csv_atomic
 from stragglers.report.tables import write_table
 
@@ -69,7 +69,7 @@ def check_trial(
     rows = pd.DataFrame.from_dict(result["methods"], orient="index")
     sets = {}
     for name, members in CHECK_SETS.items():
-        distance, scored = target_distance(rows.loc[rows.index.isin(members)])
+        distance, scored = set_distance(rows.loc[rows.index.isin(members)], reference="target")
         sets[name] = {"distance": None if pd.isna(distance) else distance, "rows": scored}
     return {**result, "seed": seed, "sets": sets}
 

@@ -153,16 +153,13 @@ def row_distances(trials: pd.DataFrame, methods: list[str]) -> pd.DataFrame:
     where the trial scored no job of the method); one column per method, the trials' index."""
     columns = {}
     for method in methods:
-        rates = {
-            f"{method}_TPR": "TPR",
-            f"{method}_FPR": "FPR",
-            f"{method}_target_TPR": "paper_TPR",  # row_distance's name for the reference
-            f"{method}_target_FPR": "paper_FPR",
-        }
+        rates = {f"{method}_{m}": m for m in ("TPR", "FPR", "target_TPR", "target_FPR")}
         if not set(rates) <= set(trials.columns):
             columns[method] = pd.Series(np.nan, index=trials.index)
             continue
-        columns[method] = row_distance(trials[list(rates)].rename(columns=rates).astype(float))
+        columns[method] = row_distance(
+            trials[list(rates)].rename(columns=rates).astype(float), reference="target"
+        )
     return pd.DataFrame(columns, index=trials.index)
 
 

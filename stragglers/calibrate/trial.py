@@ -115,15 +115,6 @@ def fingerprint_rows(
     return rows.assign(**{f"target_{r}": aimed[f"paper_{r}"].to_numpy() for r in RATES})
 
 
-def target_distance(rows: pd.DataFrame) -> tuple[float, int]:
-    """The set distance of `rows` to their target's rates (evaluate.fingerprint.set_distance)."""
-    return set_distance(
-        rows[["TPR", "FPR", "target_TPR", "target_FPR"]].rename(
-            columns={"target_TPR": "paper_TPR", "target_FPR": "paper_FPR"}
-        )
-    )
-
-
 def run_trial(
     *,
     dataset_name: str,
@@ -161,7 +152,7 @@ def run_trial(
             frames.append(metrics.assign(job_id=f"s{seed}:" + metrics["job_id"].astype(str)))
     job_metrics = pd.concat(frames, ignore_index=True)
     rows = fingerprint_rows(job_metrics, dataset["kind"], paper_table, target)
-    distance, n_rows = target_distance(rows)
+    distance, n_rows = set_distance(rows, reference="target")
     paper_distance, _ = set_distance(rows)
     real_rows = {"shape_distance": None}
     if realism is not None:

@@ -55,22 +55,24 @@ def fingerprint_set(method: str) -> str | None:
     return None
 
 
-def row_distance(frame: pd.DataFrame) -> pd.Series:
-    """|TPR - paper_TPR| + |FPR - paper_FPR| per row (NaN where either side lacks a number)."""
-    missing = [c for c in ("TPR", "FPR", "paper_TPR", "paper_FPR") if c not in frame.columns]
+def row_distance(frame: pd.DataFrame, reference: str = "paper") -> pd.Series:
+    """|TPR - <reference>_TPR| + |FPR - <reference>_FPR| per row (NaN where either side lacks
+    a number); the reference is the paper's row, or a calibration target's (`target`)."""
+    ref_tpr, ref_fpr = f"{reference}_TPR", f"{reference}_FPR"
+    missing = [c for c in ("TPR", "FPR", ref_tpr, ref_fpr) if c not in frame.columns]
     if missing:
         raise ValueError(f"fingerprint rows lack columns {missing}; have {list(frame.columns)}")
-    return (frame["TPR"] - frame["paper_TPR"]).abs() + (frame["FPR"] - frame["paper_FPR"]).abs()
+    return (frame["TPR"] - frame[ref_tpr]).abs() + (frame["FPR"] - frame[ref_fpr]).abs()
 
 
-def set_distance(frame: pd.DataFrame) -> tuple[float, int]:
+def set_distance(frame: pd.DataFrame, reference: str = "paper") -> tuple[float, int]:
     """The fingerprint distance of `frame`'s rows and how many rows had both numbers.
 
     The mean of `row_distance` over the rows that have ours and the paper's TPR and FPR; NaN
     when none has. Rows without a score (a method that failed on every job) are not counted,
     and the count says so.
     """
-    distances = row_distance(frame).to_numpy(dtype=float)
+    distances = row_distance(frame, reference).to_numpy(dtype=float)
     scored = distances[~np.isnan(distances)]
     if scored.size == 0:
         return float("nan"), 0

@@ -165,44 +165,7 @@ def _distances_to_real(
     return fingerprint_distances(rows).set_index("set")
 
 
-def real_job_distances(
-    summary_of, metrics: pd.DataFrame, pairs: list[tuple[str, str]], datasets: list[str]
-) -> pd.DataFrame:
-    """Per (generated dataset, real dataset) pair of `pairs` and per fingerprint set: the
-    fingerprint distance with the real dataset's rows in place of the paper's (the mean over
-    the set's methods of |TPR - real TPR| + |FPR - real FPR|, both under `protocol: paper`),
-    and its least and greatest value when each real job is left out in turn (`loo_min`,
-    `loo_max`: how much one job moves the target). `summary_of(metrics)`: per (dataset,
-    method) means over jobs (evaluate.metrics.summary_table)."""
-
-    def distances(ours: pd.DataFrame, real_metrics: pd.DataFrame, generated: str) -> pd.DataFrame:
-        return _distances_to_real(summary_of, ours, real_metrics, generated)
-
-    out = []
-    for generated, real in pairs:
-        ours = summary_of(metrics[metrics["dataset"] == generated])
-        real_metrics = metrics[metrics["dataset"] == real]
-        whole = distances(ours, real_metrics, generated)
-        jobs = real_metrics["job_id"].astype(str)
-        left_out = [
-            distances(ours, real_metrics[jobs != job], generated)["distance"]
-            for job in sorted(jobs.unique())
-        ]
-        spread = pd.concat(left_out, axis=1) if left_out else None
-        for name, row in whole.iterrows():
-            out.append(
-                {
-                    "dataset": generated,
-                    "reference": real,
-                    "set": name,
-                    "distance": row["distance"],
-                    "rows": row["rows"],
-                    "of": row["of"],
-                    "loo_min": spread.loc[name].min() if spread is not None else float("nan"),
-                    "loo_max": spread.loc[name].max() if spread is not None else float("nan"),
-                }
-            )
-    frame = pd.DataFrame(out, columns=REAL_COLUMNS)
+def _in_dataset_order(frame: pd.DataFrame, datasets: list[str]) -> pd.DataFrame:
     order = {name: i for i, name in enumerate(datasets)}
     return frame.sort_values(
         ["dataset", "reference"], key=lambda c: c.map(order), kind="stable", ignore_index=True
@@ -212,20 +175,22 @@ def real_job_distances(
 def real_job_breakdown(
     summary_of, metrics: pd.DataFrame, pairs: list[tuple[str, str]], datasets: list[str]
 ) -> pd.DataFrame:
-    """Per pair of `pairs`, fingerprint set and real job: the distance to that job's rows
-    alone (`alone`) and to the other jobs' (`left_out`, whose extremes are
-    real_job_distances' loo_min/loo_max), and the real job's own distance to the other jobs'
-    rows (`job_to_rest`: how far one real job sits from the rest, the target's own noise)."""
+    """Per (generated dataset, real dataset) pair of `pairs`, fingerprint set and real job: the
+    distance to that job's rows alone (`alone`) and to the other jobs' (`left_out`), and the
+    real job's own distance to the other jobs' rows (`job_to_rest`: how far one real job sits
+    from the rest, the target's own noise). `summary_of(metrics)`: per (dataset, method)
+    means over jobs (evaluate.metrics.summary_table)."""
     out = []
     for generated, real in pairs:
         ours = summary_of(metrics[metrics["dataset"] == generated])
         real_metrics = metrics[metrics["dataset"] == real]
         jobs = real_metrics["job_id"].astype(str)
         for job in sorted(jobs.unique()):
-            alone = _distances_to_real(summary_of, ours, real_metrics[jobs == job], generated)
-            rest = _distances_to_real(summary_of, ours, real_metrics[jobs != job], generated)
-            own = summary_of(real_metrics[jobs == job]).assign(dataset=generated)
-            apart = _distances_to_real(summary_of, own, real_metrics[jobs != job], generated)
+            one, rest = real_metrics[jobs == job], real_metrics[jobs != job]
+            alone = _distances_to_real(summary_of, ours, one, generated)
+            left_out = _distances_to_real(summary_of, ours, rest, generated)
+            own = summary_of(one).assign(dataset=generated)
+            apart = _distances_to_real(summary_of, own, rest, generated)
             for name in alone.index:
                 out.append(
                     {
@@ -234,15 +199,46 @@ def real_job_breakdown(
                         "set": name,
                         "job_id": job,
                         "alone": alone.loc[name, "distance"],
-                        "left_out": rest.loc[name, "distance"] if name in rest.index else None,
-                        "job_to_rest": apart.loc[name, "distance"] if name in apart.index else None,
+                        "left_out": left_out["distance"].get(name),
+                        "job_to_rest": apart["distance"].get(name),
                     }
                 )
-    frame = pd.DataFrame(out, columns=PER_JOB_COLUMNS)
-    order = {name: i for i, name in enumerate(datasets)}
-    return frame.sort_values(
-        ["dataset", "reference"], key=lambda c: c.map(order), kind="stable", ignore_index=True
-    )
+    return _in_dataset_order(pd.DataFrame(out, columns=PER_JOB_COLUMNS), datasets)
+
+
+def real_job_distances(
+    summary_of,
+    metrics: pd.DataFrame,
+    pairs: list[tuple[str, str]],
+    datasets: list[str],
+    per_job: pd.DataFrame,
+) -> pd.DataFrame:
+    """Per (generated dataset, real dataset) pair of `pairs` and per fingerprint set: the
+    fingerprint distance with the real dataset's rows in place of the paper's (the mean over
+    the set's methods of |TPR - real TPR| + |FPR - real FPR|, both under `protocol: paper`),
+    and its least and greatest value when each real job is left out in turn (`loo_min`,
+    `loo_max`: how much one job moves the target), from `per_job` (real_job_breakdown's
+    `left_out`)."""
+    spread = per_job.groupby(["dataset", "reference", "set"])["left_out"].agg(["min", "max"])
+    out = []
+    for generated, real in pairs:
+        ours = summary_of(metrics[metrics["dataset"] == generated])
+        whole = _distances_to_real(summary_of, ours, metrics[metrics["dataset"] == real], generated)
+        for name, row in whole.iterrows():
+            key = (generated, real, name)
+            out.append(
+                {
+                    "dataset": generated,
+                    "reference": real,
+                    "set": name,
+                    "distance": row["distance"],
+                    "rows": row["rows"],
+                    "of": row["of"],
+                    "loo_min": spread["min"].get(key, float("nan")),
+                    "loo_max": spread["max"].get(key, float("nan")),
+                }
+            )
+    return _in_dataset_order(pd.DataFrame(out, columns=REAL_COLUMNS), datasets)
 
 
 def real_job_markdown(real: pd.DataFrame, paper_distances: pd.DataFrame) -> list[str]:

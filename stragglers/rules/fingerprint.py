@@ -171,6 +171,7 @@ def fingerprint_paper_table(
         if generated not in real
         and PAPER_TRACE_OF_KIND.get(kinds[generated]) == PAPER_TRACE_OF_KIND.get(kinds[reference])
     ]
+    per_job = real_job_breakdown(summary_table, metrics, pairs, list(datasets))
     return write_fingerprint(
         rows,
         csv,
@@ -178,8 +179,8 @@ def fingerprint_paper_table(
         distances,
         title="Table 3 fingerprint under protocol `paper` (`snakemake fingerprint`)",
         confidence_level=settings["confidence_level"],
-        real=real_job_distances(summary_table, metrics, pairs, list(datasets)),
+        real=real_job_distances(summary_table, metrics, pairs, list(datasets), per_job),
         out_real=real_distances,
-        real_per_job=real_job_breakdown(summary_table, metrics, pairs, list(datasets)),
+        real_per_job=per_job,
         out_real_per_job=real_per_job,
     )
