@@ -332,6 +332,13 @@ def test_the_target_decides_the_searchs_inputs_and_its_fingerprint():
     moved = copy.deepcopy(config)
     moved["datasets"]["google-2011-usage"]["replay"]["checkpoint_interval"] = 300
     assert search_params(moved, "google-synthetic")["fingerprint"] != aimed["fingerprint"]
+    # a method the search does not score does not decide its target's rows
+    unscored = copy.deepcopy(config)
+    unscored["methods"]["NURD"] = {"alpha": 0.0}
+    assert search_params(unscored, "google-synthetic")["fingerprint"] == aimed["fingerprint"]
+    scored = copy.deepcopy(config)
+    scored["methods"]["KNN"] = {"n_neighbors": 7}
+    assert search_params(scored, "google-synthetic")["fingerprint"] != aimed["fingerprint"]
 
 
 def test_a_storage_of_another_config_is_refused(tmp_path):

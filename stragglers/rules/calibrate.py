@@ -83,12 +83,13 @@ def search_params(config: dict, dataset: str) -> dict[str, Any]:
     knobs = dataset_knobs(section, dataset)
     realism = realism_settings(section, dataset)
     target = target_dataset(config, dataset)
+    method_params = {m: dict(config["methods"].get(m) or {}) for m in section["methods"]}
     decides_target = None
-    if target is not None:
+    if target is not None:  # the target's rows: its dataset, replayed with these methods
         decides_target = {
             "name": target,
             "dataset": config["datasets"][target],
-            "method_params": {m: dict(config["methods"].get(m) or {}) for m in config["methods"]},
+            "method_params": method_params,
         }
     return {
         "dataset": ds,
@@ -101,7 +102,7 @@ def search_params(config: dict, dataset: str) -> dict[str, Any]:
         "sampler_seed": int(section["sampler_seed"]),
         "startup_trials": int(section["startup_trials"]),
         "methods": list(section["methods"]),
-        "method_params": {m: dict(config["methods"].get(m) or {}) for m in section["methods"]},
+        "method_params": method_params,
         "replay": replay,
         "realism": realism,
         "target": target or PAPER_TARGET,
