@@ -79,3 +79,31 @@ def test_old_launch_setting_names_are_rejected(tmp_path):
     assert "config launch: setting 'max_train_jobs' was renamed to 'history_jobs'" in dry.stdout
     with pytest.raises(ValueError, match="'retrain_every' was renamed to 'refit_every'"):
         launch_settings({"retrain_every": 3}, "google-2011", 0.9)
+
+
+def test_dry_run_stops_on_a_bad_dataset_setting_naming_it(tmp_path):
+    """A config dataset's setting is checked by the schema, a placed one (`sensitivity.place`,
+    which the schema leaves open) by its DatasetSpec: either stops the load, naming the
+    dataset and the setting."""
+    dry = dry_run(
+        tmp_path,
+        *DEFAULT,
+        "--config",
+        "datasets={google-synthetic: {kind: google-2019, source: generate, n_shards: 1}}",
+    )
+    assert dry.returncode != 0
+    assert "On instance['datasets']['google-synthetic']['kind']" in dry.stdout, dry.stdout[-2000:]
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config["sensitivity"]["place"] = {
+        "real": {"kind": "google-2011-events", "source": "local", "raw_dir": str(tmp_path)}
+        | {"n_shards": 1, "min_tasks": "many"}
+    }
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    dry = dry_run(
+        tmp_path, "--configfile", str(tmp_path / "config.yaml"), "--replace-workflow-config"
+    )
+    assert dry.returncode != 0
+    assert "config sensitivity.place.real.min_tasks: must be an integer >= 2" in dry.stdout, (
+        dry.stdout[-2000:]
+    )
+    assert "Building DAG of jobs" not in dry.stdout

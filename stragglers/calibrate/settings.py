@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from stragglers.evaluate.fingerprint import CALIBRATION_SET
+
+# DEFAULT_SEED: the default run's data is where the fitted settings are judged, so no trial may
+# generate from it, whatever the config's own `seed` is
+from stragglers.formats.dataset_spec import DEFAULT_SEED
 from stragglers.formats.datasets import PAPER_TRACE_OF_KIND
 
 log = logging.getLogger(__name__)
 
-# The run's default seed: its data is where the fitted settings are judged, so no trial may
-# generate from it, whatever the config's own `seed` is.
-DEFAULT_SEED = 20220301
 # Knobs the search does not own: the trial size and the seed come from the section itself.
 RESERVED_KNOBS = ("n_jobs", "seed")
 GENERATED_KINDS = ("google-2011", "alibaba-2018")

@@ -22,6 +22,7 @@ from stragglers.calibrate.settings import generator_class
 from stragglers.convert.one_process import convert_alibaba, convert_google
 from stragglers.evaluate.fingerprint import set_distance
 from stragglers.evaluate.metrics import job_metrics, summary_table
+from stragglers.formats.dataset_spec import MIN_TASKS, PRODUCTION_PRIORITIES
 from stragglers.formats.datasets import PAPER_TRACE_OF_KIND, last_columns
 from stragglers.formats.jobs import iter_shard_jobs
 from stragglers.replay.core import ReplaySettings, dataset_replay
@@ -48,10 +49,10 @@ def trial_data(dataset: dict, settings: dict[str, Any], n_jobs: int, seed: int, 
     generator = {**(dataset.get("generator") or {}), **settings, "n_jobs": n_jobs, "seed": seed}
     config = generator_class(kind).from_dict(generator)
     raw, converted = folder / "raw", folder / "converted"
-    common = {"dataset": "trial", "n_shards": 1, "min_tasks": dataset.get("min_tasks", 100)}
+    common = {"dataset": "trial", "n_shards": 1, "min_tasks": dataset.get("min_tasks", MIN_TASKS)}
     if kind == "google-2011":
         generate_google(raw, config)
-        priorities = tuple(dataset.get("production_priorities", (9, 10, 11)))
+        priorities = tuple(dataset.get("production_priorities", PRODUCTION_PRIORITIES))
         convert_google(raw, converted, **common, priorities=priorities)
     else:
         generate_alibaba(raw, config)

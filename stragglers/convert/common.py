@@ -34,9 +34,6 @@ from stragglers.traces.rawcsv import RawTraceError, SkippedRows
 log = logging.getLogger(__name__)
 
 
-PRODUCTION_PRIORITIES = (9, 10, 11)
-
-
 US = 1_000_000.0
 
 

@@ -27,6 +27,7 @@ from stragglers.convert.google import (
     google_task_table,
     read_spilled_shard,
 )
+from stragglers.formats.dataset_spec import MIN_TASKS
 from stragglers.formats.datasets import TASK_TABLE_KINDS
 from stragglers.formats.jobs import manifest_columns
 
@@ -38,7 +39,7 @@ def gather_shard(
     *,
     kind: str,
     dataset: str,
-    min_tasks: int = 100,
+    min_tasks: int = MIN_TASKS,
     tasks_path: Path | str | None = None,
     latency_definition: str = "schedule_to_finish",
 ) -> tuple[pd.DataFrame, dict[str, Any]]:

@@ -20,7 +20,6 @@ from stragglers.convert.common import (
     EVENT_KEYS_FILE,
     GOOGLE_LAUNCH_COLUMNS,
     LOOKUP_FILE,
-    PRODUCTION_PRIORITIES,
     REPORT_FILE,
     TASKS_FILE,
     US,
@@ -31,6 +30,11 @@ from stragglers.convert.common import (
     _write_report,
 )
 from stragglers.formats import raw as schema
+from stragglers.formats.dataset_spec import (
+    LATENCY_DEFINITIONS,
+    MIN_TASKS,
+    PRODUCTION_PRIORITIES,
+)
 from stragglers.formats.datasets import GOOGLE_FEATURES
 from stragglers.traces.rawcsv import iter_csv_chunks
 
@@ -289,7 +293,7 @@ def prepare_google(
     *,
     dataset: str,
     n_shards: int,
-    min_tasks: int = 100,
+    min_tasks: int = MIN_TASKS,
     priorities=PRODUCTION_PRIORITIES,
     machine_event_parts: list[Path] = (),
 ) -> dict[str, Any]:
@@ -537,9 +541,6 @@ def add_machine_usage(
     for name, values in zip(machines.MACHINE_USAGE_COLUMNS, usage.T):
         windows = windows.append_column(name, pa.array(values))
     return windows, tasks
-
-
-LATENCY_DEFINITIONS = ("schedule_to_finish", "usage_windows")
 
 
 def check_latency_definition(latency_definition: str) -> None:

@@ -13,7 +13,6 @@ import pyarrow as pa
 
 from stragglers.convert import machines
 from stragglers.convert.common import (
-    PRODUCTION_PRIORITIES,
     REPORT_FILE,
     TASKS_FILE,
     US,
@@ -36,6 +35,7 @@ from stragglers.convert.google import (
     task_outcomes,
 )
 from stragglers.formats import raw as schema
+from stragglers.formats.dataset_spec import MIN_TASKS, PRODUCTION_PRIORITIES
 
 
 def event_windows(tasks: pd.DataFrame, grid_origin_us: int, step_us: int) -> pd.DataFrame:
@@ -59,7 +59,7 @@ def spill_google_events(
     *,
     dataset: str,
     n_shards: int,
-    min_tasks: int = 100,
+    min_tasks: int = MIN_TASKS,
     priorities=PRODUCTION_PRIORITIES,
     grid_origin: float = 600.0,
     window_seconds: float = 300.0,

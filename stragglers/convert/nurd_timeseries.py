@@ -39,6 +39,7 @@ import pandas as pd
 
 from stragglers.convert.common import ConversionReport, _cleaning_up_on_failure
 from stragglers.formats import tasks_table as table_format
+from stragglers.formats.dataset_spec import MIN_TASKS
 from stragglers.formats.datasets import (
     EVICTIONS_SO_FAR,
     FAILURES_SO_FAR,
@@ -362,7 +363,7 @@ def spill_nurd_timeseries(
     *,
     dataset: str,
     n_shards: int,
-    min_tasks: int = 100,
+    min_tasks: int = MIN_TASKS,
 ) -> dict[str, Any]:
     """The `convert_part` stage of a nurd-timeseries dataset: the files as task-table frames,
     then the task table's own stage (spill_task_frames)."""
@@ -395,7 +396,7 @@ def convert_nurd_timeseries(
     *,
     dataset: str,
     n_shards: int,
-    min_tasks: int = 100,
+    min_tasks: int = MIN_TASKS,
     latency_definition: str = "schedule_to_finish",
 ) -> dict[str, Any]:
     """The authors' layout -> the converted layout in `out_dir`, in one process (written under

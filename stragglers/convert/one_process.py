@@ -11,7 +11,6 @@ from typing import Any
 
 from stragglers.convert.alibaba import spill_alibaba
 from stragglers.convert.common import (
-    PRODUCTION_PRIORITIES,
     TASKS_FILE,
     _cleaning_up_on_failure,
     list_parts,
@@ -24,6 +23,7 @@ from stragglers.convert.google import (
     spill_google_usage,
 )
 from stragglers.convert.google_events import spill_google_events
+from stragglers.formats.dataset_spec import MIN_TASKS, PRODUCTION_PRIORITIES
 
 
 @_cleaning_up_on_failure
@@ -33,7 +33,7 @@ def convert_google(
     *,
     dataset: str,
     n_shards: int,
-    min_tasks: int = 100,
+    min_tasks: int = MIN_TASKS,
     priorities=PRODUCTION_PRIORITIES,
     latency_definition: str = "schedule_to_finish",
 ) -> dict[str, Any]:
@@ -77,7 +77,7 @@ def convert_alibaba(
     *,
     dataset: str,
     n_shards: int,
-    min_tasks: int = 100,
+    min_tasks: int = MIN_TASKS,
     kind: str = "alibaba-2018",
     bin_seconds: float = 60.0,
 ) -> dict[str, Any]:
@@ -102,7 +102,7 @@ def convert_google_events(
     *,
     dataset: str,
     n_shards: int,
-    min_tasks: int = 100,
+    min_tasks: int = MIN_TASKS,
     priorities=PRODUCTION_PRIORITIES,
     grid_origin: float = 600.0,
     window_seconds: float = 300.0,
@@ -157,7 +157,7 @@ def convert_dataset(
             raw_dir,
             out_dir,
             **common,
-            priorities=tuple(priorities or (9, 10, 11)),
+            priorities=tuple(priorities or PRODUCTION_PRIORITIES),
             latency_definition=latency_definition,
         )
     if kind == "google-2011-events":
@@ -166,7 +166,7 @@ def convert_dataset(
             raw_dir,
             out_dir,
             **common,
-            priorities=tuple(priorities or (9, 10, 11)),
+            priorities=tuple(priorities or PRODUCTION_PRIORITIES),
             grid_origin=float(grid.get("grid_origin", 600.0)),
             window_seconds=float(grid.get("checkpoint_interval", 300.0)),
         )

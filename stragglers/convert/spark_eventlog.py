@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from stragglers.convert.common import _cleaning_up_on_failure
+from stragglers.formats.dataset_spec import MIN_TASKS
 
 log = logging.getLogger(__name__)
 
@@ -386,7 +387,7 @@ def convert_spark_eventlog(
     *,
     dataset: str,
     n_shards: int,
-    min_tasks: int = 100,
+    min_tasks: int = MIN_TASKS,
     grid_origin: float = 0.0,
     window_seconds: float = 1.0,
 ) -> dict:

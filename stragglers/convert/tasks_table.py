@@ -32,6 +32,7 @@ from stragglers.convert.common import (
 )
 from stragglers.convert.gather import _convert_in_one_process
 from stragglers.formats import tasks_table as table_format
+from stragglers.formats.dataset_spec import MIN_TASKS
 from stragglers.formats.datasets import (
     EVICTIONS_SO_FAR,
     FAILURES_SO_FAR,
@@ -246,7 +247,7 @@ def spill_tasks_table(
     *,
     dataset: str,
     n_shards: int,
-    min_tasks: int = 100,
+    min_tasks: int = MIN_TASKS,
     grid_origin: float = 600.0,
     window_seconds: float = 300.0,
 ) -> dict[str, Any]:
@@ -403,7 +404,7 @@ def convert_tasks_table(
     *,
     dataset: str,
     n_shards: int,
-    min_tasks: int = 100,
+    min_tasks: int = MIN_TASKS,
     grid_origin: float = 600.0,
     window_seconds: float = 300.0,
     kind: str = KIND,

@@ -36,6 +36,7 @@ import numpy as np
 
 from stragglers.evaluate.metrics import confusion, rates
 from stragglers.evaluate.timing import early_flags, flag_lead
+from stragglers.formats.dataset_spec import DEFAULT_SEED
 from stragglers.formats.features import prediction_start_count
 from stragglers.live.checkpoint import FEATURES, StageView
 from stragglers.live.client import LiveError
@@ -293,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     add_common_arguments(parser)
     parser.add_argument("--method", required=True, help="a registered online method (NURD, ...)")
     parser.add_argument("--params", default="{}", help="the method's parameters, JSON ({})")
-    parser.add_argument("--seed", type=int, default=20220301, help="the seed (as the config's)")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the seed (as the config's)")
     parser.add_argument(
         "--threshold",
         type=float,

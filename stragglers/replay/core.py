@@ -11,6 +11,9 @@ from typing import Any
 
 import numpy as np
 
+# dataset_replay: the one merge of the global and a dataset's replay settings, re-exported
+# for the callers that import it with the replay's settings
+from stragglers.formats.dataset_spec import dataset_replay as dataset_replay
 from stragglers.formats.jobs import Job
 from stragglers.replay.protocols import ProtocolRules, resolve_rules
 
@@ -61,13 +64,6 @@ class ReplaySettings:
     @property
     def rules(self) -> ProtocolRules:
         return resolve_rules(self.protocol, self.overrides)
-
-
-def dataset_replay(replay: dict[str, Any], dataset: dict[str, Any]) -> dict[str, Any]:
-    """A dataset's replay settings: the config's global `replay` section overlaid with the
-    dataset's own `replay` (its grid, most often). The one place the two are merged: the
-    workflow's rules, the calibration's trials and the benchmarks call it."""
-    return {**replay, **dataset.get("replay", {})}
 
 
 def straggler_threshold(latency: np.ndarray, quantile: float, protocol: str = "causal") -> float:

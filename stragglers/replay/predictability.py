@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from stragglers.formats.dataset_spec import DEFAULT_SEED
 from stragglers.formats.datasets import converted_kind
 from stragglers.io import dump_json, write_atomic
 
@@ -171,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--checkpoint-interval", type=float, help="s (default: by kind)")
     parser.add_argument("--straggler-quantile", type=float, default=0.90)
-    parser.add_argument("--seed", type=int, default=20220301, help="the default config's seed")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the default config's seed")
     parser.add_argument("--n-jobs", type=int, default=0, help="first N jobs by id (0 = all)")
     parser.add_argument("--out-json", help="write the summary here")
     parser.add_argument("--out-csv", help="write the per-job rows here")

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from stragglers.formats.dataset_spec import MIN_TASKS
 from stragglers.formats.raw import GOOGLE_TRACE_START_US, GOOGLE_WINDOW_US
 from stragglers.replay import aligned
 from stragglers.replay.protocols import resolve_rules
@@ -100,7 +101,7 @@ def window_counts(first_schedule_us: np.ndarray, final_finish_us: np.ndarray) ->
 
 def reach_table(
     events: pd.DataFrame,
-    min_tasks: int = 100,
+    min_tasks: int = MIN_TASKS,
     straggler_quantile: float = 0.9,
     start_fraction: float = 0.04,
 ) -> pd.DataFrame:
@@ -147,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="comma-separated priorities of the jobs kept (default: all)",
     )
-    parser.add_argument("--min-tasks", type=int, default=100)
+    parser.add_argument("--min-tasks", type=int, default=MIN_TASKS)
     parser.add_argument("--out", default=None, help="CSV of every job's row")
     args = parser.parse_args(argv)
     priorities = None if args.priorities is None else [int(p) for p in args.priorities.split(",")]

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from stragglers.formats.dataset_spec import DEFAULT_SEED
 from stragglers.formats.datasets import PAPER_TRACE_OF_KIND
 from stragglers.io import write_atomic
 
@@ -591,7 +592,7 @@ if __name__ == "__main__":  # python -m stragglers.report.audit CONVERTED_DIR KI
         sys.argv[2],
         {"checkpoint_interval": float(sys.argv[3])},
         int(sys.argv[4]),
-        seed=20220301,
+        seed=DEFAULT_SEED,
     )
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 30)

@@ -24,7 +24,10 @@ HEADER = """# Configuration
 The workflow reads `config/config.yaml` (or `--configfile FILE --replace-workflow-config`) and
 validates it against `workflow/schemas/config.schema.yaml` when it loads: an unknown key or a
 bad value stops it before any job, naming the setting. Method parameters are declared in each
-method's source (`defaults` of `Param`, `docs/methods.md`) and checked at the same time.
+method's source (`defaults` of `Param`, `docs/methods.md`) and checked at the same time. A
+setting left out takes the `default` below, filled in once when the workflow loads: each
+dataset's settings (with those the `replicates` and `sensitivity` targets add) are read into one
+spec (`stragglers/formats/dataset_spec.py`) that every rule takes them from.
 
 `<name>` stands for a key you choose (a dataset's or a method's name). Every setting:
 

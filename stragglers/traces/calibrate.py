@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from stragglers.formats.dataset_spec import MIN_TASKS
 from stragglers.formats.raw import GOOGLE_TASK_EVENTS, EventType
 
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
@@ -88,7 +89,7 @@ def task_latencies(events: pd.DataFrame) -> pd.DataFrame:
     return tasks.reset_index()
 
 
-def job_latency_shape(latencies: pd.DataFrame, min_tasks: int = 100) -> pd.DataFrame:
+def job_latency_shape(latencies: pd.DataFrame, min_tasks: int = MIN_TASKS) -> pd.DataFrame:
     """Per-job latency-shape statistics for jobs with >= min_tasks finished tasks.
 
     Quantiles use numpy's default (linear interpolation).
@@ -150,12 +151,12 @@ def shape_summary(jobs: pd.DataFrame, quantiles: Iterable[float] = QUANTILES) ->
     return out
 
 
-def summarize_events(events: pd.DataFrame, min_tasks: int = 100) -> dict[str, float]:
+def summarize_events(events: pd.DataFrame, min_tasks: int = MIN_TASKS) -> dict[str, float]:
     """The latency-shape summary of task events already read (read_task_events)."""
     return shape_summary(job_latency_shape(task_latencies(events), min_tasks))
 
 
-def summarize_trace(path: str | Path, min_tasks: int = 100) -> dict[str, float]:
+def summarize_trace(path: str | Path, min_tasks: int = MIN_TASKS) -> dict[str, float]:
     return summarize_events(read_task_events(path), min_tasks)
 
 
@@ -196,7 +197,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="generated trace folder (or its task_events folder or one part file)",
     )
     parser.add_argument(
-        "--min-tasks", type=int, default=100, help="finished tasks a job needs (default 100)"
+        "--min-tasks",
+        type=int,
+        default=MIN_TASKS,
+        help="finished tasks a job needs (default %(default)s)",
     )
     parser.add_argument("--digits", type=int, default=3)
     args = parser.parse_args(argv)

@@ -16,7 +16,7 @@ rule audit_variant:
         "../../environment.yml"
     threads: 1
     params:
-        kind=lambda wc: dataset_config(wc.dataset)["kind"],
+        kind=lambda wc: spec(wc.dataset).kind,
         replay=lambda wc: audit_replay(wc.dataset),
         methods=config.get("audit", {}).get("methods", {}),
         n_jobs=config.get("audit", {}).get("n_jobs", 0),
@@ -50,7 +50,7 @@ rule audit_table:
     conda:
         "../../environment.yml"
     params:
-        datasets={name: ds["kind"] for name, ds in config["datasets"].items()},
+        datasets={name: spec(name).kind for name in DATASETS},
         methods=config.get("audit", {}).get("methods", {}),
         headline=config.get("audit", {}).get("nurd_lines", ["NURD a=0", "NURD a=0.5"]),
     script:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir)))  # the stragglers package, even when not installed
 
+from stragglers.formats.dataset_spec import dataset_specs
 from stragglers.launch import launch_datasets
 from stragglers.methods import declared_cross_job, load_method_dirs, method_entry, method_files
-from stragglers.replay.core import dataset_replay
 from stragglers.rules.config import check_config, resolve_shipped_paths
 from stragglers.rules.sensitivity import derived_datasets
 
@@ -41,6 +41,13 @@ LAUNCH_DATASETS = launch_datasets(config)
 # the datasets `replicates` and `sensitivity` add (<dataset>@r<k>, <base>@s<i>t<j>, placed
 # traces): ordinary datasets the default run does not ask for (workflow/rules/sensitivity.smk)
 DERIVED_DATASETS = derived_datasets(config)
+# every dataset's settings, checked and with their defaults, once (a bad one stops here, named):
+# the rules read a dataset's settings from its spec (stragglers/formats/dataset_spec.py)
+SPECS = dataset_specs(config, DERIVED_DATASETS)
+
+
+def spec(dataset):
+    return SPECS[dataset]
 
 
 wildcard_constraints:
@@ -79,18 +86,10 @@ def resume_kill_delay():
     return config["simulation"].get("policies", {}).get("kill_delay")
 
 
-def dataset_config(dataset):
-    return config["datasets"].get(dataset) or DERIVED_DATASETS[dataset]
-
-
-def replay_of(dataset):
-    """A dataset's replay settings: the global `replay` overlaid with the dataset's own."""
-    return dataset_replay(config["replay"], dataset_config(dataset))
-
-
 def replay_input(wildcards):
-    """replay_of the job's dataset (a rule's `replay` parameter)."""
-    return replay_of(wildcards.dataset)
+    """The job's dataset's replay settings: the global `replay` overlaid with the dataset's
+    own (a rule's `replay` parameter)."""
+    return spec(wildcards.dataset).replay
 
 
 def dataset_methods(dataset):
@@ -99,16 +98,15 @@ def dataset_methods(dataset):
 
 
 def shards(dataset):
-    return range(dataset_config(dataset)["n_shards"])
+    return range(spec(dataset).n_shards)
 
 
 def raw_dir(dataset):
-    ds = dataset_config(dataset)
     return {
         "generate": f"resources/raw/{dataset}",
         "download": f"resources/download/{dataset}",
-        "local": ds.get("raw_dir"),
-    }[ds["source"]]
+        "local": spec(dataset).raw_dir,
+    }[spec(dataset).source]
 
 
 def prediction_files(dataset, method, part):
@@ -190,9 +188,7 @@ _LAYOUTS = {}
 def layout(dataset):
     """The dataset's raw files and conversion groups (computed once per dataset)."""
     if dataset not in _LAYOUTS:
-        _LAYOUTS[dataset] = raw_layout(
-            dataset_config(dataset)["kind"], dataset_config(dataset), raw_dir(dataset)
-        )
+        _LAYOUTS[dataset] = raw_layout(spec(dataset).kind, spec(dataset).settings, raw_dir(dataset))
     return _LAYOUTS[dataset]
 
 
@@ -203,7 +199,7 @@ def convert_groups(dataset):
 def raw_files_input(dataset, files):
     """What must exist before `files` of a dataset are read: the generated folder, the
     verification marker of a local folder, or each file's own download marker."""
-    source = dataset_config(dataset)["source"]
+    source = spec(dataset).source
     if source == "generate":
         return [f"resources/raw/{dataset}"]
     if source == "download":
@@ -217,7 +213,7 @@ def prepare_input(wildcards):
 
 
 def prepared_input(dataset):
-    if dataset_config(dataset)["kind"] == "google-2011":
+    if spec(dataset).kind == "google-2011":
         return {"prepared": f"resources/convert/{dataset}/prepared"}
     return {}
 
@@ -242,7 +238,7 @@ def convert_manifest_input(wildcards):
         f"resources/convert/{dataset}/reports/group-{group}.json"
         for group in convert_groups(dataset)
     ]
-    if dataset_config(dataset)["kind"] == "google-2011":
+    if spec(dataset).kind == "google-2011":
         stage_reports.insert(0, f"resources/convert/{dataset}/prepared")
     return {
         "stage_reports": stage_reports,
@@ -264,7 +260,7 @@ def download_markers(wildcards):
 
 def download_file_input(wildcards):
     """A Google part is verified against the bucket's SHA256SUM, fetched first."""
-    if dataset_config(wildcards.dataset)["kind"].startswith("google"):
+    if spec(wildcards.dataset).kind.startswith("google"):
         return {"checksums": f"resources/download/{wildcards.dataset}.sha256sum.json"}
     return {}
 
@@ -342,7 +338,7 @@ from stragglers.report.audit import VARIANTS as AUDIT_VARIANTS
 
 def audit_replay(dataset):
     """The dataset's replay settings without protocol/overrides: each variant sets its own."""
-    return {k: v for k, v in replay_of(dataset).items() if k not in ("protocol", "overrides")}
+    return {k: v for k, v in spec(dataset).replay.items() if k not in ("protocol", "overrides")}
 
 
 def audit_variant_files():

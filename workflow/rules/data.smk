@@ -17,8 +17,8 @@ rule generate_trace:
         mem_mb=1792,
         runtime=5,
     params:
-        kind=lambda wc: dataset_config(wc.dataset)["kind"],
-        generator=lambda wc: dataset_config(wc.dataset).get("generator", {}),
+        kind=lambda wc: spec(wc.dataset).kind,
+        generator=lambda wc: spec(wc.dataset).generator,
         seed=config["seed"],
     script:
         "../../scripts/run.py"
@@ -32,8 +32,8 @@ rule verify_local_trace:
     conda:
         "../../environment.yml"
     params:
-        raw_dir=lambda wc: dataset_config(wc.dataset)["raw_dir"],
-        sha256sum=lambda wc: dataset_config(wc.dataset).get("sha256sum", ""),
+        raw_dir=lambda wc: spec(wc.dataset).raw_dir,
+        sha256sum=lambda wc: spec(wc.dataset).sha256sum,
     script:
         "../../scripts/run.py"
 
@@ -56,7 +56,7 @@ rule download_checksums:
     resources:
         download_slots=1,
     params:
-        download=lambda wc: dataset_config(wc.dataset)["download"],
+        download=lambda wc: spec(wc.dataset).download,
         folder=lambda wc: f"resources/download/{wc.dataset}",
     script:
         "../../scripts/run.py"
@@ -76,8 +76,8 @@ rule download_file:
     resources:
         download_slots=1,
     params:
-        kind=lambda wc: dataset_config(wc.dataset)["kind"],
-        download=lambda wc: dataset_config(wc.dataset)["download"],
+        kind=lambda wc: spec(wc.dataset).kind,
+        download=lambda wc: spec(wc.dataset).download,
         folder=lambda wc: f"resources/download/{wc.dataset}",
     script:
         "../../scripts/run.py"
@@ -93,7 +93,7 @@ rule download_trace:
     conda:
         "../../environment.yml"
     params:
-        kind=lambda wc: dataset_config(wc.dataset)["kind"],
+        kind=lambda wc: spec(wc.dataset).kind,
         folder=lambda wc: f"resources/download/{wc.dataset}",
     script:
         "../../scripts/run.py"
@@ -117,9 +117,9 @@ rule convert_prepare:
         raw_dir=lambda wc: raw_dir(wc.dataset),
         event_parts=lambda wc: layout(wc.dataset).tables["task_events"],
         machine_event_parts=lambda wc: layout(wc.dataset).tables["machine_events"],
-        n_shards=lambda wc: dataset_config(wc.dataset)["n_shards"],
-        min_tasks=lambda wc: dataset_config(wc.dataset).get("min_tasks", 100),
-        priorities=lambda wc: dataset_config(wc.dataset).get("production_priorities", [9, 10, 11]),
+        n_shards=lambda wc: spec(wc.dataset).n_shards,
+        min_tasks=lambda wc: spec(wc.dataset).min_tasks,
+        priorities=lambda wc: spec(wc.dataset).production_priorities,
     script:
         "../../scripts/run.py"
 
@@ -145,13 +145,13 @@ rule convert_part:
         mem_mb=1536,
         runtime=5,
     params:
-        kind=lambda wc: dataset_config(wc.dataset)["kind"],
+        kind=lambda wc: spec(wc.dataset).kind,
         raw_dir=lambda wc: raw_dir(wc.dataset),
         parts=lambda wc: layout(wc.dataset).groups[int(wc.group)],
-        n_shards=lambda wc: dataset_config(wc.dataset)["n_shards"],
-        min_tasks=lambda wc: dataset_config(wc.dataset).get("min_tasks", 100),
-        priorities=lambda wc: dataset_config(wc.dataset).get("production_priorities", [9, 10, 11]),
-        grid=lambda wc: dataset_config(wc.dataset).get("replay", {}),
+        n_shards=lambda wc: spec(wc.dataset).n_shards,
+        min_tasks=lambda wc: spec(wc.dataset).min_tasks,
+        priorities=lambda wc: spec(wc.dataset).production_priorities,
+        grid=lambda wc: spec(wc.dataset).grid,
         machine_event_parts=lambda wc: layout(wc.dataset).tables.get("machine_events", []),
         configured_files=lambda wc: layout(wc.dataset).files,
     script:
@@ -172,11 +172,9 @@ rule gather_shard:
     conda:
         "../../environment.yml"
     params:
-        kind=lambda wc: dataset_config(wc.dataset)["kind"],
-        min_tasks=lambda wc: dataset_config(wc.dataset).get("min_tasks", 100),
-        latency_definition=lambda wc: dataset_config(wc.dataset).get(
-            "latency_definition", "schedule_to_finish"
-        ),
+        kind=lambda wc: spec(wc.dataset).kind,
+        min_tasks=lambda wc: spec(wc.dataset).min_tasks,
+        latency_definition=lambda wc: spec(wc.dataset).latency_definition,
     script:
         "../../scripts/run.py"
 
@@ -192,6 +190,6 @@ rule convert_manifest:
     conda:
         "../../environment.yml"
     params:
-        kind=lambda wc: dataset_config(wc.dataset)["kind"],
+        kind=lambda wc: spec(wc.dataset).kind,
     script:
         "../../scripts/run.py"

@@ -81,7 +81,7 @@ rule table3:
         "../../environment.yml"
     params:
         datasets=DATASETS,
-        kinds={name: ds["kind"] for name, ds in config["datasets"].items()},
+        kinds={name: spec(name).kind for name in DATASETS},
         seed=config["seed"],
         bootstrap=config["evaluation"],
     script:

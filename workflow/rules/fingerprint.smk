@@ -11,7 +11,7 @@ PAPER_TABLE3 = workflow.source_path("../../stragglers/data/paper_table3.csv")
 # dataset -> its methods with a paper row (datasets without a counterpart in the paper: none)
 FINGERPRINT_METHODS = fingerprint_methods(
     str(Path(workflow.basedir) / "stragglers" / "data" / "paper_table3.csv"),
-    {name: dataset_config(name)["kind"] for name in DATASETS},
+    {name: spec(name).kind for name in DATASETS},
 )
 
 
@@ -38,8 +38,8 @@ rule fingerprint_table:
     conda:
         "../../environment.yml"
     params:
-        kinds={name: ds["kind"] for name, ds in config["datasets"].items()},
-        protocols={name: protocol_label(replay_of(name)) for name in config["datasets"]},
+        kinds={name: spec(name).kind for name in DATASETS},
+        protocols={name: protocol_label(spec(name).replay) for name in config["datasets"]},
         bootstrap=config["evaluation"],
     script:
         "../../scripts/run.py"
@@ -59,7 +59,7 @@ rule fingerprint_replay:
         "../../environment.yml"
     threads: 1
     params:
-        kind=lambda wc: dataset_config(wc.dataset)["kind"],
+        kind=lambda wc: spec(wc.dataset).kind,
         method_params=lambda wc: config["methods"].get(wc.fingerprint_method) or {},
         replay=replay_input,
         seed=config["seed"],
@@ -94,7 +94,7 @@ rule fingerprint_paper_table:
         "../../environment.yml"
     params:
         datasets=list(FINGERPRINT_METHODS),
-        kinds={name: dataset_config(name)["kind"] for name in FINGERPRINT_METHODS},
+        kinds={name: spec(name).kind for name in FINGERPRINT_METHODS},
         real_datasets=REAL_DATASETS,
         seed=config["seed"],
         bootstrap=config["evaluation"],

@@ -20,13 +20,11 @@ rule launch_predict:
     conda:
         "../../environment.yml"
     params:
-        kind=lambda wc: dataset_config(wc.dataset)["kind"],
+        kind=lambda wc: spec(wc.dataset).kind,
         method_params=lambda wc: config["launch"]["methods"][wc.launch_method] or {},
         launch=lambda wc: {k: v for k, v in config["launch"].items() if k != "methods"},
         straggler_quantile=config["replay"].get("straggler_quantile", 0.9),
-        interval=lambda wc: dataset_config(wc.dataset)
-        .get("replay", {})
-        .get("checkpoint_interval", 300),
+        interval=lambda wc: spec(wc.dataset).grid.get("checkpoint_interval", 300),
         repeats=config["simulation"]["repeats"],
         deadline_factors=config["simulation"]
         .get("policies", {})

@@ -28,7 +28,7 @@ rule predict:
         mem_mb=768,
         runtime=7,
     params:
-        kind=lambda wc: dataset_config(wc.dataset)["kind"],
+        kind=lambda wc: spec(wc.dataset).kind,
         method_name=lambda wc: method_of(wc.method)[0],
         method_params=lambda wc: method_of(wc.method)[1],
         replay=replay_input,
@@ -55,7 +55,7 @@ rule tune_method:
     conda:
         "../../environment.yml"
     params:
-        kind=lambda wc: dataset_config(wc.dataset)["kind"],
+        kind=lambda wc: spec(wc.dataset).kind,
         method_name=lambda wc: method_of(wc.method)[0],
         method_params=lambda wc: method_of(wc.method)[1],
         grid=lambda wc: TUNING["grids"][wc.method],

@@ -25,7 +25,7 @@ REPLICATES = {
         for replicate in range(1, config.get("replicates", 1) + 1)
     }
     for dataset in DATASETS
-    if dataset_config(dataset)["source"] == "generate"
+    if spec(dataset).source == "generate"
 }
 
 
@@ -43,7 +43,7 @@ rule predictability:
     conda:
         "../../environment.yml"
     params:
-        kind=lambda wc: dataset_config(wc.dataset)["kind"],
+        kind=lambda wc: spec(wc.dataset).kind,
         replay=replay_input,
         seed=config["seed"],
     script:
@@ -64,7 +64,7 @@ rule sensitivity_paper:
     conda:
         "../../environment.yml"
     params:
-        kind=lambda wc: dataset_config(wc.dataset)["kind"],
+        kind=lambda wc: spec(wc.dataset).kind,
         replay=replay_input,
         paper_methods=SENSITIVITY.get("paper_methods", ["NURD"]),
         method_params=config["methods"],

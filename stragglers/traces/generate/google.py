@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from stragglers.formats.dataset_spec import PRODUCTION_PRIORITIES
 from stragglers.formats.raw import (
     GOOGLE_JOB_EVENTS,
     GOOGLE_MACHINE_EVENTS,
@@ -50,7 +51,6 @@ from stragglers.traces.generate.latent import (
     sample_workload,
 )
 
-PRODUCTION_PRIORITIES = (9, 10, 11)
 _US = 1_000_000
 _BLOCK_SLOTS = 12  # usage windows are built one hour of grid slots at a time
 

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from stragglers.formats.dataset_spec import MIN_TASKS
 from stragglers.formats.raw import EventType
 
 # Job kinds: which downstream filter (if any) a job is meant to fail.
@@ -25,7 +26,7 @@ JOB_ELIGIBLE = 0  # >= 100 tasks (Google: production priority too)
 JOB_SMALL = 1  # fewer than 100 tasks
 JOB_NONPRODUCTION = 2  # Google only: priority outside 9..11
 
-ELIGIBLE_MIN_TASKS = 100  # the paper's filter: jobs with at least 100 tasks
+ELIGIBLE_MIN_TASKS = MIN_TASKS  # the paper's filter, the conversion's default `min_tasks`
 
 # Signature channels: how a mechanism shows in the features (log-multipliers).
 CHANNELS = ("cpu_interference", "memory", "disk", "data")
@@ -68,7 +69,9 @@ class WorkloadConfig:
 
     n_jobs: int = 30  # jobs that pass every filter (>= 100 tasks; Google: production)
     seed: int = 0
-    min_tasks: int = 100  # tasks per eligible job: log-uniform in [min_tasks, max_tasks]
+    min_tasks: int = (
+        ELIGIBLE_MIN_TASKS  # tasks per eligible job: log-uniform in [min_tasks, max_tasks]
+    )
     max_tasks: int = 400
     small_job_fraction: float = 0.2  # extra jobs with < 100 tasks, per eligible job
     small_job_min_tasks: int = 5
