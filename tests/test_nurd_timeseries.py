@@ -169,7 +169,7 @@ def test_the_usage_windows_latency_is_the_sum_of_window_lengths(shipped, tmp_pat
 
 
 def test_the_paper_protocol_gives_the_released_scripts_numbers(shipped):
-    """run_ts.py (gamma 0) on the four jobs, per job (TPR, FPR, F1; docs/protocols.md), with
+    """run_ts.py (gamma 0) on the four jobs, per job (TPR, FPR, F1; docs/notes/pipeline.md), with
     the default config's replay settings of the dataset (a 60 s causal grid, the aligned
     timeline's 300 s step: each of the files' rows one step)."""
     import yaml

@@ -32,17 +32,22 @@ def _value(value) -> str:
     return f"`{json.dumps(value)}`"
 
 
-def _table(params: dict[str, Param]) -> list[str]:
-    lines = ["| parameter | default | takes | what it does |", "|---|---|---|---|"]
+def _rows(label: str, params: dict[str, Param]) -> list[str]:
+    """One row per parameter; the method's label only on its first row."""
+    if not params:
+        return [f"| {label} | no parameters | | | |"]
+    lines = []
     for key, spec in params.items():
         cells = [f"`{key}`", _value(spec.default), spec.allowed(), spec.doc]
-        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+        cells = [cell.replace("|", "\\|") for cell in cells]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        label = ""
     return lines
 
 
 def _sections(registry: Registry, heading: str) -> list[str]:
-    """One table per distinct parameter set; methods that share one (the MTL models) share
-    their table. A method without parameters is named under its own heading."""
+    """One table, a row per parameter; methods with the same parameter set (the MTL models)
+    share their rows. A method without parameters has one row saying so."""
     groups: dict[tuple, list[type]] = {}
     for name in registry.names():
         cls = registry.get(name)
@@ -50,24 +55,20 @@ def _sections(registry: Registry, heading: str) -> list[str]:
             continue  # a `method_dirs` method (a user's own) is not documented here
         key = tuple((k, repr(v)) for k, v in cls.defaults.items())
         groups.setdefault(key, []).append(cls)
-    lines: list[str] = []
+    lines = ["", heading, "", "| method | parameter | default | takes | what it does |"]
+    lines.append("|---|---|---|---|---|")
     for classes in groups.values():
         files = sorted({Path(inspect.getfile(cls)).name for cls in classes})
         names = ", ".join(cls.name for cls in classes)
-        lines += ["", f"{heading} {names} ({', '.join(f'`{f}`' for f in files)})", ""]
-        if classes[0].defaults:
-            lines += _table(classes[0].defaults)
-        else:
-            lines.append("No parameters.")
+        lines += _rows(f"{names} ({', '.join(f'`{f}`' for f in files)})", classes[0].defaults)
     return lines
 
 
 def parameter_tables() -> str:
     """The generated block, markers included."""
-    lines = [BEGIN, "", "### Online methods (`methods:`)"]
-    lines += _sections(METHODS, "####")
-    lines += ["", "### Launch-time models (`launch.methods:`)"]
-    lines += _sections(LAUNCH_METHODS, "####")
+    lines = [BEGIN]
+    lines += _sections(METHODS, "### Online methods (`methods:`)")
+    lines += _sections(LAUNCH_METHODS, "### Launch-time models (`launch.methods:`)")
     return "\n".join(lines + ["", END])
 
 

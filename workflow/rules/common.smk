@@ -277,7 +277,7 @@ def converted_shard(wildcards):
     one is), already orders it after all of them. Listing the 84 shard folders of a full
     Google run for each of its 84 jobs made Snakemake compare each with the 500 inputs of
     their gather_shard job when building the DAG: 14,000 such scans per method
-    (docs/performance.md)."""
+    (docs/cost.md, "Conversion and the DAG at full size")."""
     if declared_cross_job(method_of(wildcards.method)[0]):
         return []
     return f"resources/converted/{wildcards.dataset}/jobs/shard-{wildcards.shard}"

@@ -65,7 +65,7 @@ _RESUBMIT_GAP_S = 10e-6  # a resubmission follows an EVICT/FAIL by ~10 µs in th
 
 @dataclass(frozen=True)
 class WorkloadConfig:
-    """Knobs shared by both synthetic traces (see docs/generator.md for each)."""
+    """Knobs shared by both synthetic traces, each described beside its default."""
 
     n_jobs: int = 30  # jobs that pass every filter (>= 100 tasks; Google: production)
     seed: int = 0
