@@ -340,7 +340,7 @@ def test_table3_markdown_shows_intervals_and_tie_marks_csv_keeps_its_columns(tmp
 
 
 def test_reduction_intervals_per_policy_and_hadoop_ns():
-    from stragglers.rules.simulate import reduction_intervals
+    from stragglers.report.simulation import reduction_intervals
     from stragglers.simulate import policies
 
     rng = np.random.default_rng(4)

@@ -10,13 +10,13 @@ import pytest
 from workflow_runs import ROOT, load_config, snakemake_command, write_config
 
 from stragglers.evaluate.fingerprint import SETS
+from stragglers.report.evaluation import paper_rows_for
 from stragglers.report.fingerprint import (
     COLUMNS,
     fingerprint_distances,
     fingerprint_markdown,
     fingerprint_rows,
 )
-from stragglers.rules.evaluate import paper_rows_for
 from stragglers.rules.fingerprint import (
     fingerprint_methods,
     fingerprint_paper_table,

@@ -57,6 +57,17 @@ def rng_for(seed: int, *key) -> np.random.Generator:
     return np.random.default_rng([int(seed), int.from_bytes(digest[:8], "little")])
 
 
+def bootstrap_settings(settings: dict | None) -> dict:
+    """The config's `evaluation` bootstrap settings as keyword arguments of this module's
+    interval functions (defaults where absent)."""
+    settings = settings or {}
+    return {
+        "n_resamples": int(settings.get("bootstrap_resamples", N_RESAMPLES)),
+        "confidence_level": float(settings.get("confidence_level", CONFIDENCE_LEVEL)),
+        "method": str(settings.get("bootstrap_method", DEFAULT_METHOD)),
+    }
+
+
 def check_settings(n_resamples: int, confidence_level: float, method: str) -> None:
     if int(n_resamples) != n_resamples or n_resamples < 2:
         raise ValueError(f"bootstrap resamples must be an integer >= 2, got {n_resamples!r}")

@@ -9,10 +9,18 @@ flags").
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
-from stragglers.evaluate.metrics import rates, sort_rows, validate_predictions
+from stragglers.evaluate.metrics import (
+    f1_over_time,
+    load_predictions,
+    rates,
+    sort_rows,
+    validate_predictions,
+)
 from stragglers.formats.predictions import KEYS
 
 TIMING_COLUMNS = [
@@ -253,3 +261,38 @@ def lead_over_time(
     )
     mean = mean.merge(pooled, on=["dataset", "method", "k"], how="left")
     return per_job, mean
+
+
+def dataset_scores(
+    task_files: list[str], job_files: list[str], n_points: int
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Every method's prediction files of one dataset scored, one method at a time (memory is
+    bounded by one method's predictions): per-job metrics with how early the flags came, F1
+    and lead over normalised time per job and their mean, and every flagged straggler's lead
+    (a method's files: those in its folder)."""
+    # the scoring function under another name: this module's `job_metrics` are its frames
+    from stragglers.evaluate.metrics import job_metrics as score_jobs
+
+    by_method: dict[str, tuple[list[str], list[str]]] = {}
+    for path in task_files:
+        by_method.setdefault(Path(path).parent.name, ([], []))[0].append(path)
+    for path in job_files:
+        by_method.setdefault(Path(path).parent.name, ([], []))[1].append(path)
+    metric_frames, per_job_frames, mean_frames, lead_frames = [], [], [], []
+    for method_tasks, method_jobs in by_method.values():
+        tasks, jobs = load_predictions(method_tasks, method_jobs)
+        metric_frames.append(
+            score_jobs(tasks, jobs).merge(
+                timing_job_metrics(tasks, jobs, validated=True), on=KEYS, how="left"
+            )
+        )
+        per_job, mean = f1_over_time(tasks, jobs, n_points=n_points)
+        lead_per_job, lead_mean = lead_over_time(tasks, jobs, n_points=n_points, validated=True)
+        per_job_frames.append(per_job.merge(lead_per_job, on=[*KEYS, "k"], how="left"))
+        mean_frames.append(mean.merge(lead_mean, on=["dataset", "method", "k"], how="left"))
+        lead_frames.append(flag_leads(tasks, jobs, validated=True))
+        del tasks, jobs
+    return tuple(
+        pd.concat(frames, ignore_index=True)
+        for frames in (metric_frames, per_job_frames, mean_frames, lead_frames)
+    )

@@ -9,6 +9,7 @@ protocol").
 
 from __future__ import annotations
 
+import logging
 import time
 import traceback
 import warnings
@@ -21,6 +22,8 @@ import pandas as pd
 from stragglers.evaluate.metrics import confusion, rates
 from stragglers.launch.methods.base import LaunchMethod
 from stragglers.launch.tasks import job_threshold, straggler_labels
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -348,3 +351,52 @@ def learning_curve(
             row[f"unseen_{name}_FPR"] = scores["FPR"]
         rows_out.append(row)
     return pd.DataFrame(rows_out)
+
+
+def run_launch_method(
+    converted_dir: str,
+    *,
+    kind: str,
+    dataset: str,
+    method_class: type[LaunchMethod],
+    params: dict[str, Any],
+    settings: LaunchSettings,
+    seed: int,
+    interval: float,
+    repeats: int,
+    deadline_factors: list[float],
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """One launch-time method on a converted dataset: its online predictions (tasks, jobs), its
+    learning curve and the hold-back simulation of its flags."""
+    from stragglers.launch.simulate import simulate_hold_back
+    from stragglers.launch.tasks import load_launch_tasks
+
+    rows, features = load_launch_tasks(converted_dir, kind, settings.workload)
+    rows = add_labels(rows, settings)
+    log.info(
+        "%s: %d tasks of %d jobs, %d nodes, %d workloads (%s), label %s",
+        dataset,
+        len(rows),
+        rows["job_id"].nunique(),
+        rows["node"].nunique(),
+        rows["workload"].nunique(),
+        settings.workload,
+        settings.label,
+    )
+    predictions, job_rows = online_predictions(
+        rows, features, method_class, params, settings, seed, dataset
+    )
+    curve_rows = learning_curve(rows, features, method_class, params, settings, seed, dataset)
+    curve_rows["workload"] = settings.workload
+    held_back = simulate_hold_back(
+        predictions, interval, settings.straggler_quantile, repeats, int(seed), deadline_factors
+    )
+    log.info(
+        "%s on %s: %d jobs, %d failed, %d without a model",
+        method_class.name,
+        dataset,
+        len(job_rows),
+        int((job_rows["status"] == "failed").sum()),
+        int(job_rows["reason"].astype(str).str.startswith("no model").sum()),
+    )
+    return predictions, job_rows, curve_rows, held_back

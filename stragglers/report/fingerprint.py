@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import pandas as pd
 
+from stragglers.evaluate import bootstrap as boot
 from stragglers.evaluate.fingerprint import SET_NAMES, SETS, row_distance, set_distance
-from stragglers.evaluate.metrics import normalise_method_name
+from stragglers.evaluate.metrics import normalise_method_name, summary_table
+from stragglers.formats.datasets import PAPER_TRACE_OF_KIND
 from stragglers.io import write_csv_atomic, write_text_atomic
+from stragglers.report.evaluation import paper_rows_for
 from stragglers.report.tables import _with_interval, markdown_table
 
 METRICS = ("TPR", "FPR", "F1")
@@ -294,3 +297,62 @@ def write_fingerprint(
         write_csv_atomic(real_per_job, out_real_per_job)
     write_text_atomic(fingerprint_markdown(rows, title, confidence_level, real), out_md)
     return rows
+
+
+def real_pairs(
+    datasets: list[str], kinds: dict[str, str], real_datasets: list[str]
+) -> list[tuple[str, str]]:
+    """(generated dataset, real dataset) for every real dataset of `real_datasets` among
+    `datasets` and every other dataset of the same trace of the paper."""
+    real = [d for d in datasets if d in set(real_datasets)]
+    return [
+        (generated, reference)
+        for reference in real
+        for generated in datasets
+        if generated not in real
+        and PAPER_TRACE_OF_KIND.get(kinds[generated]) == PAPER_TRACE_OF_KIND.get(kinds[reference])
+    ]
+
+
+def write_paper_fingerprint(
+    metrics: pd.DataFrame,
+    *,
+    datasets: list[str],
+    kinds: dict[str, str],
+    paper: str,
+    seed: int,
+    bootstrap: dict | None,
+    csv: str,
+    md: str,
+    distances: str,
+    real_distances: str,
+    real_per_job: str,
+    real_datasets: list[str],
+) -> pd.DataFrame:
+    """The `paper` fingerprint from the per-job `metrics` of the replays under `protocol:
+    paper`: Table 3's means and bootstrap intervals over jobs (the same functions, seeds and
+    settings as Table 3's) beside the paper's rows; `real_distances`: each generated dataset's
+    distance to each real dataset of the same trace (`real_pairs`), the real rows as the
+    target; `real_per_job`: the same per real job, alone and left out."""
+    settings = boot.bootstrap_settings(bootstrap)
+    ours = summary_table(metrics, dataset_order=datasets).merge(
+        boot.table3_intervals(metrics, seed=seed, **settings),
+        on=["dataset", "method"],
+        how="left",
+        validate="one_to_one",
+    )
+    rows = fingerprint_rows(ours, paper_rows_for(paper, kinds), {d: "paper" for d in datasets})
+    pairs = real_pairs(list(datasets), kinds, list(real_datasets))
+    per_job = real_job_breakdown(summary_table, metrics, pairs, list(datasets))
+    return write_fingerprint(
+        rows,
+        csv,
+        md,
+        distances,
+        title="Table 3 fingerprint under protocol `paper` (`snakemake fingerprint`)",
+        confidence_level=settings["confidence_level"],
+        real=real_job_distances(summary_table, metrics, pairs, list(datasets), per_job),
+        out_real=real_distances,
+        real_per_job=per_job,
+        out_real_per_job=real_per_job,
+    )

@@ -427,3 +427,66 @@ def plot_sensitivity(table: pd.DataFrame, placed: dict, path: str) -> None:
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     save_figure(fig, path, dpi=110)
     plt.close(fig)
+
+
+def read_point_outputs(
+    points: dict[str, dict], placed: list[str], inputs: dict[str, str]
+) -> tuple[dict, dict, dict, dict]:
+    """Each grid point's job metrics (the configured protocol's and the paper's), policy
+    summary and measured predictability, and each placed dataset's predictability, from the
+    sensitivity_table rule's named inputs (`<part>_<name>`, stragglers.rules.sensitivity)."""
+    measured = {
+        name: pd.read_json(inputs[f"measure_{name}"], typ="series").to_dict() for name in points
+    }
+    placed_points = {
+        name: pd.read_json(inputs[f"place_{name}"], typ="series").to_dict() for name in placed
+    }
+    job_metrics = {
+        name: pd.concat(
+            [
+                pd.read_csv(inputs[f"{part}_{name}"], dtype={"job_id": str})
+                for part in ("metrics", "paper")
+            ],
+            ignore_index=True,
+        )
+        for name in points
+    }
+    policies = {name: pd.read_csv(inputs[f"policies_{name}"]) for name in points}
+    return job_metrics, policies, measured, placed_points
+
+
+def write_sensitivity(
+    points: dict[str, dict],
+    placed: list[str],
+    inputs: dict[str, str],
+    *,
+    seed: int,
+    bootstrap: dict,
+    csv: str,
+    leaders: str,
+    md: str,
+    png: str,
+) -> pd.DataFrame:
+    """The map (`csv`), who leads where (`leaders`), their Markdown and figure, and the placed
+    datasets' measures (sensitivity_placed.json beside `csv`) from every point's outputs
+    (`read_point_outputs`); `bootstrap`: the config's settings."""
+    from pathlib import Path
+
+    from stragglers.evaluate.bootstrap import bootstrap_settings
+    from stragglers.io import dump_json, write_csv_atomic, write_text_atomic
+
+    job_metrics, policies, measured, placed_points = read_point_outputs(points, placed, inputs)
+    table, leader_rows = sensitivity_table(
+        dict(points),
+        job_metrics,
+        policies,
+        measured,
+        seed=int(seed),
+        bootstrap=bootstrap_settings(dict(bootstrap)),
+    )
+    write_csv_atomic(table, csv)
+    write_csv_atomic(leader_rows, leaders)
+    write_text_atomic(sensitivity_markdown(table, leader_rows, placed_points), md)
+    plot_sensitivity(table, placed_points, png)
+    dump_json(placed_points, Path(csv).with_name("sensitivity_placed.json"))
+    return table

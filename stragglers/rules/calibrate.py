@@ -84,13 +84,7 @@ def search_params(config: dict, dataset: str) -> dict[str, Any]:
     realism = realism_settings(section, dataset)
     target = target_dataset(config, dataset)
     method_params = {m: dict(config["methods"].get(m) or {}) for m in section["methods"]}
-    decides_target = None
-    if target is not None:  # the target's rows: its dataset, replayed with these methods
-        decides_target = {
-            "name": target,
-            "dataset": config["datasets"][target],
-            "method_params": method_params,
-        }
+    decides_target = _target_rows(config, target, method_params)
     return {
         "dataset": ds,
         "kind": ds["kind"],
@@ -108,6 +102,14 @@ def search_params(config: dict, dataset: str) -> dict[str, Any]:
         "target": target or PAPER_TARGET,
         "fingerprint": search_fingerprint(section, ds, replay, knobs, realism, decides_target),
     }
+
+
+def _target_rows(config: dict, target: str | None, method_params: dict) -> dict | None:
+    """What decides a real target's rows: its dataset, replayed with the search's methods
+    (None for Table 3)."""
+    if target is None:
+        return None
+    return {"name": target, "dataset": config["datasets"][target], "method_params": method_params}
 
 
 def calibration_propose(

@@ -56,37 +56,14 @@ def check_config(config: dict[str, Any]) -> None:
     if unknown:
         raise ValueError(f"config methods: unknown method(s) {unknown}; available: {available}")
     launch = config.get("launch") or {}
-    launch_methods = list(launch.get("methods") or {})
-    launch_datasets(config)  # launch.datasets must name datasets of the config
-    unknown = sorted(set(launch_methods) - set(available_launch_methods()))
-    if unknown:
-        raise ValueError(
-            f"config launch.methods: unknown launch method(s) {unknown}; "
-            f"available: {sorted(available_launch_methods())}"
-        )
+    _check_launch_methods(config, launch)
     # every method's parameters against its declaration (types, ranges, renamed names): a bad
     # parameter stops here, before any job, not in the predict job
     for label, (name, params) in entries.items():
         _check_params(check_method_params, name, params, f"methods.{label}")
-    for label, entry in ((config.get("audit") or {}).get("methods") or {}).items():
-        if entry["method"] not in available:
-            raise ValueError(
-                f"config audit.methods.{label}: unknown method {entry['method']!r}; "
-                f"available: {available}"
-            )
-        _check_params(
-            check_method_params, entry["method"], entry.get("params"), f"audit.methods.{label}"
-        )
+    _check_audit_methods(config, available)
     grids = (config.get("tuning") or {}).get("grids") or {}
-    for label, grid in grids.items():
-        for key, values in grid.items():
-            for value in values:
-                _check_params(
-                    check_method_params,
-                    method_entry(label, methods.get(label))[0],
-                    {key: value},
-                    f"tuning.grids.{label}.{key}",
-                )
+    _check_tuning_grids(grids, methods)
     for name, params in (launch.get("methods") or {}).items():
         _check_params(check_launch_params, name, params, f"launch.methods.{name}")
     reject_renamed("config launch", launch, ("refit_every", "history_jobs"), noun="setting")
@@ -99,3 +76,41 @@ def check_config(config: dict[str, Any]) -> None:
     for label in grids:
         if label not in methods:
             raise ValueError(f"config tuning.grids: {label} is not among the configured methods")
+
+
+def _check_launch_methods(config: dict[str, Any], launch: dict[str, Any]) -> None:
+    """`launch.datasets` names datasets of the config and `launch.methods` known methods."""
+    launch_methods = list(launch.get("methods") or {})
+    launch_datasets(config)
+    unknown = sorted(set(launch_methods) - set(available_launch_methods()))
+    if unknown:
+        raise ValueError(
+            f"config launch.methods: unknown launch method(s) {unknown}; "
+            f"available: {sorted(available_launch_methods())}"
+        )
+
+
+def _check_audit_methods(config: dict[str, Any], available: list[str]) -> None:
+    """Every `audit.methods` entry names a known method, with parameters it declares."""
+    for label, entry in ((config.get("audit") or {}).get("methods") or {}).items():
+        if entry["method"] not in available:
+            raise ValueError(
+                f"config audit.methods.{label}: unknown method {entry['method']!r}; "
+                f"available: {available}"
+            )
+        _check_params(
+            check_method_params, entry["method"], entry.get("params"), f"audit.methods.{label}"
+        )
+
+
+def _check_tuning_grids(grids: dict[str, dict], methods: dict[str, Any]) -> None:
+    """Every value of every `tuning.grids` entry is a valid parameter of its method."""
+    for label, grid in grids.items():
+        for key, values in grid.items():
+            for value in values:
+                _check_params(
+                    check_method_params,
+                    method_entry(label, methods.get(label))[0],
+                    {key: value},
+                    f"tuning.grids.{label}.{key}",
+                )

@@ -13,11 +13,13 @@ from typing import Any
 
 import pandas as pd
 
+from stragglers.evaluate.bootstrap import bootstrap_settings
 from stragglers.evaluate.fingerprint import SET_NAMES, SETS
 from stragglers.evaluate.metrics import normalise_method_name
 from stragglers.formats.datasets import PAPER_TRACE_OF_KIND
 from stragglers.io import write_csv_atomic
-from stragglers.rules.evaluate import bootstrap_settings, paper_rows_for
+from stragglers.report.evaluation import paper_rows_for
+from stragglers.report.fingerprint import write_paper_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -137,50 +139,23 @@ def fingerprint_paper_table(
     real_per_job: str,
     real_datasets: list[str] = (),
 ) -> pd.DataFrame:
-    """Rule fingerprint_paper_table: the `paper` fingerprint, Table 3's means and bootstrap intervals over jobs (the same
-    functions, seeds and settings as rule table3) of the replays under `protocol: paper`;
-    `real_distances`: each generated dataset's distance to each real dataset of the same
-    trace of the paper (`real_datasets`), the real rows as the target; `real_per_job`: the
-    same per real job, alone and left out."""
-    from stragglers.evaluate import bootstrap as boot
-    from stragglers.evaluate.metrics import summary_table
-    from stragglers.formats.datasets import PAPER_TRACE_OF_KIND
-    from stragglers.report.fingerprint import (
-        fingerprint_rows,
-        real_job_breakdown,
-        real_job_distances,
-        write_fingerprint,
-    )
-
+    """Rule fingerprint_paper_table: the `paper` fingerprint from the replays under `protocol:
+    paper`, with each generated dataset's distance to the real datasets (`real_datasets`) of
+    the same trace, over all and per real job (report.write_paper_fingerprint)."""
     metrics = pd.concat(
         [pd.read_csv(p, dtype={"job_id": str}) for p in job_metrics], ignore_index=True
     )
-    settings = bootstrap_settings(bootstrap)
-    ours = summary_table(metrics, dataset_order=datasets).merge(
-        boot.table3_intervals(metrics, seed=seed, **settings),
-        on=["dataset", "method"],
-        how="left",
-        validate="one_to_one",
-    )
-    rows = fingerprint_rows(ours, paper_rows_for(paper, kinds), {d: "paper" for d in datasets})
-    real = [d for d in datasets if d in set(real_datasets)]
-    pairs = [
-        (generated, reference)
-        for reference in real
-        for generated in datasets
-        if generated not in real
-        and PAPER_TRACE_OF_KIND.get(kinds[generated]) == PAPER_TRACE_OF_KIND.get(kinds[reference])
-    ]
-    per_job = real_job_breakdown(summary_table, metrics, pairs, list(datasets))
-    return write_fingerprint(
-        rows,
-        csv,
-        md,
-        distances,
-        title="Table 3 fingerprint under protocol `paper` (`snakemake fingerprint`)",
-        confidence_level=settings["confidence_level"],
-        real=real_job_distances(summary_table, metrics, pairs, list(datasets), per_job),
-        out_real=real_distances,
-        real_per_job=per_job,
-        out_real_per_job=real_per_job,
+    return write_paper_fingerprint(
+        metrics,
+        datasets=datasets,
+        kinds=kinds,
+        paper=paper,
+        seed=seed,
+        bootstrap=bootstrap,
+        csv=csv,
+        md=md,
+        distances=distances,
+        real_distances=real_distances,
+        real_per_job=real_per_job,
+        real_datasets=real_datasets,
     )

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from stragglers.io import dump_json, write_csv_atomic, write_text_atomic
+from stragglers.io import write_csv_atomic, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -255,40 +255,19 @@ def sensitivity_table(
     """Rule sensitivity_table: each point's outputs (`inputs`, named as
     sensitivity_table_inputs names them) -> the map, who leads where, and its figure
     (stragglers/report/sensitivity.py)."""
-    from stragglers.report import sensitivity as report
-    from stragglers.rules.evaluate import bootstrap_settings
+    from stragglers.report.sensitivity import write_sensitivity
 
-    measured = {
-        name: pd.read_json(inputs[f"measure_{name}"], typ="series").to_dict() for name in points
-    }
-    placed_points = {
-        name: pd.read_json(inputs[f"place_{name}"], typ="series").to_dict() for name in placed
-    }
-    job_metrics = {
-        name: pd.concat(
-            [
-                pd.read_csv(inputs[f"{part}_{name}"], dtype={"job_id": str})
-                for part in ("metrics", "paper")
-            ],
-            ignore_index=True,
-        )
-        for name in points
-    }
-    policies = {name: pd.read_csv(inputs[f"policies_{name}"]) for name in points}
-    table, leader_rows = report.sensitivity_table(
-        dict(points),
-        job_metrics,
-        policies,
-        measured,
-        seed=int(seed),
-        bootstrap=bootstrap_settings(dict(bootstrap)),
+    return write_sensitivity(
+        points,
+        placed,
+        inputs,
+        seed=seed,
+        bootstrap=bootstrap,
+        csv=csv,
+        leaders=leaders,
+        md=md,
+        png=png,
     )
-    write_csv_atomic(table, csv)
-    write_csv_atomic(leader_rows, leaders)
-    write_text_atomic(report.sensitivity_markdown(table, leader_rows, placed_points), md)
-    report.plot_sensitivity(table, placed_points, png)
-    dump_json(placed_points, Path(csv).with_name("sensitivity_placed.json"))
-    return table
 
 
 def replicate_table(

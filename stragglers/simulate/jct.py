@@ -26,6 +26,7 @@ _CEIL_SLACK = 1e-9
 
 ALGORITHM_UNLIMITED = "unlimited"  # Algorithm 2
 ALGORITHM_LIMITED = "limited"  # Algorithm 3
+ID_COLUMNS = ["dataset", "method", "job_id"]  # a job's rows in the prediction files
 RESULT_COLUMNS = ["algorithm", "machines", "repeat", "jct_base", "jct_mitigated", "reduction"]
 RELAUNCH_FROM = ("flag", "start")
 # setting simulation.relaunch -> (where the copy's duration counts from, which latencies it is
@@ -456,3 +457,53 @@ def simulate_job(
     )
     frame["reduction"] = jct_reduction(jct_base, frame["jct_mitigated"].to_numpy())
     return frame
+
+
+def simulate_jobs(
+    tasks: pd.DataFrame,
+    ok_jobs: set,
+    *,
+    grid_origin: float,
+    checkpoint_interval: float,
+    machines: Sequence[int],
+    repeats: int,
+    seed: int,
+    relaunch: str = "from_flag",
+) -> pd.DataFrame:
+    """`simulate_job` for every job of `ok_jobs` in the prediction rows `tasks` (one method's,
+    or several), under every reading of the relaunch (RELAUNCH_READINGS) with the same draws:
+    column `reading` names it and `primary` marks `relaunch`, the configured one."""
+    relaunch_reading(relaunch)  # an unknown setting stops here, named
+    readings = [relaunch] + [r for r in RELAUNCH_READINGS if r != relaunch]
+    frames = []
+    for (dataset, method, job_id), job_tasks in tasks.groupby(ID_COLUMNS, sort=False):
+        if job_id not in ok_jobs:
+            continue
+        job_tasks = job_tasks.sort_values("task")
+        latency = job_tasks["latency"].to_numpy(float)
+        uniforms = replacement_uniforms(str(job_id), len(latency), repeats, seed)
+        for reading in readings:
+            relaunch_from, pool = relaunch_reading(reading)
+            frame = simulate_job(
+                job_tasks["task_start"].to_numpy(float),
+                job_tasks["task_end"].to_numpy(float),
+                job_tasks["flag_time"].to_numpy(float),
+                replacement_durations(
+                    draw_pool(latency, job_tasks["is_straggler"].to_numpy(bool), pool),
+                    uniforms,
+                ),
+                grid_origin=grid_origin,
+                machines=machines,
+                checkpoint_interval=checkpoint_interval,
+                job_id=str(job_id),
+                relaunch_from=relaunch_from,
+            )
+            frame.insert(0, "job_id", str(job_id))
+            frame.insert(0, "method", method)
+            frame.insert(0, "dataset", dataset)
+            frame["reading"] = reading
+            frame["primary"] = reading == relaunch
+            frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=[*ID_COLUMNS, *RESULT_COLUMNS, "reading", "primary"])
+    return pd.concat(frames, ignore_index=True)

@@ -17,6 +17,7 @@ import pandas as pd
 
 from stragglers.simulate.jct import (
     CHECKPOINT_INTERVAL,
+    ID_COLUMNS,
     _grid_index,
     _validate_job,
     replacement_durations,
@@ -287,3 +288,54 @@ def pocd_summary(frame: pd.DataFrame, deadline_factors: Sequence[float]) -> pd.D
         **{f"pocd_{d:g}": (f"pocd_{d:g}", "mean") for d in deadline_factors},
     )
     return table.reset_index()
+
+
+def simulate_jobs_policies(
+    tasks: pd.DataFrame,
+    thresholds: pd.Series,
+    *,
+    grid_origin: float,
+    checkpoint_interval: float,
+    machines: Sequence[int],
+    repeats: int,
+    resume_attempts: int,
+    kill_delay: float | None,
+    seed: int,
+) -> pd.DataFrame:
+    """`simulate_job_policies` for every job of the prediction rows `tasks` that `thresholds`
+    (job id -> straggler threshold, the successful jobs) holds; a task's r + 1 attempts are
+    its method's choice (column resume_attempts, SRQuant) where it made one, else
+    `resume_attempts`."""
+    frames = []
+    for (dataset, method, job_id), job_tasks in tasks.groupby(ID_COLUMNS, sort=False):
+        if job_id not in thresholds.index:
+            continue
+        job_tasks = job_tasks.sort_values("task")
+        start = job_tasks["task_start"].to_numpy(float)
+        end = job_tasks["task_end"].to_numpy(float)
+        chosen = (
+            job_tasks["resume_attempts"].to_numpy(float)
+            if "resume_attempts" in job_tasks
+            else np.full(len(start), np.nan)
+        )
+        attempts = np.where(np.isnan(chosen), resume_attempts, chosen).astype(np.int64)
+        frame = simulate_job_policies(
+            start,
+            end,
+            job_tasks["flag_time"].to_numpy(float),
+            attempt_durations(str(job_id), end - start, repeats, int(attempts.max()), seed),
+            straggler_threshold=float(thresholds.loc[job_id]),
+            grid_origin=grid_origin,
+            machines=machines,
+            resume_attempts=attempts,
+            checkpoint_interval=checkpoint_interval,
+            kill_delay=kill_delay,
+            job_id=str(job_id),
+        )
+        frame.insert(0, "job_id", str(job_id))
+        frame.insert(0, "method", method)
+        frame.insert(0, "dataset", dataset)
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=[*ID_COLUMNS, *POLICY_COLUMNS])
+    return pd.concat(frames, ignore_index=True)
