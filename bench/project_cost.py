@@ -4,12 +4,18 @@
 
 WORKDIR is a finished run of the workflow (e.g. the default config, every method). From it:
 
-- prediction: each method's CPU seconds per task = the `cpu_time` of its `benchmarks/predict`
-  files / the tasks in those shards (n_tasks of results/*/predictions/*/shard-*.jobs.parquet);
+- prediction: each method's CPU seconds per task = the rule's own work in its shards (the
+  `work_s` of the `rule cpu:` line in logs/predict/<dataset>/<method>/shard-N.log) / the tasks
+  in those shards (n_tasks of results/*/predictions/*/shard-*.jobs.parquet);
 - simulation (the relaunch simulation and the mitigation policies, one job per method) and
-  evaluation: `cpu_time` of benchmarks/simulate (per method; a run made before the two
-  simulations shared a job also has benchmarks/policies) and
-  benchmarks/evaluate (per dataset, when present) / the dataset's tasks;
+  evaluation: the same from logs/simulate (per method) and logs/evaluate (per dataset, when
+  present) / the dataset's tasks;
+- per rule job start-up: the median over those jobs of their `benchmarks/` `cpu_time` minus
+  their `work_s` (the job's Python, its imports and Snakemake's script preamble), paid once
+  per rule job (a prediction job per method and shard, a simulation job per method). A run
+  without the `rule cpu:` lines is projected from the `cpu_time` alone, as before: that
+  start-up, a fixed cost per job, then scales with the tasks (the default run's 15-30 jobs a
+  shard against the full run's ~100 made it about 15 % of the projected prediction);
 - conversion: CPU seconds per compressed GB of raw trace, from bench/bench_convert.py
   (--convert-seconds-per-gb; default the per-part job's 11.25 CPU s on its 129.5 MB part);
 - per submitted job start-up: --startup-seconds, CPU seconds paid once per submitted job
@@ -31,6 +37,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
+import statistics
 from pathlib import Path
 
 import pandas as pd
@@ -62,8 +70,24 @@ KIND = {
 }
 
 
+WORK_LINE = re.compile(r"rule cpu: start_up_s=([0-9.]+) work_s=([0-9.]+)")
+
+
 def cpu(path: Path) -> float:
     return float(pd.read_csv(path, sep="\t")["cpu_time"].iloc[0])
+
+
+def work_cpu(benchmark: Path, log: Path, startups: list[float]) -> float:
+    """The rule's own work in the job of `benchmark` (its log's last `rule cpu:` line), its
+    start-up (benchmark CPU - work) appended to `startups`; the benchmark's CPU when the log
+    has no such line."""
+    total = cpu(benchmark)
+    found = WORK_LINE.findall(log.read_text()) if log.is_file() else []
+    if not found:
+        return total
+    work = float(found[-1][1])
+    startups.append(total - work)
+    return work
 
 
 def measured_rates(workdir: Path, config_path: Path) -> dict:
@@ -91,8 +115,10 @@ def measured_rates(workdir: Path, config_path: Path) -> dict:
                 "simulate": {},
                 "policies": {},
                 "evaluate": None,
+                "rule_startups": [],
             },
         )
+        startups = entry["rule_startups"]
         for method_dir in sorted((workdir / "benchmarks" / "predict" / dataset).iterdir()):
             seconds, shard_tasks = 0.0, 0
             for tsv in method_dir.glob("shard-*.tsv"):
@@ -104,17 +130,20 @@ def measured_rates(workdir: Path, config_path: Path) -> dict:
                     / method_dir.name
                     / f"{tsv.stem}.jobs.parquet"
                 )
-                seconds += cpu(tsv)
+                log = workdir / "logs" / "predict" / dataset / method_dir.name / f"{tsv.stem}.log"
+                seconds += work_cpu(tsv, log, startups)
                 shard_tasks += int(pd.read_parquet(jobs, columns=["n_tasks"])["n_tasks"].sum())
             entry["predict"][method_dir.name] = seconds / shard_tasks
         for tsv in sorted((workdir / "benchmarks" / "simulate" / dataset).glob("*.tsv")):
-            entry["simulate"][tsv.stem] = cpu(tsv) / tasks
+            log = workdir / "logs" / "simulate" / dataset / f"{tsv.stem}.log"
+            entry["simulate"][tsv.stem] = work_cpu(tsv, log, startups) / tasks
         for tsv in sorted((workdir / "benchmarks" / "policies" / dataset).glob("*.tsv")):
             if tsv.stem != "report":  # rule policies_report's, once per dataset
                 entry["policies"][tsv.stem] = cpu(tsv) / tasks
         evaluate = workdir / "benchmarks" / "evaluate" / f"{dataset}.tsv"
         if evaluate.exists():
-            entry["evaluate"] = cpu(evaluate) / tasks
+            log = workdir / "logs" / "evaluate" / f"{dataset}.log"
+            entry["evaluate"] = work_cpu(evaluate, log, startups) / tasks
     return rates
 
 
@@ -126,6 +155,8 @@ def project(
         if family not in rates:
             continue
         rate = rates[family]
+        # each rule job's own Python start-up (0 when measured within the rates)
+        rule_startup = statistics.median(rate["rule_startups"]) if rate["rule_startups"] else 0.0
         methods = sorted(rate["predict"])
         predict_cpu = sum(rate["predict"][m] for m in methods) * full["tasks"]
         slowest = max(rate["predict"].values())
@@ -138,8 +169,8 @@ def project(
                 1,
             ),
             "prediction": (
-                predict_cpu,
-                slowest * full["tasks"] / full["shards"],
+                predict_cpu + rule_startup * predict_jobs,
+                slowest * full["tasks"] / full["shards"] + rule_startup,
                 math.ceil(predict_jobs / group),
             ),
             # one simulation job per method; methods not (yet) simulated in WORKDIR cost the
@@ -148,8 +179,9 @@ def project(
                 sum(rate["simulate"].values())
                 / len(rate["simulate"])
                 * len(methods)
-                * full["tasks"],
-                max(rate["simulate"].values(), default=0.0) * full["tasks"],
+                * full["tasks"]
+                + rule_startup * len(methods),
+                max(rate["simulate"].values(), default=0.0) * full["tasks"] + rule_startup,
                 len(methods),
             ),
         }
@@ -166,8 +198,8 @@ def project(
             )
         if rate["evaluate"] is not None:
             stages["evaluation"] = (
-                rate["evaluate"] * full["tasks"],
-                rate["evaluate"] * full["tasks"],
+                rate["evaluate"] * full["tasks"] + rule_startup,
+                rate["evaluate"] * full["tasks"] + rule_startup,
                 1,
             )
         if full["conversion_jobs_scattered"] > 1:
@@ -207,6 +239,11 @@ def project(
                 k: round(longest / 3600, 3) for k, (_, longest, _) in stages.items()
             },
             "slowest_method": max(rate["predict"], key=rate["predict"].get),
+            "rule_job_startup_seconds": round(rule_startup, 3),
+            "prediction_cpu_hours_by_method": {
+                m: round(rate["predict"][m] * full["tasks"] / 3600, 3)
+                for m in sorted(methods, key=rate["predict"].get, reverse=True)
+            },
             "today": today,
         }
         if scattered:

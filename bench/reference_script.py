@@ -69,7 +69,10 @@ job, whose positions follow the tasks' starts; and CPU seconds, `time.process_ti
 `script_cpu_s` the method's model calls in the script, run_ts.py's NURD and NURD-NC counting
 the GBR they reweight and the propensity fit they share, `script_job_cpu_s` the script's
 whole run of the job, every method and the reading, and `pipeline_cpu_s` step 0's replay of
-the job with the method) and `<out>/summary.md`, and prints the summary.
+the job with the method), `<out>/speed.csv` (per job, CPU seconds of each script's whole run
+against the pipeline's replays it stands for: run_od.py against the fourteen PyOD detectors
+together, run_ts.py at each gamma against NURD; their ratio, the target 10x) and
+`<out>/summary.md`, and prints the summary.
 """
 
 from __future__ import annotations
@@ -742,23 +745,106 @@ def compare_dataset(config: dict, dataset: str, args, scripts: dict) -> pd.DataF
     return frame
 
 
+SPEED_TARGET = 10  # the pipeline's CPU per job at least 10x below the script's
+
+
+def speed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset and job, CPU seconds of each script's whole run of the job against the
+    pipeline's replays it stands for: run_od.py against the fourteen PyOD detectors together
+    (their `pipeline_cpu_s` summed), run_ts.py at each gamma against NURD at that alpha; the
+    ratio script / pipeline and whether it reaches SPEED_TARGET. Jobs the script raised on
+    are left out."""
+    if "script_job_cpu_s" not in frame:
+        return pd.DataFrame()
+    rows = []
+    od = frame[frame["method"].isin(list(OD_METHODS.values()))]
+    for (dataset, job_id), part in od.groupby(["dataset", "job_id"], sort=False):
+        rows.append(
+            {
+                "dataset": dataset,
+                "job_id": job_id,
+                "compared": f"run_od.py / the {part['method'].nunique()} PyOD detectors",
+                "alpha": np.nan,
+                "script_cpu_s": part["script_job_cpu_s"].iloc[0],
+                "pipeline_cpu_s": part["pipeline_cpu_s"].sum(),
+            }
+        )
+    for _, row in frame[frame["method"] == "NURD"].iterrows():
+        rows.append(
+            {
+                "dataset": row["dataset"],
+                "job_id": row["job_id"],
+                "compared": "run_ts.py / NURD",
+                "alpha": row["alpha"],
+                "script_cpu_s": row["script_job_cpu_s"],
+                "pipeline_cpu_s": row["pipeline_cpu_s"],
+            }
+        )
+    # a job the script could not score (it raised: no script_job_cpu_s) has no ratio
+    table = pd.DataFrame(rows).dropna(subset=["script_cpu_s"]) if rows else pd.DataFrame()
+    if len(table):
+        table["ratio"] = table["script_cpu_s"] / table["pipeline_cpu_s"]
+        table["target_met"] = table["ratio"] >= SPEED_TARGET
+    return table
+
+
+def speed_summary(table: pd.DataFrame) -> list[str]:
+    """The speed table's lines: per dataset and comparison, the jobs' CPU seconds summed on
+    each side and the smallest, median and overall ratio."""
+    if not len(table):
+        return []
+    lines = [
+        "",
+        f"CPU seconds per job, the script's whole run against the pipeline's (target: "
+        f"{SPEED_TARGET}x):",
+        "",
+        "| dataset | script / pipeline | alpha | jobs | CPU s script | CPU s pipeline | "
+        "ratio of sums | smallest ratio | median ratio | jobs at target |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    return lines + table_rows(
+        table,
+        "compared",
+        lambda part: (
+            f"{part['script_cpu_s'].sum():.1f} | {part['pipeline_cpu_s'].sum():.1f} | "
+            f"{part['script_cpu_s'].sum() / part['pipeline_cpu_s'].sum():.1f} | "
+            f"{part['ratio'].min():.1f} | {part['ratio'].median():.1f} | "
+            f"{int(part['target_met'].sum())} of {len(part)}"
+        ),
+    )
+
+
+def table_rows(frame: pd.DataFrame, key: str, cells) -> list[str]:
+    """One markdown row per dataset, `key` and alpha: those, the rows' count, then
+    `cells(part)`."""
+    rows = []
+    for (dataset, name, alpha), part in frame.groupby(
+        ["dataset", key, "alpha"], dropna=False, sort=False
+    ):
+        alpha_text = "-" if pd.isna(alpha) else f"{alpha:g}"
+        rows.append(f"| {dataset} | {name} | {alpha_text} | {len(part)} | {cells(part)} |")
+    return rows
+
+
 def summary(frame: pd.DataFrame) -> str:
     lines = [
         "| dataset | method | alpha | jobs | mean F1 script | mean F1 step 0 | "
         "jobs equal | jobs with equal task flags | largest F1 gap | CPU s script | CPU s step 0 |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    keys = ["dataset", "method", "alpha"]
-    for (dataset, method, alpha), part in frame.groupby(keys, dropna=False, sort=False):
-        alpha_text = "-" if pd.isna(alpha) else f"{alpha:g}"
-        lines.append(
-            f"| {dataset} | {method} | {alpha_text} | {len(part)} | {part['script_F1'].mean():.3f} | "
+    lines += table_rows(
+        frame,
+        "method",
+        lambda part: (
+            f"{part['script_F1'].mean():.3f} | "
             f"{part['pipeline_F1'].mean():.3f} | {int(part['equal'].sum())} of {len(part)} | "
             f"{int((part['tasks_differing'] == 0).sum())} | "
             f"{part['abs_F1_difference'].max():.3f} | "
             f"{part.get('script_cpu_s', pd.Series(dtype=float)).sum():.1f} | "
-            f"{part['pipeline_cpu_s'].sum():.1f} |"
-        )
+            f"{part['pipeline_cpu_s'].sum():.1f}"
+        ),
+    )
+    lines += speed_summary(speed(frame))
     if STUBBED:
         lines += ["", f"Not compared (their package does not import): {', '.join(sorted(STUBBED))}"]
     od = frame[frame["method"].isin(list(OD_METHODS.values()))]
@@ -829,8 +915,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.od_script is not None:
         scripts["od"] = load_od_script(args.od_script.resolve())
     frames = [compare_dataset(config, d, args, scripts) for d in datasets]
-    text = summary(pd.concat(frames, ignore_index=True))
+    frame = pd.concat(frames, ignore_index=True)
+    text = summary(frame)
     args.out.mkdir(parents=True, exist_ok=True)
+    speed(frame).to_csv(args.out / "speed.csv", index=False)
     (args.out / "summary.md").write_text(text)
     print(text)
     return 0

@@ -7,7 +7,8 @@ trees at every fit, the most expensive part of the paper protocol's XGBOD. sciki
 seeds of the trees it has, so a forest grown from 10 to N trees holds the same trees as one
 fitted with N trees from the start (scikit-learn's own warm-start equivalence). `ForestGrower`
 grows one forest through the sizes the detectors ask for, in the order they are fitted, and
-hands each detector a copy at its size: 200 trees built instead of 600, the same forests.
+hands each detector a copy at its size: 200 trees built instead of 600, the same forests
+(scored tree by tree in a plain loop, stragglers/methods/_isolation_scores.py).
 Each copy is then finished as IsolationForest.fit finishes (its per-tree path lengths and
 offset, from its own trees), so its scores are computed exactly as a fresh forest's.
 """
@@ -24,6 +25,8 @@ from pyod.models.xgbod import XGBOD as PyodXGBOD
 from pyod.utils.utility import invert_order
 from sklearn.ensemble import IsolationForest
 from sklearn.utils import check_array
+
+from stragglers.methods._isolation_scores import SequentialIsolationForest
 
 # the settings PyOD's IForest passes on to scikit-learn's IsolationForest, n_estimators aside
 FOREST_PARAMS = (
@@ -61,7 +64,7 @@ class ForestGrower:
             or not np.array_equal(self._rows, X)
             or {name: current.get_params()[name] for name in settings} != settings
         ):
-            current = IsolationForest(
+            current = SequentialIsolationForest(
                 n_estimators=detector.n_estimators, warm_start=True, **settings
             )
             self._forest, self._rows = current, X.copy()

@@ -1,4 +1,5 @@
-"""Isolation forest (Liu et al., 2008)."""
+"""Isolation forest (Liu et al., 2008); its trees are scored in a plain loop instead of
+through joblib (stragglers/methods/_isolation_scores.py, same numbers)."""
 
 from __future__ import annotations
 
@@ -30,10 +31,13 @@ class IForest(OutlierDetectionMethod):
         ),
     }
 
-    def make_detector(self, n_train: int, seed: int) -> PyodIForest:
-        from pyod.models.iforest import IForest as PyodIForest
+    # the sequential scoring (imported where used)
+    lazy_modules: ClassVar[tuple[str, ...]] = ("stragglers.methods._isolation_scores",)
 
-        return PyodIForest(
+    def make_detector(self, n_train: int, seed: int) -> PyodIForest:
+        from stragglers.methods._isolation_scores import FastIForest
+
+        return FastIForest(
             contamination=self.params["contamination"],
             n_estimators=self.params["n_estimators"],
             random_state=seed,

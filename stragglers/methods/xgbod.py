@@ -69,6 +69,7 @@ class XGBOD(OutlierDetectionMethod):
     lazy_modules: ClassVar[tuple[str, ...]] = (
         "stragglers.methods._pyod_kernels",
         "stragglers.methods._grown_forests",
+        "stragglers.methods._isolation_scores",
     )
     defaults: ClassVar[dict[str, Any]] = {
         "contamination": Param(
