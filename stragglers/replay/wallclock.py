@@ -25,7 +25,6 @@ from stragglers.replay.core import (
     reference_dropped_tasks,
     straggler_threshold,
 )
-from stragglers.replay.protocols import method_rules
 
 
 def explicit_times(
@@ -177,7 +176,7 @@ def replay_wallclock_job(
         checkpoint_interval=float(settings.checkpoint_interval),
         grid_origin=float(settings.grid_origin),
         kill_delay=settings.resume_kill_delay,
-        **method_rules(rules),
+        rules=rules,
     )
     method.start_job(info)
     # tasks a privileged method trains on with their labels stay in the replay (it needs
