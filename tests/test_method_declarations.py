@@ -10,9 +10,9 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
+from stragglers.formats.protocols import PRESETS
 from stragglers.methods import get_method
 from stragglers.methods.base import NOT_TAKEN, JobInfo, Method, Param
-from stragglers.replay.protocols import PRESETS
 
 
 class _Base(Method):

@@ -12,6 +12,7 @@ import pytest
 from jobfactory import LAST, hand_job, make_job
 from workflow_runs import ROOT
 
+from stragglers.formats.protocols import PRESETS, RULE_CHOICES, SCRIPT_OUTLIER_RULES, resolve_rules
 from stragglers.methods import get_method
 from stragglers.methods._features import fit_standardizer, job_seed
 from stragglers.methods.base import Checkpoint, JobInfo, Method
@@ -20,7 +21,6 @@ from stragglers.methods.nurd import NURD
 from stragglers.methods.oracle import Oracle
 from stragglers.replay import aligned
 from stragglers.replay.core import ReplaySettings, pruned_tasks
-from stragglers.replay.protocols import PRESETS, RULE_CHOICES, SCRIPT_OUTLIER_RULES, resolve_rules
 from stragglers.replay.runner import replay_job, run_method_on_jobs
 from stragglers.report.audit import LAST_STEP, VARIANTS
 from stragglers.simulate.jct import mitigated_jct_limited, mitigated_jct_unlimited

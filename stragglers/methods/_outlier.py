@@ -6,7 +6,7 @@ the finished tasks. At every checkpoint the running tasks are z-scored with the 
 the current fit and flagged by the detector's own threshold (`threshold_`, the (1 - c)
 quantile of the training scores with contamination c = 0.1), i.e. PyOD's `predict`.
 
-The replay protocol's outlier rules (stragglers/replay/protocols.py, docs/protocols.md) switch
+The replay protocol's outlier rules (stragglers/formats/protocols.py, docs/protocols.md) switch
 each of these choices to the authors' `code/run_od.py` way under `replay.protocol: paper`:
 features as given (`outlier_scaling`), the detectors' own parameters with a detector that
 raises flagging nothing (`outlier_small_train`), batch scoring of the running tasks alone

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from stragglers.replay.protocols import OUR_RULES, ProtocolRules
+from stragglers.formats.protocols import OUR_RULES, ProtocolRules
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class JobInfo:
     checkpoint_interval: float = float("nan")
     grid_origin: float = float("nan")
     kill_delay: float = float("nan")
-    # the replay protocol's rules (stragglers/replay/protocols.py); a method reads the ones it
+    # the replay protocol's rules (stragglers/formats/protocols.py); a method reads the ones it
     # declares in `Method.protocol_rules`, through `self.rules`
     rules: ProtocolRules = OUR_RULES
 
@@ -329,7 +329,7 @@ class Method(abc.ABC):
     privileged: ClassVar[bool] = False  # sees true latencies (Oracle, Wrangler)
     # parameter name -> Param(default, type, range) (stragglers.methods.base.Param)
     defaults: ClassVar[dict[str, Any]] = {}
-    # the replay protocol's rules the method reads (stragglers/replay/protocols.py): start_job
+    # the replay protocol's rules the method reads (stragglers/formats/protocols.py): start_job
     # hands their values over as `self.rules`
     protocol_rules: ClassVar[tuple[str, ...]] = ()
     # learns from earlier jobs: the replay fills JobInfo.history / job_start, and the predict

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from stragglers.formats.jobs import Job
-from stragglers.replay.protocols import ProtocolRules, resolve_rules
+from stragglers.formats.protocols import ProtocolRules, resolve_rules
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The online replay of a job on the trace's clock (the paper's Algorithm 1 protocol):
 checkpoints on the window grid; at each, a method sees the finished tasks whole and the
 running ones through the windows available by then, and nothing after it reaches the method.
-The protocol's rules (stragglers/replay/protocols.py) pick how features, scaling, the
+The protocol's rules (stragglers/formats/protocols.py) pick how features, scaling, the
 threshold and the scored set are built; `protocol: reference` reproduces the reference code's
 three uses of the future so their effect can be measured (docs/definitions.md, "The online
 replay"; docs/deviations.md).

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from stragglers.formats.protocols import resolve_rules
 from stragglers.io import save_figure, write_csv_atomic, write_parquet_atomic
-from stragglers.replay.protocols import resolve_rules
 
 log = logging.getLogger(__name__)
 
