@@ -4,12 +4,15 @@ validation of `replay.overrides`."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
 from jobfactory import LAST, hand_job, make_job
 from workflow_runs import ROOT
 
+from stragglers.formats.protocols import PRESETS, RULE_CHOICES, SCRIPT_OUTLIER_RULES, resolve_rules
 from stragglers.methods import get_method
 from stragglers.methods._features import fit_standardizer, job_seed
 from stragglers.methods.base import Checkpoint, JobInfo, Method
@@ -18,7 +21,6 @@ from stragglers.methods.nurd import NURD
 from stragglers.methods.oracle import Oracle
 from stragglers.replay import aligned
 from stragglers.replay.core import ReplaySettings, pruned_tasks
-from stragglers.replay.protocols import PRESETS, RULE_CHOICES, SCRIPT_OUTLIER_RULES, resolve_rules
 from stragglers.replay.runner import replay_job, run_method_on_jobs
 from stragglers.report.audit import LAST_STEP, VARIANTS
 from stragglers.simulate.jct import mitigated_jct_limited, mitigated_jct_unlimited
@@ -461,7 +463,9 @@ def test_finished_rows_in_the_scripts_order():
 # ----------------------------------------------------------------------------- outlier rules
 
 
-OUTLIER_CAUSAL = {name: getattr(PRESETS["causal"], name) for name in SCRIPT_OUTLIER_RULES}
+def causal_with(rules):
+    """The causal preset with `rules` flipped, as a replay hands them in JobInfo.rules."""
+    return dataclasses.replace(PRESETS["causal"], **rules)
 
 
 def outlier_run(name, rules, finished, running, latency=None, tau=0.5, params=None, order=None):
@@ -480,7 +484,7 @@ def outlier_run(name, rules, finished, running, latency=None, tau=0.5, params=No
             feature_names=tuple(f"x{i}" for i in range(d)),
             straggler_threshold=tau,
             seed=11,
-            **{**OUTLIER_CAUSAL, **rules},
+            rules=causal_with(rules),
         )
     )
     flags = method.predict(
@@ -640,7 +644,7 @@ def test_outlier_refit_every_checkpoint_ignores_refit_growth():
             feature_names=("x",),
             straggler_threshold=1.0,
             seed=0,
-            **{**OUTLIER_CAUSAL, **rules},
+            rules=causal_with(rules),
         )
     )
     # z-scores move with the running tasks: a refit at every checkpoint
@@ -652,7 +656,7 @@ def test_outlier_refit_every_checkpoint_ignores_refit_growth():
             feature_names=("x",),
             straggler_threshold=1.0,
             seed=0,
-            **{**OUTLIER_CAUSAL, **rules, "outlier_scaling": "as_given"},
+            rules=causal_with({**rules, "outlier_scaling": "as_given"}),
         )
     )
     assert method.refit_growth() == 0.0 and not method.refit_each_checkpoint()

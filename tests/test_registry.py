@@ -70,6 +70,8 @@ def test_methods_from_a_folder():
     assert set(method_files("AlwaysFails")) == {
         (EXTRA / "always_fails.py").resolve(),
         (PACKAGE / "methods" / "base.py").resolve(),
+        # the protocol rules' definition: a method reads the rules it declares
+        (PACKAGE / "formats" / "protocols.py").resolve(),
     }
     # the folder holds no launch-time model; the launch registry reads it all the same
     assert load_launch_method_dirs([EXTRA]) == []
@@ -116,12 +118,17 @@ def test_a_name_taken_by_the_package_is_refused(tmp_path):
 
 def test_a_method_is_defined_by_its_module_and_what_it_builds_on():
     methods = PACKAGE / "methods"
-    assert method_files("NURD") == [methods / "base.py", methods / "nurd.py"]
+    rules = PACKAGE / "formats" / "protocols.py"  # base.py's: the protocol rules a method reads
+    assert method_files("NURD") == [rules, methods / "base.py", methods / "nurd.py"]
     # GBTR is NURD with another regressor: NURD's file defines it too
-    assert method_files("GBTR") == [methods / f for f in ("base.py", "gbtr.py", "nurd.py")]
+    assert method_files("GBTR") == [
+        rules,
+        *(methods / f for f in ("base.py", "gbtr.py", "nurd.py")),
+    ]
     # the shared helpers a method's module (and its base classes') use
     assert set(method_files("PU-BG")) == {
-        methods / f for f in ("_features.py", "_online.py", "_pu.py", "base.py", "pu_bg.py")
+        *(methods / f for f in ("_features.py", "_online.py", "_pu.py", "base.py", "pu_bg.py")),
+        rules,
     }
     assert methods / "srquant.py" in method_files("LASER")
     # the modules a method imports only inside its functions (`lazy_modules`)

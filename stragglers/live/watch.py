@@ -46,7 +46,6 @@ from stragglers.live.recording import Recording
 from stragglers.methods import get_method
 from stragglers.methods.base import Checkpoint, JobInfo, Method
 from stragglers.replay.core import ReplaySettings, derive_seed, straggler_threshold
-from stragglers.replay.protocols import method_rules
 
 EVENTS = "watch.jsonl"
 SETTINGS = "watch.json"
@@ -231,7 +230,7 @@ class Watcher:
             checkpoint_interval=float(self.replay.checkpoint_interval),
             grid_origin=float(self.replay.grid_origin),
             kill_delay=self.replay.resume_kill_delay,
-            **method_rules(self.replay.rules),
+            rules=self.replay.rules,
         )
 
     def _maybe_score(self, state: StageState, watch: StageWatch, attempts, windows):

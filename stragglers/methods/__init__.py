@@ -3,7 +3,8 @@
 them, and the methods of the folders the config names in `method_dirs`.
 
 Each method declares its parameters beside their defaults (`defaults = {"alpha": Param(0.5,
-float, ge=0, le=1, doc="...")}`); `check_method_params` runs the constructor's check on a
+float, ge=0, le=1, doc="...")}`), a subclass only those that differ from its base's;
+`check_method_params` runs the constructor's check on a
 config's parameters (the workflow does so when it loads). tests/test_method_contract.py runs
 every registered method through the contract checks of tests/method_checks.py.
 """

@@ -6,7 +6,7 @@ the finished tasks. At every checkpoint the running tasks are z-scored with the 
 the current fit and flagged by the detector's own threshold (`threshold_`, the (1 - c)
 quantile of the training scores with contamination c = 0.1), i.e. PyOD's `predict`.
 
-The replay protocol's outlier rules (stragglers/replay/protocols.py, docs/protocols.md) switch
+The replay protocol's outlier rules (stragglers/formats/protocols.py, docs/protocols.md) switch
 each of these choices to the authors' `code/run_od.py` way under `replay.protocol: paper`:
 features as given (`outlier_scaling`), the detectors' own parameters with a detector that
 raises flagging nothing (`outlier_small_train`), batch scoring of the running tasks alone
@@ -55,6 +55,14 @@ class OutlierDetectionMethod(OnlineRefitMethod):
     """Common fit/flag logic; subclasses say how to build (and, if needed, fit) the detector."""
 
     family: ClassVar[str] = "Outlier detection"
+    protocol_rules: ClassVar[tuple[str, ...]] = (
+        "outlier_scaling",
+        "outlier_small_train",
+        "outlier_batch",
+        "outlier_seed",
+        "outlier_refit",
+        "outlier_constant_columns",
+    )
     defaults: ClassVar[dict[str, Any]] = {
         "contamination": Param(
             0.1,
@@ -62,12 +70,6 @@ class OutlierDetectionMethod(OnlineRefitMethod):
             gt=0,
             le=0.5,
             doc="share of the training rows the detector takes as outliers (its score threshold)",
-        ),
-        "refit_growth": Param(
-            0.0,
-            float,
-            ge=0,
-            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
         ),
     }
 
@@ -89,7 +91,7 @@ class OutlierDetectionMethod(OnlineRefitMethod):
         """Rule `outlier_small_train: abstain`: the detector's own parameters, and a detector
         that raises at a checkpoint flags nothing there (the script's detectors raise on
         training sets smaller than their neighbourhoods)."""
-        return self.job.outlier_small_train == "abstain"
+        return self.rules.outlier_small_train == "abstain"
 
     def neighbours(self, wanted: int, n_train: int) -> int:
         """A neighbour count: as configured when abstaining, else shrunk to fit n_train."""
@@ -100,10 +102,13 @@ class OutlierDetectionMethod(OnlineRefitMethod):
         # checkpoint and every detector is seeded, so a refit on an unchanged finished set
         # would give the same detector: refitting whenever a task finished is the script's
         # refit at every checkpoint (z-scores move with the running tasks: refit each time)
-        return self.job.outlier_refit == "every_checkpoint" and self.job.outlier_scaling == "zscore"
+        return (
+            self.rules.outlier_refit == "every_checkpoint"
+            and self.rules.outlier_scaling == "zscore"
+        )
 
     def refit_growth(self) -> float:
-        if self.job.outlier_refit == "every_checkpoint":
+        if self.rules.outlier_refit == "every_checkpoint":
             return 0.0
         return super().refit_growth()
 
@@ -116,7 +121,7 @@ class OutlierDetectionMethod(OnlineRefitMethod):
         return detector
 
     def training_columns(self, scaler: Standardizer | None, z_finished: np.ndarray) -> np.ndarray:
-        if self.drop_constant_training_columns and self.job.outlier_constant_columns == "drop":
+        if self.drop_constant_training_columns and self.rules.outlier_constant_columns == "drop":
             return varying_columns(z_finished)
         if scaler is None:
             return np.ones(z_finished.shape[1], dtype=bool)
@@ -126,7 +131,7 @@ class OutlierDetectionMethod(OnlineRefitMethod):
         n_finished = len(checkpoint.finished_tasks)
         if n_finished == 0 or (n_finished < self.min_train and not self.abstains):
             return None
-        if self.job.outlier_scaling == "as_given":
+        if self.rules.outlier_scaling == "as_given":
             scaler = None
             z_finished = np.asarray(checkpoint.finished_features, dtype=np.float64)
         else:
@@ -136,7 +141,7 @@ class OutlierDetectionMethod(OnlineRefitMethod):
         if not columns.any():
             return None  # nothing varies: no task can be told apart from another
         train = np.ascontiguousarray(z_finished[:, columns])
-        if self.job.outlier_seed == "fixed":
+        if self.rules.outlier_seed == "fixed":
             seed = SCRIPT_RANDOM_STATE
         else:
             seed = job_seed(self.seed, self.job.seed, checkpoint.index)
@@ -161,7 +166,7 @@ class OutlierDetectionMethod(OnlineRefitMethod):
         if state.scaler is not None:
             running = state.scaler.transform(running)
         running = np.ascontiguousarray(np.asarray(running, dtype=np.float64)[:, state.columns])
-        if state.train is not None and self.job.outlier_batch == "running_only":
+        if state.train is not None and self.rules.outlier_batch == "running_only":
             # the running tasks as a batch of their own, in the script's row order; a batch
             # the detector cannot score (fewer rows than its neighbourhood) flags nothing, as
             # the script's guarded detector

@@ -16,23 +16,12 @@ class ABOD(OutlierDetectionMethod):
     # numba's cache of PyOD's code (imported where used)
     lazy_modules: ClassVar[tuple[str, ...]] = ("stragglers.methods._pyod_kernels",)
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": Param(
-            0.1,
-            float,
-            gt=0,
-            le=0.5,
-            doc="share of the training rows the detector takes as outliers (its score threshold)",
-        ),
         "n_neighbors": Param(
             5, int, ge=1, doc="neighbours of the fast (kNN) angle variant"
         ),  # PyOD default (the paper's code uses PyOD defaults)
-        "refit_growth": Param(
-            0.1,
-            float,
-            ge=0,
-            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
-        ),
+        "refit_growth": 0.1,
     }
+    protocol_rules: ClassVar[tuple[str, ...]] = ("abod_object",)
     min_train: ClassVar[int] = 3  # angles need two other points
 
     def start_job(self, job: JobInfo) -> None:
@@ -40,7 +29,7 @@ class ABOD(OutlierDetectionMethod):
         self._reused: PyodABOD | None = None
 
     def make_detector(self, n_train: int, seed: int) -> PyodABOD:
-        if self.job.abod_object == "reused":
+        if self.rules.abod_object == "reused":
             # rule `abod_object: reused`: the script's one object per job; PyOD lowers its
             # n_neighbors to n_train - 1 in a fit on too few rows, and it stays lowered
             if self._reused is None:

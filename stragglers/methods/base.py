@@ -11,18 +11,23 @@ A method sees, at each checkpoint, the finished tasks (features and latency) and
 tasks that have not been flagged yet (features from windows that ended by then, elapsed
 time); never a running task's latency. Methods that are allowed more (the Oracle, Wrangler's
 labelled training split) say so with `privileged = True` and receive the true latencies in
-`JobInfo.true_latency`; their results are marked as privileged in every table.
+`JobInfo.true_latency`; their results are marked as privileged in every table. A method that
+reads rules of the replay protocol names them in `protocol_rules` and reads them as
+`self.rules.<rule>`.
 """
 
 from __future__ import annotations
 
 import abc
+import dataclasses
 import math
 import numbers
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+
+from stragglers.formats.protocols import OUR_RULES, ProtocolRules
 
 
 @dataclass(frozen=True)
@@ -46,18 +51,9 @@ class JobInfo:
     checkpoint_interval: float = float("nan")
     grid_origin: float = float("nan")
     kill_delay: float = float("nan")
-    # the replay protocol's `regressor` rule (stragglers/replay/protocols.py): the latency
-    # regressor of NURD, NURD-NC and GBTR when their own `regressor` parameter is "protocol"
-    regressor: str = "xgboost"
-    # the protocol's outlier-detector rules (stragglers/replay/protocols.py; defaults: `causal`)
-    outlier_scaling: str = "zscore"
-    outlier_small_train: str = "shrink"
-    outlier_batch: str = "with_training"
-    outlier_seed: str = "per_checkpoint"
-    abod_object: str = "fresh"
-    xgbod: str = "compact"
-    outlier_refit: str = "growth"
-    outlier_constant_columns: str = "drop"
+    # the replay protocol's rules (stragglers/formats/protocols.py); a method reads the ones it
+    # declares in `Method.protocol_rules`, through `self.rules`
+    rules: ProtocolRules = OUR_RULES
 
 
 @dataclass(frozen=True)
@@ -275,14 +271,67 @@ def merged_params(
     return {**default_values(defaults), **params}
 
 
+class _NotTaken:
+    def __repr__(self) -> str:
+        return "NOT_TAKEN"
+
+
+# in a subclass's `defaults`: a parameter of its base that the subclass does not take
+NOT_TAKEN: Any = _NotTaken()
+
+
+def inherited_params(what: str, inherited: dict[str, Any], declared: dict[str, Any]) -> dict:
+    """The parameters of a class whose base has `inherited` and which declares `declared`:
+    the base's parameters it leaves alone, then its own in their order. A bare value over an
+    inherited Param changes that Param's default only; NOT_TAKEN drops an inherited one. A
+    TypeError naming `what` for a declaration that repeats or cannot apply to the base's."""
+    merged = {key: spec for key, spec in inherited.items() if key not in declared}
+    for key, spec in declared.items():
+        base = inherited.get(key)
+        if spec is NOT_TAKEN:
+            if key not in inherited:
+                raise TypeError(f"{what}: NOT_TAKEN {key!r} is no parameter of its base")
+            continue
+        if isinstance(base, Param) and not isinstance(spec, Param):
+            if not base.accepts(spec):
+                raise TypeError(f"{what}: the default of {key!r} must be {base.allowed()}")
+            spec = dataclasses.replace(base, default=spec)
+        if key in inherited and spec == base:
+            raise TypeError(f"{what}: {key!r} repeats its base's declaration; leave it out")
+        merged[key] = spec
+    return merged
+
+
+class DeclaredRules:
+    """The protocol rules a method declares (`Method.protocol_rules`), as attributes:
+    `self.rules.outlier_scaling`. Reading one it does not declare is an AttributeError naming
+    the method and the rule."""
+
+    def __init__(self, method: str, rules: ProtocolRules, names: tuple[str, ...]):
+        self._method = method
+        self.__dict__.update({name: getattr(rules, name) for name in names})
+
+    def __getattr__(self, name: str) -> Any:  # only names not set in __init__
+        raise AttributeError(
+            f"method {self.__dict__.get('_method')} reads protocol rule {name!r}, which it does "
+            "not declare in protocol_rules"
+        )
+
+
 class Method(abc.ABC):
-    """A straggler predictor. Subclasses set `name` and `family` and are found by the registry."""
+    """A straggler predictor. Subclasses set `name` and `family` and are found by the registry.
+
+    `defaults` and `protocol_rules` are inherited: a subclass declares only the parameters (or
+    parameter defaults) and rules it adds to its base's (`inherited_params`)."""
 
     name: ClassVar[str]
     family: ClassVar[str]  # table grouping, e.g. "Ours", "Supervised", "Outlier detection"
     privileged: ClassVar[bool] = False  # sees true latencies (Oracle, Wrangler)
     # parameter name -> Param(default, type, range) (stragglers.methods.base.Param)
     defaults: ClassVar[dict[str, Any]] = {}
+    # the replay protocol's rules the method reads (stragglers/formats/protocols.py): start_job
+    # hands their values over as `self.rules`
+    protocol_rules: ClassVar[tuple[str, ...]] = ()
     # learns from earlier jobs: the replay fills JobInfo.history / job_start, and the predict
     # rule gives it every shard of the dataset (methods.declared_cross_job)
     cross_job: ClassVar[bool] = False
@@ -293,13 +342,32 @@ class Method(abc.ABC):
     # sources all the same (an edit to one reruns the method's jobs)
     lazy_modules: ClassVar[tuple[str, ...]] = ()
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        what = f"method class {cls.__name__}"
+        base = super(cls, cls)
+        cls.defaults = inherited_params(what, base.defaults, vars(cls).get("defaults", {}))
+        declared = tuple(vars(cls).get("protocol_rules", ()))
+        known = [field.name for field in dataclasses.fields(ProtocolRules)]
+        for rule in declared:
+            if rule not in known:
+                raise TypeError(
+                    f"{what}: protocol_rules names {rule!r}, which is no protocol rule; "
+                    f"known: {', '.join(known)}"
+                )
+            if rule in base.protocol_rules:
+                raise TypeError(f"{what}: protocol rule {rule!r} is its base's already")
+        cls.protocol_rules = (*base.protocol_rules, *declared)
+
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):
         self.params = merged_params(f"method {self.name}", self.defaults, params)
         self.seed = int(seed)
 
-    def start_job(self, job: JobInfo) -> None:  # noqa: B027 - optional hook
-        """Reset per-job state. Called before the first checkpoint of every job."""
+    def start_job(self, job: JobInfo) -> None:
+        """Reset per-job state. Called before the first checkpoint of every job; a subclass
+        that overrides it calls it first."""
         self.job = job
+        self.rules = DeclaredRules(self.name, job.rules, self.protocol_rules)
 
     @abc.abstractmethod
     def predict(self, checkpoint: Checkpoint) -> np.ndarray:

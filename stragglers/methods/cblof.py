@@ -33,13 +33,6 @@ def cblof_attempts(n_clusters: int, alpha: float, beta: float, n_distinct: int):
 class CBLOF(OutlierDetectionMethod):
     name: ClassVar[str] = "CBLOF"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": Param(
-            0.1,
-            float,
-            gt=0,
-            le=0.5,
-            doc="share of the training rows the detector takes as outliers (its score threshold)",
-        ),
         "n_clusters": Param(
             8, int, ge=1, doc="k-means clusters (at most the distinct finished rows)"
         ),  # PyOD defaults
@@ -52,12 +45,7 @@ class CBLOF(OutlierDetectionMethod):
             gt=1,
             doc="smallest size ratio between the last large and the first small cluster",
         ),  # PyOD needs beta > 1
-        "refit_growth": Param(
-            0.1,
-            float,
-            ge=0,
-            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
-        ),
+        "refit_growth": 0.1,
     }
 
     def make_detector(

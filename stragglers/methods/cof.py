@@ -14,22 +14,10 @@ if TYPE_CHECKING:  # annotations only: the library is imported where it is used
 class COF(OutlierDetectionMethod):
     name: ClassVar[str] = "COF"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": Param(
-            0.1,
-            float,
-            gt=0,
-            le=0.5,
-            doc="share of the training rows the detector takes as outliers (its score threshold)",
-        ),
         "n_neighbors": Param(
             15, int, ge=1, doc="neighbours of the connectivity-based outlier factor"
         ),  # the paper's code
-        "refit_growth": Param(
-            0.25,
-            float,
-            ge=0,
-            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
-        ),
+        "refit_growth": 0.25,
     }
     min_train: ClassVar[int] = 3
     score_with_training: ClassVar[bool] = True  # PyOD's COF scores a batch against itself

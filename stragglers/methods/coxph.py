@@ -141,12 +141,7 @@ class CoxPH(OnlineRefitMethod):
             choices=BASELINE_TAILS,
             doc="baseline hazard beyond the last finished latency: a Weibull tail, or flat",
         ),  # or "flat" (lifelines' Breslow step function as is)
-        "refit_growth": Param(
-            0.25,
-            float,
-            ge=0,
-            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
-        ),
+        "refit_growth": 0.25,
     }
 
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):

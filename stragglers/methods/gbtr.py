@@ -3,8 +3,9 @@ supervised baseline); a running task is flagged when its predicted latency reach
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
+from stragglers.methods.base import NOT_TAKEN
 from stragglers.methods.nurd import NURD
 
 
@@ -12,6 +13,8 @@ class GBTR(NURD):
     name: ClassVar[str] = "GBTR"
     family: ClassVar[str] = "Supervised"
     weighting: ClassVar[str] = "none"
-    defaults: ClassVar[dict] = {
-        k: v for k, v in NURD.defaults.items() if k not in ("alpha", "epsilon", "propensity_l2")
+    defaults: ClassVar[dict[str, Any]] = {
+        "alpha": NOT_TAKEN,
+        "epsilon": NOT_TAKEN,
+        "propensity_l2": NOT_TAKEN,
     }

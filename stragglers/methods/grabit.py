@@ -121,12 +121,7 @@ class Grabit(CensoredGaussianMethod):
         "n_estimators": Param(100, int, ge=1, doc="boosting rounds"),
         "learning_rate": Param(0.1, float, gt=0, doc="boosting step size"),
         "max_depth": Param(5, int, ge=1, doc="depth of each tree"),
-        "refit_growth": Param(
-            0.5,
-            float,
-            ge=0,
-            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
-        ),
+        "refit_growth": 0.5,
     }
 
     def fit_model(self, Z, y, censored, seed):

@@ -16,20 +16,8 @@ class HBOS(OutlierDetectionMethod):
     # numba's cache of PyOD's code (imported where used)
     lazy_modules: ClassVar[tuple[str, ...]] = ("stragglers.methods._pyod_kernels",)
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": Param(
-            0.1,
-            float,
-            gt=0,
-            le=0.5,
-            doc="share of the training rows the detector takes as outliers (its score threshold)",
-        ),
         "n_bins": Param(10, int, ge=2, doc="histogram bins per feature"),  # PyOD default
-        "refit_growth": Param(
-            0.1,
-            float,
-            ge=0,
-            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
-        ),
+        "refit_growth": 0.1,
     }
     drop_constant_training_columns: ClassVar[bool] = True  # zero-width histograms
 

@@ -15,20 +15,8 @@ if TYPE_CHECKING:  # annotations only: the library is imported where it is used
 class IForest(OutlierDetectionMethod):
     name: ClassVar[str] = "IFOREST"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": Param(
-            0.1,
-            float,
-            gt=0,
-            le=0.5,
-            doc="share of the training rows the detector takes as outliers (its score threshold)",
-        ),
         "n_estimators": Param(100, int, ge=1, doc="isolation trees"),  # PyOD default
-        "refit_growth": Param(
-            0.5,
-            float,
-            ge=0,
-            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
-        ),
+        "refit_growth": 0.5,
     }
 
     # the sequential scoring (imported where used)

@@ -14,22 +14,10 @@ if TYPE_CHECKING:  # annotations only: the library is imported where it is used
 class KNN(OutlierDetectionMethod):
     name: ClassVar[str] = "KNN"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": Param(
-            0.1,
-            float,
-            gt=0,
-            le=0.5,
-            doc="share of the training rows the detector takes as outliers (its score threshold)",
-        ),
         "n_neighbors": Param(
             5, int, ge=1, doc="neighbours whose distance scores a task"
         ),  # PyOD default
-        "refit_growth": Param(
-            0.1,
-            float,
-            ge=0,
-            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
-        ),
+        "refit_growth": 0.1,
     }
 
     def make_detector(self, n_train: int, seed: int) -> PyodKNN:

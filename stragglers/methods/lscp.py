@@ -16,13 +16,6 @@ if TYPE_CHECKING:  # annotations only: the library is imported where it is used
 class LSCP(OutlierDetectionMethod):
     name: ClassVar[str] = "LSCP"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": Param(
-            0.1,
-            float,
-            gt=0,
-            le=0.5,
-            doc="share of the training rows the detector takes as outliers (its score threshold)",
-        ),
         # base detectors of the paper's code: LOF with 5 and 10 neighbours
         "lof_neighbors": Param(
             [5, 10], list, items=int, ge=1, doc="n_neighbors of each base LOF detector"
@@ -30,12 +23,7 @@ class LSCP(OutlierDetectionMethod):
         "local_region_size": Param(
             30, int, ge=1, doc="training neighbours that make a task's local region"
         ),  # PyOD default
-        "refit_growth": Param(
-            0.5,
-            float,
-            ge=0,
-            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
-        ),
+        "refit_growth": 0.5,
     }
 
     # the local correlations (imported where used)

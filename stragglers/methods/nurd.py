@@ -172,6 +172,7 @@ class NURD(Method):
     name: ClassVar[str] = "NURD"
     family: ClassVar[str] = "Ours"
     weighting: ClassVar[str] = "calibrated"  # "calibrated" | "propensity" | "none"
+    protocol_rules: ClassVar[tuple[str, ...]] = ("regressor",)  # under regressor "protocol"
     defaults: ClassVar[dict[str, Any]] = {
         "alpha": Param(
             0.5,
@@ -232,7 +233,9 @@ class NURD(Method):
             )
         self.regressor_kind = self.params["regressor"]
         if self.regressor_kind == "protocol":
-            self.regressor_kind = "sklearn-gbr" if job.regressor == "sklearn_gbr" else "xgboost"
+            self.regressor_kind = (
+                "sklearn-gbr" if self.rules.regressor == "sklearn_gbr" else "xgboost"
+            )
         self.delta: float | None = None
         self.rho: float | None = None
         self.regressor = None

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
+from stragglers.methods.base import NOT_TAKEN
 from stragglers.methods.nurd import NURD
 
 
@@ -11,6 +12,7 @@ class NURDNoCalibration(NURD):
     name: ClassVar[str] = "NURD-NC"
     family: ClassVar[str] = "Ours"
     weighting: ClassVar[str] = "propensity"
-    defaults: ClassVar[dict] = {
-        k: v for k, v in NURD.defaults.items() if k not in ("alpha", "epsilon")
+    defaults: ClassVar[dict[str, Any]] = {
+        "alpha": NOT_TAKEN,
+        "epsilon": NOT_TAKEN,
     }

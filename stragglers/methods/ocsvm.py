@@ -14,22 +14,10 @@ if TYPE_CHECKING:  # annotations only: the library is imported where it is used
 class OCSVM(OutlierDetectionMethod):
     name: ClassVar[str] = "OCSVM"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": Param(
-            0.1,
-            float,
-            gt=0,
-            le=0.5,
-            doc="share of the training rows the detector takes as outliers (its score threshold)",
-        ),
         "nu": Param(
             0.5, float, gt=0, le=1, doc="bound on the share of training errors and support vectors"
         ),  # PyOD default
-        "refit_growth": Param(
-            0.1,
-            float,
-            ge=0,
-            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
-        ),
+        "refit_growth": 0.1,
     }
 
     def make_detector(self, n_train: int, seed: int) -> PyodOCSVM:

@@ -46,12 +46,7 @@ class PUBagging(PUMethod):
             le=1,
             doc="P(finished class | x) below which a running task is flagged",
         ),
-        "refit_growth": Param(
-            0.5,
-            float,
-            ge=0,
-            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
-        ),
+        "refit_growth": 0.5,
     }
 
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):

@@ -44,12 +44,7 @@ class PUElkanNoto(PUMethod):
             le=1,
             doc="P(finished class | x) below which a running task is flagged",
         ),
-        "refit_growth": Param(
-            0.1,
-            float,
-            ge=0,
-            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
-        ),
+        "refit_growth": 0.1,
     }
 
     def make_classifier(self, seed: int, n_labelled: int, n_unlabeled: int) -> ElkanotoPuClassifier:

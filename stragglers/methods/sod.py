@@ -15,13 +15,6 @@ if TYPE_CHECKING:  # annotations only: the library is imported where it is used
 class SOD(OutlierDetectionMethod):
     name: ClassVar[str] = "SOD"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": Param(
-            0.1,
-            float,
-            gt=0,
-            le=0.5,
-            doc="share of the training rows the detector takes as outliers (its score threshold)",
-        ),
         # PyOD defaults; PyOD needs 1 < ref_set < n_neighbors < the training rows
         "n_neighbors": Param(
             20, int, ge=3, doc="neighbours considered for each task's reference set"
@@ -36,12 +29,7 @@ class SOD(OutlierDetectionMethod):
             le=1,
             doc="share of the reference set's variance that selects the relevant subspace",
         ),
-        "refit_growth": Param(
-            0.5,
-            float,
-            ge=0,
-            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
-        ),
+        "refit_growth": 0.5,
     }
     min_train: ClassVar[int] = 4  # needs ref_set (>= 2) < n_neighbors (>= 3) < n_train
     score_with_training: ClassVar[bool] = True  # PyOD's SOD scores a batch against itself

@@ -15,22 +15,10 @@ if TYPE_CHECKING:  # annotations only: the library is imported where it is used
 class SOS(OutlierDetectionMethod):
     name: ClassVar[str] = "SOS"
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": Param(
-            0.1,
-            float,
-            gt=0,
-            le=0.5,
-            doc="share of the training rows the detector takes as outliers (its score threshold)",
-        ),
         "perplexity": Param(
             4.5, float, gt=0, doc="effective number of neighbours of the affinity distribution"
         ),  # PyOD default
-        "refit_growth": Param(
-            0.5,
-            float,
-            ge=0,
-            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
-        ),
+        "refit_growth": 0.5,
     }
     score_with_training: ClassVar[bool] = True  # PyOD's SOS scores a batch against itself
     # the compiled loops (imported where used)

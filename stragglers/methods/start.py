@@ -246,13 +246,6 @@ class Start(StartMLE):
     uses_machine_state: ClassVar[bool] = True  # the host matrix: its machines' state
     cross_job: ClassVar[bool] = True
     defaults: ClassVar[dict[str, Any]] = {
-        "straggler_quantile": Param(
-            0.90,
-            float,
-            gt=0,
-            lt=1,
-            doc="latency quantile of the straggler definition K is calibrated to",
-        ),  # q of the straggler definition K is calibrated to
         "history_jobs": Param(
             20, int, ge=1, doc="latest earlier jobs trained on (and K taken from)"
         ),  # latest earlier jobs trained on (and K taken from)

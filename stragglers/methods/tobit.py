@@ -57,12 +57,7 @@ class Tobit(CensoredGaussianMethod):
             doc="flag on the latent mean, or on the median conditional on the elapsed time",
         ),  # or "conditional_median"
         "l2": Param(1e-3, float, ge=0, doc="ridge penalty of the Tobit fit"),
-        "refit_growth": Param(
-            0.1,
-            float,
-            ge=0,
-            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
-        ),
+        "refit_growth": 0.1,
     }
 
     def identifiable(self, n_finished: int, n_columns: int) -> bool:

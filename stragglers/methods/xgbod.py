@@ -71,14 +71,8 @@ class XGBOD(OutlierDetectionMethod):
         "stragglers.methods._grown_forests",
         "stragglers.methods._isolation_scores",
     )
+    protocol_rules: ClassVar[tuple[str, ...]] = ("xgbod",)
     defaults: ClassVar[dict[str, Any]] = {
-        "contamination": Param(
-            0.1,
-            float,
-            gt=0,
-            le=0.5,
-            doc="share of the training rows the detector takes as outliers (its score threshold)",
-        ),
         "n_estimators": Param(
             100, int, ge=1, doc="boosting rounds of the XGBoost classifier"
         ),  # PyOD defaults for the XGBoost classifier
@@ -90,12 +84,7 @@ class XGBOD(OutlierDetectionMethod):
             choices=TOS_CHOICES,
             doc="the unsupervised detectors whose scores XGBoost reads: a compact set, or PyOD's 41",
         ),  # or "pyod_default" (41 detectors)
-        "refit_growth": Param(
-            0.5,
-            float,
-            ge=0,
-            doc="refit once the finished tasks grew by this share since the last fit (0: whenever one more finished)",
-        ),
+        "refit_growth": 0.5,
     }
 
     def __init__(self, params: dict[str, Any] | None = None, seed: int = 0):
@@ -114,7 +103,7 @@ class XGBOD(OutlierDetectionMethod):
 
         cache_pyod_compilation()  # both lists include HBOS
         detectors, standardise = None, None  # PyOD's default list
-        if self.params["tos_detectors"] == "compact" and self.job.xgbod == "compact":
+        if self.params["tos_detectors"] == "compact" and self.rules.xgbod == "compact":
             detectors, standardise = compact_tos(n_train, seed)
         # PyOD's default list: its isolation forests grown from one another (same forests)
         xgbod = PyodXGBOD if detectors is not None else GrownXGBOD
@@ -126,12 +115,12 @@ class XGBOD(OutlierDetectionMethod):
             max_depth=self.params["max_depth"],
             learning_rate=self.params["learning_rate"],
             # the script passes no random state: PyOD's default, 0 (its isolation forests' too)
-            random_state=0 if self.job.xgbod == "script" else seed,
+            random_state=0 if self.rules.xgbod == "script" else seed,
             n_jobs=1,
         )
 
     def fit_detector(self, train: np.ndarray, checkpoint: Checkpoint, seed: int):
-        if self.job.xgbod == "script":
+        if self.rules.xgbod == "script":
             # rule `xgbod: script`: the script labels latency > tau and fits a single class too
             labels = (checkpoint.finished_latency > self.job.straggler_threshold).astype(int)
         else:

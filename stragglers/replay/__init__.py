@@ -1,7 +1,7 @@
 """Replay: a method driven through a job's checkpoints, online.
 
-`core` holds the settings and shared rules, `protocols` the protocol presets, `wallclock` the
-replay on the trace's clock, `aligned` / `aligned_replay` the reference script's aligned
-timeline, `history` the finished jobs cross-job methods learn from, `runner` a method over a
-dataset's jobs.
+`core` holds the settings and shared rules (the protocol presets are
+stragglers.formats.protocols: methods read some of the rules), `wallclock` the replay on the
+trace's clock, `aligned` / `aligned_replay` the reference script's aligned timeline, `history`
+the finished jobs cross-job methods learn from, `runner` a method over a dataset's jobs.
 """

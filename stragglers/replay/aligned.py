@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from stragglers.formats.jobs import Job
+from stragglers.formats.protocols import ProtocolRules
 from stragglers.replay.core import pruned_tasks, straggler_threshold
-from stragglers.replay.protocols import ProtocolRules
 
 FIRST_CHECKPOINT = 2  # the reference script's first k
 

@@ -16,7 +16,6 @@ from stragglers.formats.jobs import Job
 from stragglers.methods.base import Checkpoint, JobInfo, Method
 from stragglers.replay import aligned
 from stragglers.replay.core import JobRun
-from stragglers.replay.protocols import method_rules
 
 
 def replay_aligned_job(job: Job, method: Method, settings, last_columns: np.ndarray, seed: int):
@@ -60,7 +59,7 @@ def replay_aligned_job(job: Job, method: Method, settings, last_columns: np.ndar
             checkpoint_interval=interval,
             grid_origin=float(settings.grid_origin),
             kill_delay=settings.resume_kill_delay,
-            **method_rules(rules),
+            rules=rules,
         )
     )
     not_scored = np.zeros(n, dtype=bool)

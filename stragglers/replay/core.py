@@ -15,7 +15,7 @@ import numpy as np
 # for the callers that import it with the replay's settings
 from stragglers.formats.dataset_spec import dataset_replay as dataset_replay
 from stragglers.formats.jobs import Job
-from stragglers.replay.protocols import ProtocolRules, resolve_rules
+from stragglers.formats.protocols import ProtocolRules, resolve_rules
 
 
 @dataclass(frozen=True)

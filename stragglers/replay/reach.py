@@ -30,9 +30,9 @@ import numpy as np
 import pandas as pd
 
 from stragglers.formats.dataset_spec import MIN_TASKS
+from stragglers.formats.protocols import resolve_rules
 from stragglers.formats.raw import GOOGLE_TRACE_START_US, GOOGLE_WINDOW_US
 from stragglers.replay import aligned
-from stragglers.replay.protocols import resolve_rules
 from stragglers.traces.calibrate import read_task_events, task_latencies
 
 PAPER_RULES = resolve_rules("paper")

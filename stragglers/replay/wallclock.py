@@ -1,7 +1,7 @@
 """The online replay of a job on the trace's clock (the paper's Algorithm 1 protocol):
 checkpoints on the window grid; at each, a method sees the finished tasks whole and the
 running ones through the windows available by then, and nothing after it reaches the method.
-The protocol's rules (stragglers/replay/protocols.py) pick how features, scaling, the
+The protocol's rules (stragglers/formats/protocols.py) pick how features, scaling, the
 threshold and the scored set are built; `protocol: reference` reproduces the reference code's
 three uses of the future so their effect can be measured (docs/definitions.md, "The online
 replay"; docs/deviations.md).
@@ -25,7 +25,6 @@ from stragglers.replay.core import (
     reference_dropped_tasks,
     straggler_threshold,
 )
-from stragglers.replay.protocols import method_rules
 
 
 def explicit_times(
@@ -177,7 +176,7 @@ def replay_wallclock_job(
         checkpoint_interval=float(settings.checkpoint_interval),
         grid_origin=float(settings.grid_origin),
         kill_delay=settings.resume_kill_delay,
-        **method_rules(rules),
+        rules=rules,
     )
     method.start_job(info)
     # tasks a privileged method trains on with their labels stay in the replay (it needs

@@ -1,6 +1,6 @@
 """The reproduction audit: from the paper's experiment to our causal default, one rule at a time.
 
-Each variant is `replay.protocol: paper` plus `replay.overrides` (stragglers/replay/protocols.py).
+Each variant is `replay.protocol: paper` plus `replay.overrides` (stragglers/formats/protocols.py).
 The cumulative path (steps 0-14) ends at `causal`; each change is also applied alone to
 `paper`, so the table shows both the path and each change's own effect. For every variant
 and audit method: mean TPR, FPR, F1 over jobs (stragglers.evaluate) and the mean reduction in

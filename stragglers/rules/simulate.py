@@ -10,9 +10,9 @@ from typing import Any
 import pandas as pd
 
 from stragglers.evaluate.metrics import load_predictions
+from stragglers.formats.protocols import resolve_rules
 from stragglers.io import write_parquet_atomic
 from stragglers.replay import aligned
-from stragglers.replay.protocols import resolve_rules
 from stragglers.report import simulation as report
 from stragglers.simulate.jct import simulate_jobs
 from stragglers.simulate.policies import simulate_jobs_policies

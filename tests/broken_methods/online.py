@@ -82,7 +82,8 @@ class VagueError(_Elapsed):
 
 class BareDefaults(_Elapsed):
     name = "BareDefaults"
-    defaults = {"factor": 1.0}
+    # a new parameter as a bare value (over an inherited Param, a bare value is its new default)
+    defaults = {"margin": 1.0}
 
 
 class DefaultOutOfRange(_Elapsed):

@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from stragglers.methods.base import JobInfo
-
 RULE_CHOICES: dict[str, tuple[Any, ...]] = {
     "timeline": ("aligned", "wallclock"),
     "prune_scored": (True, False),
@@ -30,40 +28,29 @@ RULE_CHOICES: dict[str, tuple[Any, ...]] = {
     "outlier_refit": ("every_checkpoint", "growth"),
     "outlier_constant_columns": ("keep", "drop"),
 }
-# the rules a method reads (handed to it in JobInfo); the others shape the replay
-METHOD_RULES = (
-    "regressor",
-    "outlier_scaling",
-    "outlier_small_train",
-    "outlier_batch",
-    "outlier_seed",
-    "abod_object",
-    "xgbod",
-    "outlier_refit",
-    "outlier_constant_columns",
-)
-
-# our own choice of each rule a method reads is the method's default (JobInfo), written once
-_OURS = {f.name: f.default for f in fields(JobInfo) if f.name in METHOD_RULES}
 
 
 @dataclass(frozen=True)
 class ProtocolRules:
+    """A value of every rule of RULE_CHOICES. The replay reads them, and hands them to a method
+    in `JobInfo.rules`; the method reads those it declares in `Method.protocol_rules`
+    (stragglers/methods/base.py). The defaults are our own choices."""
+
     timeline: str
     prune_scored: bool
     scaling: str
     features: str
     initial_finished: str
     threshold: str
-    regressor: str = _OURS["regressor"]
-    outlier_scaling: str = _OURS["outlier_scaling"]
-    outlier_small_train: str = _OURS["outlier_small_train"]
-    outlier_batch: str = _OURS["outlier_batch"]
-    outlier_seed: str = _OURS["outlier_seed"]
-    abod_object: str = _OURS["abod_object"]
-    xgbod: str = _OURS["xgbod"]
-    outlier_refit: str = _OURS["outlier_refit"]
-    outlier_constant_columns: str = _OURS["outlier_constant_columns"]
+    regressor: str = "xgboost"
+    outlier_scaling: str = "zscore"
+    outlier_small_train: str = "shrink"
+    outlier_batch: str = "with_training"
+    outlier_seed: str = "per_checkpoint"
+    abod_object: str = "fresh"
+    xgbod: str = "compact"
+    outlier_refit: str = "growth"
+    outlier_constant_columns: str = "drop"
 
 
 # the authors' run_od.py, detector by detector (docs/protocols.md)
@@ -99,6 +86,8 @@ PRESETS: dict[str, ProtocolRules] = {
     ),
 }
 PROTOCOLS = tuple(PRESETS)
+# our own choice of every rule: a JobInfo's rules when the caller hands none
+OUR_RULES = PRESETS["causal"]
 
 
 def resolve_rules(protocol: str, overrides: dict[str, Any] | None = None) -> ProtocolRules:
@@ -124,8 +113,3 @@ def resolve_rules(protocol: str, overrides: dict[str, Any] | None = None) -> Pro
             f"(protocol {protocol!r} resolves to timeline {rules.timeline!r})"
         )
     return rules
-
-
-def method_rules(rules: ProtocolRules) -> dict[str, str]:
-    """The rules a method reads, as JobInfo fields."""
-    return {name: getattr(rules, name) for name in METHOD_RULES}
