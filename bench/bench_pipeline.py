@@ -75,11 +75,9 @@ def bench_nurd_vs_gbr(n_jobs: int, seed: int) -> None:
     have finished, Newton-method propensity) against the reference code's loop (scikit-learn's
     GradientBoostingRegressor refit at every checkpoint)."""
     from stragglers.convert.one_process import convert_google
-    from stragglers.formats.datasets import last_columns
     from stragglers.formats.jobs import iter_shard_jobs
     from stragglers.methods import get_method
-    from stragglers.replay.core import ReplaySettings
-    from stragglers.replay.runner import run_method_on_jobs
+    from stragglers.replay.service import JobSelection, MethodRun, replay_methods
     from stragglers.traces.generate import GoogleGeneratorConfig, generate_google
 
     work = Path(tempfile.mkdtemp(prefix="bench-nurd-"))
@@ -103,23 +101,22 @@ def bench_nurd_vs_gbr(n_jobs: int, seed: int) -> None:
         "tasks": int(sum(j.n_tasks for j in jobs)),
         "variants": {},
     }
-    for label, (method, params) in variants.items():
-        began = time.perf_counter()
-        tasks, job_rows = run_method_on_jobs(
-            iter(jobs),
-            get_method(method),
-            params,
-            ReplaySettings(),
-            last_columns("google-2011"),
-            seed,
-            "bench",
-        )
-        seconds = time.perf_counter() - began
+    replayed = replay_methods(
+        work / "converted",
+        "google-2011",
+        [MethodRun(method, method, params) for method, params in variants.values()],
+        dataset="bench",
+        seed=seed,
+        replay={},
+        selection=JobSelection(jobs=tuple(jobs)),  # read once, before the clock
+    )
+    for label, run in zip(variants, replayed):
+        job_rows = run.jobs
         result["variants"][label] = {
-            "seconds": round(seconds, 2),
-            "seconds_per_job": round(seconds / len(jobs), 4),
+            "seconds": round(run.seconds, 2),
+            "seconds_per_job": round(run.seconds / len(jobs), 4),
             "checkpoints": int(job_rows["n_checkpoints"].sum()),
-            "mean_F1": round(_mean_f1(tasks, job_rows), 4),
+            "mean_F1": round(_mean_f1(run.tasks, job_rows), 4),
             "failed_jobs": int((job_rows["status"] != "ok").sum()),
         }
     v = list(result["variants"].values())

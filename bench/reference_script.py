@@ -105,10 +105,14 @@ from stragglers.formats.datasets import (  # noqa: E402
     last_columns,
 )
 from stragglers.formats.jobs import iter_shard_jobs, read_manifest  # noqa: E402
-from stragglers.methods import get_method  # noqa: E402
 from stragglers.replay import aligned  # noqa: E402
-from stragglers.replay.core import ReplaySettings, dataset_replay  # noqa: E402
-from stragglers.replay.runner import run_method_on_jobs  # noqa: E402
+from stragglers.replay.core import dataset_replay  # noqa: E402
+from stragglers.replay.service import (  # noqa: E402
+    JobSelection,
+    MethodRun,
+    replay_methods,
+    replay_settings,
+)
 from stragglers.report.audit import audit_jobs  # noqa: E402
 
 SCRIPT_METHODS = ("gb", "ipwnc", "ipw", "en", "bg", "tb", "kt")  # its get_TPR_FPR call order
@@ -590,18 +594,27 @@ def tasks_differing(script: dict, ours: dict) -> int:
 
 
 def pipeline_step0(
-    jobs, kind: str, last, settings: ReplaySettings, seed: int, dataset: str, method, params
+    jobs, kind: str, converted: Path, replay: dict, seed: int, dataset: str, method, params
 ) -> pd.DataFrame:
-    """Per job: step 0's metrics, its per-task flags in the scripts' test order ("flags":
-    stragglers first, each group by task index), the same by task index ("flags_by_task")
-    and the CPU seconds of the job's replay ("cpu_s")."""
+    """Per job: step 0's metrics (under `protocol: paper` on `replay`, the dataset's grid), its
+    per-task flags in the scripts' test order ("flags": stragglers first, each group by task
+    index), the same by task index ("flags_by_task") and the CPU seconds of the job's replay
+    ("cpu_s")."""
     frames = []
     for job in jobs:
         began = time.process_time()
-        tasks, rows = run_method_on_jobs(
-            iter([job]), get_method(method), params, settings, last, seed, dataset
+        (run,) = replay_methods(
+            converted,
+            kind,
+            [MethodRun(method, method, params)],
+            dataset=dataset,
+            seed=seed,
+            replay=replay,
+            protocol="paper",
+            selection=JobSelection(jobs=(job,)),
         )
         cpu = time.process_time() - began
+        tasks, rows = run.tasks, run.jobs
         metrics = job_metrics(tasks, rows).set_index("job_id")
         scored = tasks[tasks["evaluated"]].copy()
         scored["task_index"] = task_keys(job, kind)[scored["task"].to_numpy()]
@@ -668,12 +681,11 @@ def compare_dataset(config: dict, dataset: str, args, scripts: dict) -> pd.DataF
     kind = entry["kind"]
     converted = converted_folder(config, dataset, args)
     merged = dataset_replay(config["replay"], entry)
-    settings = ReplaySettings(**{**merged, "protocol": "paper", "overrides": None})
+    settings = replay_settings(merged, protocol="paper")
     job_ids = audit_jobs(read_manifest(converted), args.n_jobs)
     if args.only_jobs:
         job_ids = [j for j in job_ids if j in set(args.only_jobs)]
     jobs = list(iter_shard_jobs(converted, kind, None, only_jobs=job_ids))
-    last = last_columns(kind, converted)
     out = args.out / dataset
     if kind == NURD_KIND:  # the scripts read the dataset's own files
         data = raw_script_input(dataset_raw_dir(entry), out / "raw")
@@ -684,7 +696,9 @@ def compare_dataset(config: dict, dataset: str, args, scripts: dict) -> pd.DataF
 
     def ours(method, params):
         params = {**(config["methods"].get(method) or {}), **params}
-        return pipeline_step0(jobs, kind, last, settings, config["seed"], dataset, method, params)
+        return pipeline_step0(
+            jobs, kind, converted, merged, config["seed"], dataset, method, params
+        )
 
     def row(job, method, alpha, mine, result, name):
         theirs = result if isinstance(result, str) else result[name]

@@ -147,9 +147,6 @@ def test_the_table_imports_a_rule_module_only_when_its_rule_runs():
 # A body (the statements after the docstring; the signature is the .smk's names) longer than
 # this is work that belongs in its stage.
 MAX_BODY_LINES = 30
-# predict.py is being thinned with the replay-and-score service; remove it from this set once
-# that lands, so every rule module is checked.
-NOT_YET_THIN = {"predict.py"}
 
 
 def long_functions(path: Path, limit: int) -> list[str]:
@@ -166,12 +163,7 @@ def long_functions(path: Path, limit: int) -> list[str]:
 def test_rule_functions_are_short():
     modules = sorted((ROOT / "stragglers" / "rules").glob("*.py"))
     assert {"simulate.py", "predict.py"} <= {m.name for m in modules}
-    found = [
-        line
-        for path in modules
-        if path.name not in NOT_YET_THIN
-        for line in long_functions(path, MAX_BODY_LINES)
-    ]
+    found = [line for path in modules for line in long_functions(path, MAX_BODY_LINES)]
     assert not found, f"rule module functions longer than {MAX_BODY_LINES} lines: {found}"
 
 

@@ -11,7 +11,8 @@ from workflow_runs import ROOT
 
 from stragglers.convert.one_process import convert_google
 from stragglers.formats.jobs import read_manifest, tuning_job_ids
-from stragglers.rules.predict import parameter_grid, predict, tune_method
+from stragglers.replay.tuning import parameter_grid
+from stragglers.rules.predict import predict, tune_method
 from stragglers.traces.generate import GoogleGeneratorConfig, generate_google
 
 

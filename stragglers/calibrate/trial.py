@@ -4,7 +4,7 @@ the fingerprint distance to the search's target: the paper's Table 3 rows, or a 
 dataset's own rows under `protocol: paper` (`calibration.targets`; docs/calibration.md).
 
 Each stage is the pipeline's own function (traces.generate, convert.one_process,
-replay.runner, evaluate.metrics, evaluate.fingerprint), run in one process on a temporary
+replay.service, evaluate.metrics, evaluate.fingerprint), run in one process on a temporary
 folder: a trial is one Snakemake job, so a round's trials spread over the cores or a cluster.
 """
 
@@ -21,12 +21,11 @@ import pandas as pd
 from stragglers.calibrate.settings import generator_class
 from stragglers.convert.one_process import convert_alibaba, convert_google
 from stragglers.evaluate.fingerprint import set_distance
-from stragglers.evaluate.metrics import job_metrics, summary_table
+from stragglers.evaluate.metrics import summary_table
 from stragglers.formats.dataset_spec import MIN_TASKS, PRODUCTION_PRIORITIES
-from stragglers.formats.datasets import PAPER_TRACE_OF_KIND, last_columns
-from stragglers.formats.jobs import iter_shard_jobs
-from stragglers.replay.core import ReplaySettings, dataset_replay
-from stragglers.replay.runner import run_method_on_jobs
+from stragglers.formats.datasets import PAPER_TRACE_OF_KIND
+from stragglers.replay.core import dataset_replay
+from stragglers.replay.service import JobSelection, MethodRun, replay_methods
 from stragglers.report.tables import read_paper_table3, table3_long
 from stragglers.traces.generate import generate_alibaba, generate_google
 
@@ -34,13 +33,6 @@ log = logging.getLogger(__name__)
 
 PAPER_TARGET = "Table 3"  # the target's name when a search fits the paper's rows
 RATES = ("TPR", "FPR", "F1")
-
-
-def paper_replay(dataset: dict, replay: dict) -> ReplaySettings:
-    """The dataset's replay grid under `protocol: paper` with the authors' rules unflipped."""
-    merged = dataset_replay(replay, dataset)
-    plain = {k: v for k, v in merged.items() if k not in ("protocol", "overrides")}
-    return ReplaySettings(**plain, protocol="paper")
 
 
 def trial_data(dataset: dict, settings: dict[str, Any], n_jobs: int, seed: int, folder: Path):
@@ -66,27 +58,25 @@ def score_methods(
     name: str,
     methods: list[str],
     method_params: dict[str, dict],
-    replay: ReplaySettings,
+    replay: dict,
     seed: int,
 ) -> pd.DataFrame:
-    """Per-job metrics of each method on one converted trace (evaluate.job_metrics's rows)."""
-    from stragglers.methods import get_method  # the replay's methods, as the predict rule
-
-    kind = dataset["kind"]
-    jobs = list(iter_shard_jobs(converted, kind, None))
-    frames = []
-    for method in methods:
-        tasks, job_rows = run_method_on_jobs(
-            iter(jobs),
-            get_method(method),
-            dict(method_params.get(method) or {}),
-            replay,
-            last_columns(kind),
-            seed,
-            name,
-        )
-        frames.append(job_metrics(tasks, job_rows))
-    return pd.concat(frames, ignore_index=True)
+    """Per-job metrics of each method on one converted trace (evaluate.job_metrics's rows),
+    replayed under `protocol: paper` on the dataset's replay grid (`replay`: the config's
+    section, its protocol and overrides set aside)."""
+    runs = [MethodRun(method, method, dict(method_params.get(method) or {})) for method in methods]
+    replayed = replay_methods(
+        converted,
+        dataset["kind"],
+        runs,
+        dataset=name,
+        seed=seed,
+        replay=dataset_replay(replay, dataset),
+        protocol="paper",
+        selection=JobSelection(reuse=True),
+        score=True,
+    )
+    return pd.concat([result.metrics for result in replayed], ignore_index=True)
 
 
 def target_rates(job_metric_files: list[str]) -> pd.DataFrame:
@@ -141,14 +131,13 @@ def run_trial(
     to the real task_events (`shape_distance`; the search's constraint), and with its
     `reach_tolerance` their reach's gap to the real rows' (`reach_gap`)."""
     began = time.perf_counter()
-    settings_replay = paper_replay(dataset, replay)
     frames = []
     with tempfile.TemporaryDirectory(prefix="calibration-", dir=workdir) as tmp:
         for seed in seeds:
             folder = Path(tmp) / f"seed-{seed}"
             converted = trial_data(dataset, settings, n_jobs, int(seed), folder)
             metrics = score_methods(
-                converted, dataset, dataset_name, methods, method_params, settings_replay, seed
+                converted, dataset, dataset_name, methods, method_params, replay, seed
             )
             frames.append(metrics.assign(job_id=f"s{seed}:" + metrics["job_id"].astype(str)))
     job_metrics = pd.concat(frames, ignore_index=True)

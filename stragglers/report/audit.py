@@ -197,38 +197,38 @@ def run_variant(
     """Every audit method under one variant on one dataset: one row per method."""
     import time
 
-    from stragglers.evaluate.metrics import job_metrics
-    from stragglers.formats.datasets import last_columns
-    from stragglers.formats.jobs import iter_shard_jobs, read_manifest
+    from stragglers.formats.jobs import read_manifest
     from stragglers.io import write_csv_atomic
-    from stragglers.methods import get_method
-    from stragglers.replay.core import ReplaySettings
-    from stragglers.replay.runner import run_method_on_jobs
+    from stragglers.replay.service import JobSelection, MethodRun, replay_methods
 
     spec = VARIANTS[variant]
-    settings = ReplaySettings(**{**replay, "protocol": "paper", "overrides": spec["overrides"]})
-    rules = settings.rules
     job_ids = audit_jobs(read_manifest(converted_dir), n_jobs)
-    jobs = list(iter_shard_jobs(converted_dir, kind, None, only_jobs=job_ids))
+    # each label's method replays under the method's own name, so it draws the method's seeds
+    runs = [
+        MethodRun(entry["method"], entry["method"], dict(entry.get("params") or {}))
+        for entry in methods.values()
+    ]
+    replayed = replay_methods(
+        converted_dir,
+        kind,
+        runs,
+        dataset=dataset,
+        seed=seed,
+        replay=replay,
+        protocol="paper",
+        overrides=spec["overrides"],
+        selection=JobSelection(only_jobs=tuple(job_ids), reuse=True),
+        score=True,
+    )
     rows = []
-    for label, entry in methods.items():
+    for label, result in zip(methods, replayed):
         began = time.perf_counter()
-        method_class = get_method(entry["method"])
-        tasks, job_rows = run_method_on_jobs(
-            iter(jobs),
-            method_class,
-            dict(entry.get("params") or {}),
-            settings,
-            last_columns(kind, converted_dir),
-            seed,
-            dataset,
-        )
-        metrics = job_metrics(tasks, job_rows)
+        settings, job_rows, metrics = result.settings, result.jobs, result.metrics
         scored = metrics[metrics["status"] == "ok"]
         reductions = simulate_reductions(
-            tasks,
+            result.tasks,
             job_rows,
-            aligned=rules.timeline == "aligned",
+            aligned=settings.rules.timeline == "aligned",
             grid_origin=settings.grid_origin,
             checkpoint_interval=settings.checkpoint_interval,
             machines=machines,
@@ -245,7 +245,7 @@ def run_variant(
                 "change": spec["change"],
                 "overrides": repr(spec["overrides"]),
                 "method": label,
-                "jobs": len(jobs),
+                "jobs": len(job_rows),
                 "jobs_scored": int(len(scored)),
                 "jobs_failed": int((job_rows["status"] == "failed").sum()),
                 "TPR": scored["TPR"].mean(),
@@ -259,7 +259,7 @@ def run_variant(
                     if c.startswith("reduction_alg")
                     and c not in ("reduction_alg2", "reduction_alg3")
                 },
-                "seconds": time.perf_counter() - began,
+                "seconds": result.seconds + time.perf_counter() - began,
             }
         )
         log.info(

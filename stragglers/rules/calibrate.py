@@ -20,6 +20,7 @@ from stragglers.calibrate.settings import (
 )
 from stragglers.calibrate.trial import PAPER_TARGET, run_trial, target_rates
 from stragglers.io import dump_json
+from stragglers.replay.core import plain_replay
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ def search_params(config: dict, dataset: str) -> dict[str, Any]:
     ds = config["datasets"][dataset]
     # trials always replay under `protocol: paper`: the run's protocol and its overrides are not
     # part of a search (a run under another protocol continues the same search)
-    replay = {k: v for k, v in config["replay"].items() if k not in ("protocol", "overrides")}
+    replay = plain_replay(config["replay"])
     knobs = dataset_knobs(section, dataset)
     realism = realism_settings(section, dataset)
     target = target_dataset(config, dataset)
