@@ -15,6 +15,7 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -36,7 +37,9 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=["NURD", "Oracle"])
     parser.add_argument("--group", type=int, default=10, help="prediction jobs per submitted job")
     parser.add_argument("--parallel", type=int, default=2, help="submitted jobs running at once")
-    parser.add_argument("--workdir", type=Path, default=Path("/tmp/stragglers-scale-cluster"))
+    parser.add_argument(
+        "--workdir", type=Path, default=Path(tempfile.gettempdir()) / "stragglers-scale-cluster"
+    )
     args = parser.parse_args()
 
     work = args.workdir.resolve()
