@@ -36,6 +36,12 @@ def dataset_replay(replay: dict[str, Any], dataset: dict[str, Any]) -> dict[str,
     return {**replay, **dataset.get("replay", {})}
 
 
+def plain_replay(replay: dict[str, Any]) -> dict[str, Any]:
+    """The replay settings without their protocol and rule overrides: what a replay under a
+    protocol of its own (the paper runs, the audit's variants, a calibration search) keeps."""
+    return {k: v for k, v in replay.items() if k not in ("protocol", "overrides")}
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 

@@ -66,12 +66,6 @@ class ReplaySettings:
         return resolve_rules(self.protocol, self.overrides)
 
 
-def plain_replay(replay: dict[str, Any]) -> dict[str, Any]:
-    """The replay settings without their protocol and rule overrides: what a replay under a
-    protocol of its own (the paper runs, the audit's variants, a calibration search) keeps."""
-    return {k: v for k, v in replay.items() if k not in ("protocol", "overrides")}
-
-
 def straggler_threshold(latency: np.ndarray, quantile: float, protocol: str = "causal") -> float:
     """The job's latency quantile (p90 by default); tasks at or above it are stragglers."""
     latency = np.asarray(latency, dtype=float)

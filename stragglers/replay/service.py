@@ -14,9 +14,10 @@ from typing import Any
 
 import pandas as pd
 
+from stragglers.formats.dataset_spec import plain_replay
 from stragglers.formats.datasets import last_columns
 from stragglers.formats.jobs import Job, iter_shard_jobs, read_manifest
-from stragglers.replay.core import ReplaySettings, plain_replay
+from stragglers.replay.core import ReplaySettings
 from stragglers.replay.runner import run_method_on_jobs
 
 

@@ -19,8 +19,8 @@ from stragglers.calibrate.settings import (
     target_dataset,
 )
 from stragglers.calibrate.trial import PAPER_TARGET, run_trial, target_rates
+from stragglers.formats.dataset_spec import plain_replay
 from stragglers.io import dump_json
-from stragglers.replay.core import plain_replay
 
 log = logging.getLogger(__name__)
 

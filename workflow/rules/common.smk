@@ -6,7 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir)))  # the stragglers package, even when not installed
 
-from stragglers.formats.dataset_spec import dataset_specs
+from stragglers.formats.dataset_spec import dataset_specs, plain_replay
 from stragglers.launch import launch_datasets
 from stragglers.methods import declared_cross_job, load_method_dirs, method_entry, method_files
 from stragglers.rules.config import check_config, resolve_shipped_paths
@@ -338,7 +338,7 @@ from stragglers.report.audit import VARIANTS as AUDIT_VARIANTS
 
 def audit_replay(dataset):
     """The dataset's replay settings without protocol/overrides: each variant sets its own."""
-    return {k: v for k, v in spec(dataset).replay.items() if k not in ("protocol", "overrides")}
+    return plain_replay(spec(dataset).replay)
 
 
 def audit_variant_files():
