@@ -14,7 +14,13 @@ from stragglers.formats.jobs import read_manifest
 from stragglers.methods import METHODS, load_method_dirs
 from stragglers.replay import runner
 from stragglers.replay.history import JobHistory
-from stragglers.replay.service import JobSelection, MethodRun, replay_methods, replay_settings
+from stragglers.replay.service import (
+    JobSelection,
+    MethodRun,
+    protocol_job_metrics,
+    replay_methods,
+    replay_settings,
+)
 from stragglers.traces.generate import GoogleGeneratorConfig, generate_google
 
 HISTORY_METHODS = Path(__file__).parent / "history_methods"
@@ -60,7 +66,7 @@ def run_path(path: str, converted: Path, tmp: Path) -> tuple[pd.DataFrame, bool]
     from stragglers.calibrate.trial import score_methods
     from stragglers.report.audit import run_variant
     from stragglers.rules.fingerprint import fingerprint_replay
-    from stragglers.rules.predict import predict, protocol_job_metrics, tune_method
+    from stragglers.rules.predict import predict, tune_method
 
     manifest, name = converted / "manifest.parquet", "HistorySeen"
     if path == "predict":
@@ -185,7 +191,6 @@ def test_the_fingerprint_runs_a_cross_job_method_on_the_trace_clock_when_asked(
 ):
     """The fingerprint's paper replay refuses HistorySeen for the timeline, not for a missing
     history: under the causal protocol the same call runs it with its history."""
-    from stragglers.rules.predict import protocol_job_metrics
 
     frame = protocol_job_metrics(
         converted_dir=converted,
@@ -202,7 +207,6 @@ def test_the_fingerprint_runs_a_cross_job_method_on_the_trace_clock_when_asked(
 def test_start_runs_with_its_history_in_the_fingerprint_replay(converted):
     """START on the path the fingerprint and sensitivity map share: before the service it
     failed every job there ("the replay gave no JobHistory")."""
-    from stragglers.rules.predict import protocol_job_metrics
 
     frame = protocol_job_metrics(
         converted_dir=converted,

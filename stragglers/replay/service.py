@@ -1,11 +1,13 @@
 """Replay and score: methods replayed over a converted dataset's jobs, each cross-job method
 with the dataset's history, scored when asked. The one place every replay is set up: the
-predict and tuning rules, the fingerprint's and the sensitivity map's paper runs, the
-calibration's trials, the reproduction audit and the benchmarks call `replay_methods`.
+predict and tuning rules, the fingerprint's and the sensitivity map's paper runs (through
+`protocol_job_metrics`), the calibration's trials, the reproduction audit and the benchmarks
+call `replay_methods`.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -19,6 +21,8 @@ from stragglers.formats.datasets import last_columns
 from stragglers.formats.jobs import Job, iter_shard_jobs, read_manifest
 from stragglers.replay.core import ReplaySettings
 from stragglers.replay.runner import run_method_on_jobs
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,43 @@ def replay_methods(
         )
         metrics = score_jobs(tasks, job_rows, timing) if score or timing else None
         yield Replayed(run, settings, tasks, job_rows, metrics, time.perf_counter() - began)
+
+
+def protocol_job_metrics(
+    *,
+    converted_dir: Path | str,
+    dataset: str,
+    kind: str,
+    methods: dict[str, dict[str, Any]],
+    replay: dict[str, Any],
+    protocol: str,
+    seed: int,
+    tuning_jobs: int = 0,
+) -> pd.DataFrame:
+    """Each of `methods` (name -> parameters) replayed in memory over every job of the dataset
+    under the `protocol` preset (the config's protocol and `overrides` set aside) and scored
+    per job as evaluate_dataset scores the predict rule's files: confusion matrix, TPR, FPR,
+    F1 and the timing columns. With `tuning_jobs`, the tuning jobs are left out, as there."""
+    from stragglers.methods import method_entry  # the evaluation rules never load method code
+
+    # a labelled entry ({method: ..., params}) runs its method under the label; the jobs are
+    # read again per method, one at a time: memory holds one job, not the trace
+    runs = [MethodRun(name, *method_entry(name, entry)) for name, entry in methods.items()]
+    frames = []
+    for result in replay_methods(
+        converted_dir,
+        kind,
+        runs,
+        dataset=dataset,
+        seed=seed,
+        replay=replay,
+        protocol=protocol,
+        selection=JobSelection(skip_tuning_jobs=tuning_jobs),
+        timing=True,
+    ):
+        frames.append(result.metrics)
+        log.info("%s: %s under %s done", dataset, result.run.label, protocol)
+    return pd.concat(frames, ignore_index=True)
 
 
 def score_jobs(tasks: pd.DataFrame, job_rows: pd.DataFrame, timing: bool) -> pd.DataFrame:

@@ -105,7 +105,7 @@ def fingerprint_replay(
     """Rule fingerprint_replay: one method over every job of the converted dataset whose
     manifest is `manifest` (`converted_jobs`: ordering only) under `protocol: paper`; its
     per-job metrics to `job_metrics`."""
-    from stragglers.rules.predict import protocol_job_metrics
+    from stragglers.replay.service import protocol_job_metrics
 
     method = fingerprint_method
     metrics = protocol_job_metrics(

@@ -221,7 +221,7 @@ def sensitivity_paper(
     metrics as evaluate_dataset writes them, the method named `<method> (paper)`."""
     from stragglers.evaluate.bootstrap import best_method
     from stragglers.evaluate.metrics import summary_table
-    from stragglers.rules.predict import protocol_job_metrics
+    from stragglers.replay.service import protocol_job_metrics
 
     causal = pd.read_csv(job_metrics, dtype={"job_id": str})
     leader = best_method(summary_table(causal), "F1")
