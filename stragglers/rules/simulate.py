@@ -36,37 +36,44 @@ def simulate_method(
     resume_attempts: int,
     kill_delay: float | None,
 ) -> None:
-    """Rule simulate_method: one method's predictions of one dataset through the completion-time
-    simulation (Algorithms 2-3) and the mitigation policies (relaunch, speculative copy,
-    speculative resume), in one process (half the start-up of two jobs: bench/run_split.py)."""
+    """Rule simulate_method: one method's predictions of one dataset, read once, through the
+    completion-time simulation (Algorithms 2-3) and the mitigation policies (relaunch,
+    speculative copy, speculative resume), in one process (half the start-up of two jobs:
+    bench/run_split.py)."""
     protocol_rules = resolve_rules(replay.get("protocol", "causal"), replay.get("overrides"))
+    predictions, job_rows = load_predictions(list(tasks), list(jobs))
     common = dict(
-        task_files=list(tasks),
-        job_files=list(jobs),
-        grid_origin=float(replay["grid_origin"]),
         checkpoint_interval=float(replay["checkpoint_interval"]),
         machines=list(machines),
         repeats=repeats,
         seed=seed,
     )
-    aligned_timeline = protocol_rules.timeline == "aligned"
     simulate_relaunch(
-        **common, out=simulation, aligned_timeline=aligned_timeline, relaunch=relaunch
+        predictions,
+        job_rows,
+        out=simulation,
+        aligned_timeline=protocol_rules.timeline == "aligned",
+        grid_origin=float(replay["grid_origin"]),
+        relaunch=relaunch,
+        **common,
     )
     simulate_policies_method(
-        **common,
+        predictions,
+        job_rows,
+        out=policies,
+        grid_origin=float(replay["grid_origin"]),
         resume_attempts=int(resume_attempts),
         kill_delay=None if kill_delay is None else float(kill_delay),
-        out=policies,
+        **common,
     )
 
 
 def simulate_policies_method(
-    *, task_files: list[str], job_files: list[str], out: str, **settings: Any
+    tasks: pd.DataFrame, jobs: pd.DataFrame, *, out: str, **settings: Any
 ) -> pd.DataFrame:
-    """Every policy (unlimited and each m) for every successful job of one method
-    (`settings`: the keyword arguments of stragglers.simulate.policies.simulate_jobs_policies)."""
-    tasks, jobs = load_predictions(task_files, job_files)
+    """Every policy (unlimited and each m) for every successful job of one method's predictions
+    (`tasks`, `jobs`: load_predictions's frames; `settings`: the keyword arguments of
+    stragglers.simulate.policies.simulate_jobs_policies)."""
     ok = jobs[jobs["status"] == "ok"].set_index("job_id")["straggler_threshold"]
     result = simulate_jobs_policies(tasks, ok, **settings)
     write_parquet_atomic(result, out)
@@ -79,19 +86,19 @@ def simulate_policies_method(
 
 
 def simulate_relaunch(
+    tasks: pd.DataFrame,
+    jobs: pd.DataFrame,
     *,
-    task_files: list[str],
-    job_files: list[str],
     out: str,
     aligned_timeline: bool = False,
     grid_origin: float,
     **settings: Any,
 ) -> pd.DataFrame:
-    """Every reading of the relaunch for every successful job of one method (stragglers.simulate.jct.simulate_jobs;
-    `settings`: its other keyword arguments). With `aligned_timeline` (replay.protocol paper)
-    every task runs [0, latency) and a flag time is (k + 1) * interval: the grid starts at 0
-    and a task already over by its flag's time is not relaunched (aligned.simulation_flags)."""
-    tasks, jobs = load_predictions(task_files, job_files)
+    """Every reading of the relaunch for every successful job of one method's predictions
+    (stragglers.simulate.jct.simulate_jobs; `settings`: its other keyword arguments). With
+    `aligned_timeline` (replay.protocol paper) every task runs [0, latency) and a flag time is
+    (k + 1) * interval: the grid starts at 0 and a task already over by its flag's time is not
+    relaunched (aligned.simulation_flags)."""
     if aligned_timeline:
         grid_origin = 0.0
         flags = aligned.simulation_flags(tasks["flag_time"], tasks["task_end"])
