@@ -3,8 +3,8 @@
 
     python bench/launch_signal.py resources/converted/<dataset> <kind> [workload] [label]
 
-Run after `snakemake` (it reads the converted jobs); the README's "Launch-time models"
-section quotes it for the default datasets.
+Run after `snakemake` (it reads the converted jobs). The launch-time columns and labels are
+those of docs/methods.md, "Launch-time, cross-job protocol".
 """
 
 from __future__ import annotations
