@@ -6,7 +6,8 @@ imports every method file) costs nothing for the other methods.
 - `fit_regressor` / `predict_regressor`: a fully connected network with PReLU activations,
   trained full-batch with Adam on the L1 loss (least absolute deviations, as the paper),
   inputs standardised with the training mean and spread. Seeded and deterministic on CPU:
-  `torch.manual_seed`, deterministic algorithms, one thread (restored afterwards).
+  `torch.manual_seed`, deterministic algorithms, one thread (restored afterwards); torch's
+  Adam update without its bookkeeping (`_torch_training`).
 - `task_training_set`: the task-time network's examples (see the function).
 - `simulate_resume`: outcomes of speculative resume with r + 1 attempts, the examples of the
   job-time / machine-time network (see the function).
@@ -18,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from stragglers.methods._torch_training import Adam, reproducible_torch
 
 
 @dataclass
@@ -39,6 +42,22 @@ def _build(n_inputs: int, n_outputs: int, hidden_layers: int, width: int):
         size = width
     layers.append(torch.nn.Linear(size, n_outputs))
     return torch.nn.Sequential(*layers)
+
+
+def _forward_calls(network) -> list[tuple]:
+    """The functions `network`'s layers call in their forward, with their parameters, in
+    order: the same operations as calling the network, without a module call per layer."""
+    import torch
+
+    calls = []
+    for layer in network:
+        if isinstance(layer, torch.nn.Linear):
+            calls.append((torch.nn.functional.linear, (layer.weight, layer.bias)))
+        elif isinstance(layer, torch.nn.PReLU):
+            calls.append((torch.nn.functional.prelu, (layer.weight,)))
+        else:
+            raise TypeError(f"_forward_calls: no call for layer {layer!r}")
+    return calls
 
 
 def fit_regressor(
@@ -67,25 +86,21 @@ def fit_regressor(
     mean = inputs.mean(axis=0)
     scale = inputs.std(axis=0)
     scale = np.where(scale > 0, scale, 1.0)  # a constant column stays 0 after centring
-    threads = torch.get_num_threads()
-    deterministic = torch.are_deterministic_algorithms_enabled()
-    try:
-        torch.set_num_threads(1)
-        torch.use_deterministic_algorithms(True)
-        torch.manual_seed(seed)
+    with reproducible_torch(seed):
         network = _build(inputs.shape[1], targets.shape[1], hidden_layers, width)
         x = torch.as_tensor((inputs - mean) / scale, dtype=torch.float32)
         y = torch.as_tensor(targets, dtype=torch.float32)
-        optimiser = torch.optim.Adam(network.parameters(), lr=learning_rate)
-        loss_function = torch.nn.L1Loss()
+        optimiser = Adam(network.parameters(), lr=learning_rate)
+        forward = _forward_calls(network)
         for _ in range(epochs):
             optimiser.zero_grad()
-            loss = loss_function(network(x), y)
+            output = x
+            for function, parameters in forward:
+                output = function(output, *parameters)
+            # torch.nn.L1Loss() (mean) without the module call
+            loss = torch.nn.functional.l1_loss(output, y)
             loss.backward()
             optimiser.step()
-    finally:
-        torch.set_num_threads(threads)
-        torch.use_deterministic_algorithms(deterministic)
     return Regressor(network.eval(), mean, scale)
 
 

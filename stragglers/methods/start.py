@@ -5,7 +5,8 @@ are flagged (its Algorithm 1). Formulas, inputs and adaptations: docs/methods.md
 Network (the paper's shape): 4 fully connected encoder layers (softplus, as the paper;
 `encoder_activation: relu` was this code's earlier choice), a 2-layer LSTM of 32
 units, a fully connected output of 2 = the Pareto parameters; inputs are an exponential moving
-average (weight `ema_weight` on the latest step) of the per-step input; MSE loss, Adam.
+average (weight `ema_weight` on the latest step) of the per-step input; MSE loss, Adam
+(torch's update without its bookkeeping, `_torch_training`).
 
 Input of one step (a checkpoint): the paper's task and host matrices (one row per task / host,
 zero-padded) do not fit jobs of 100-400 tasks, so each is summarised to a fixed size:
@@ -41,6 +42,7 @@ import numpy as np
 
 from stragglers.formats.datasets import last_columns
 from stragglers.methods._start import ALPHA_MAX, ALPHA_MIN, clip_alpha, pareto_mle, start_rule
+from stragglers.methods._torch_training import Adam, reproducible_torch
 from stragglers.methods.base import Checkpoint, JobInfo, Param
 from stragglers.methods.start_mle import StartMLE
 
@@ -196,19 +198,10 @@ def _build_network(n_inputs: int, hidden: int, activation: str = "softplus"):
 
 def train_network(sequences: list[np.ndarray], targets: list[np.ndarray], params: dict, seed: int):
     """Fit the Encoder-LSTM on padded sequences (masked MSE over every valid step)."""
-    import torch
-
     # deterministic, one thread; the process's torch settings are restored afterwards (as
     # LASER's fit_regressor: a test of LASER's failed after START's tests had run)
-    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
-    torch.manual_seed(seed)
-    torch.use_deterministic_algorithms(True)
-    torch.set_num_threads(1)
-    try:
+    with reproducible_torch(seed):
         return _train(sequences, targets, params)
-    finally:
-        torch.set_num_threads(threads)
-        torch.use_deterministic_algorithms(deterministic)
 
 
 def _train(sequences: list[np.ndarray], targets: list[np.ndarray], params: dict):
@@ -228,7 +221,7 @@ def _train(sequences: list[np.ndarray], targets: list[np.ndarray], params: dict)
     network = _build_network(
         stacked.shape[1], int(params["hidden"]), str(params.get("encoder_activation", "softplus"))
     )
-    optimiser = torch.optim.Adam(network.parameters(), lr=float(params["learning_rate"]))
+    optimiser = Adam(network.parameters(), lr=float(params["learning_rate"]))
     xt, yt, mt = torch.from_numpy(x), torch.from_numpy(y), torch.from_numpy(mask)
     for _ in range(int(params["epochs"])):
         optimiser.zero_grad()
