@@ -77,6 +77,7 @@ def test_fit_cox_breslow_equals_lifelines(penalizer):
     assert compared > 50
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # pandas' variance of an infinity
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_fit_cox_breslow_raises_what_lifelines_raises(bad):
     frame = pd.DataFrame({"x0": [bad, 0.0, 1.0, 2.0]})
