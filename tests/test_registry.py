@@ -125,14 +125,28 @@ def test_a_method_is_defined_by_its_module_and_what_it_builds_on():
         rules,
         *(methods / f for f in ("base.py", "gbtr.py", "nurd.py")),
     ]
-    # the shared helpers a method's module (and its base classes') use
+    # the shared helpers a method's module (and its base classes') use, and the module the
+    # PU methods' base class imports inside its functions (`lazy_modules`)
     assert set(method_files("PU-BG")) == {
-        *(methods / f for f in ("_features.py", "_online.py", "_pu.py", "base.py", "pu_bg.py")),
+        *(
+            methods / f
+            for f in (
+                "_features.py",
+                "_online.py",
+                "_platt_svm.py",
+                "_pu.py",
+                "base.py",
+                "pu_bg.py",
+            )
+        ),
         rules,
     }
     assert methods / "srquant.py" in method_files("LASER")
     # the modules a method imports only inside its functions (`lazy_modules`)
     assert methods / "_pyod_kernels.py" in method_files("SOS")
+    assert methods / "_pyod_kernels.py" in method_files("CBLOF")
+    assert methods / "_cox_breslow.py" in method_files("CoxPH")
+    assert methods / "_robust_covariance.py" in method_files("MCD")
     assert {methods / "_pyod_kernels.py", methods / "_grown_forests.py"} <= set(
         method_files("XGBOD")
     )

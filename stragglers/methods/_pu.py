@@ -31,15 +31,16 @@ def _platt_svc_class() -> type:
     scikit-learn. `stragglers.methods._pu.PlattSVC` names it (module `__getattr__`), so it
     pickles and imports like an ordinary class."""
     from sklearn.base import BaseEstimator, ClassifierMixin
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedKFold
-    from sklearn.svm import SVC
+
+    from stragglers.methods._platt_svm import fit_rbf_svc, fit_sigmoid, platt_decision_values
 
     class PlattSVC(ClassifierMixin, BaseEstimator):
         """RBF SVC with probabilities from a sigmoid fit on cross-validated decision values.
 
         Uses min(cv, smallest class size) stratified folds; with a class of a single row the
-        sigmoid is fit on the in-sample decision values instead.
+        sigmoid is fit on the in-sample decision values instead. scikit-learn's SVC,
+        StratifiedKFold(shuffle=True) and LogisticRegression(C=1e6), called through
+        `_platt_svm` without their per-call validation (same values, same draws).
         """
 
         def __init__(
@@ -63,29 +64,16 @@ def _platt_svc_class() -> type:
             if len(self.classes_) != 2:
                 raise ValueError(f"PlattSVC needs two classes, got {self.classes_.tolist()}")
             positive = y == self.classes_[1]
-            self.svc_ = SVC(C=self.C, gamma=self.gamma, kernel="rbf")
-            self.svc_.fit(X, y)
-            n_folds = min(int(self.cv), int(positive.sum()), int((~positive).sum()))
-            if n_folds >= 2:
-                decision = np.empty(len(y))
-                folds = StratifiedKFold(n_folds, shuffle=True, random_state=self.random_state)
-                for train_idx, test_idx in folds.split(X, y):
-                    if np.unique(y[train_idx]).size < 2:
-                        decision[test_idx] = self.svc_.decision_function(X[test_idx])
-                        continue
-                    fold_svc = SVC(C=self.C, gamma=self.gamma, kernel="rbf")
-                    fold_svc.fit(X[train_idx], y[train_idx])
-                    decision[test_idx] = fold_svc.decision_function(X[test_idx])
-            else:
-                decision = self.svc_.decision_function(X)
-            self.sigmoid_ = LogisticRegression(C=1e6).fit(
-                decision.reshape(-1, 1), positive.astype(int)
+            self.svc_ = fit_rbf_svc(X, y, self.C, self.gamma)
+            decision = platt_decision_values(
+                X, y, self.svc_, self.C, self.gamma, self.cv, self.random_state
             )
+            self.sigmoid_ = fit_sigmoid(decision, positive, C=1e6)
             return self
 
         def predict_proba(self, X):
             decision = self.svc_.decision_function(np.asarray(X, dtype=np.float64))
-            return self.sigmoid_.predict_proba(decision.reshape(-1, 1))
+            return self.sigmoid_.predict_proba(decision)
 
         def predict(self, X):
             return self.classes_[(self.predict_proba(X)[:, 1] >= 0.5).astype(int)]
@@ -110,6 +98,8 @@ class PUMethod(OnlineRefitMethod):
     """Fit a PU classifier with finished tasks labelled 1 and running tasks unlabeled (0)."""
 
     family: ClassVar[str] = "Positive-unlabeled"
+    # PlattSVC's and PU-BG's library calls without their overhead (imported where used)
+    lazy_modules: ClassVar[tuple[str, ...]] = ("stragglers.methods._platt_svm",)
     min_class_rows: ClassVar[int] = 2  # fewest rows per class the classifier is fit on
 
     @abc.abstractmethod

@@ -105,13 +105,19 @@ def snn_reference_sets(ind, ref_set):  # pragma: no cover (compiled)
 
 @functools.cache
 def cache_pyod_compilation() -> None:
-    """Let numba keep PyOD's own compiled functions (HBOS's scores, ABOD's weighted cosine)
-    in its on-disk cache: PyOD compiles them without a cache, in every process that uses
-    them (about 2 CPU-s for HBOS's, paid by every HBOS and XGBOD job). The compiled code is
-    the same, only where it comes from changes. Called before their first use."""
+    """Let numba keep PyOD's own compiled functions (HBOS's scores, ABOD's weighted cosine,
+    CBLOF's row-wise distances) in its on-disk cache: PyOD compiles them without a cache, in
+    every process that uses them (about 2 CPU-s for HBOS's, paid by every HBOS and XGBOD
+    job). The compiled code is the same, only where it comes from changes. Called before
+    their first use."""
     from pyod.models import abod, hbos
+    from pyod.utils import stat_models
 
-    for dispatcher in (hbos._calculate_outlier_scores, abod._wcos):
+    for dispatcher in (
+        hbos._calculate_outlier_scores,
+        abod._wcos,
+        stat_models._pairwise_distances_no_broadcast_helper,
+    ):
         dispatcher.enable_caching()
 
 

@@ -32,6 +32,8 @@ def cblof_attempts(n_clusters: int, alpha: float, beta: float, n_distinct: int):
 
 class CBLOF(OutlierDetectionMethod):
     name: ClassVar[str] = "CBLOF"
+    # numba's cache of PyOD's code (imported where used)
+    lazy_modules: ClassVar[tuple[str, ...]] = ("stragglers.methods._pyod_kernels",)
     defaults: ClassVar[dict[str, Any]] = {
         "n_clusters": Param(
             8, int, ge=1, doc="k-means clusters (at most the distinct finished rows)"
@@ -58,6 +60,9 @@ class CBLOF(OutlierDetectionMethod):
     ) -> PyodCBLOF:
         from pyod.models.cblof import CBLOF as PyodCBLOF
 
+        from stragglers.methods._pyod_kernels import cache_pyod_compilation
+
+        cache_pyod_compilation()
         return PyodCBLOF(
             contamination=self.params["contamination"],
             n_clusters=self.params["n_clusters"] if n_clusters is None else n_clusters,

@@ -41,7 +41,7 @@ from stragglers.methods._online import OnlineRefitMethod
 from stragglers.methods.base import Checkpoint, Param
 
 if TYPE_CHECKING:  # annotations only: the library is imported where it is used
-    from lifelines import CoxPHFitter
+    from stragglers.methods._cox_breslow import CoxBreslowFit
 
 COX_DECISIONS = ("conditional_survival", "median")
 BASELINE_TAILS = ("weibull", "flat")
@@ -86,9 +86,9 @@ def weibull_tail_shape(event_times: np.ndarray, cumulative_at_events: np.ndarray
 
 
 def baseline_from_lifelines(
-    fitter: CoxPHFitter, event_times: np.ndarray, tail: str
+    frame: pd.DataFrame, event_times: np.ndarray, tail: str
 ) -> BaselineHazard:
-    frame = fitter.baseline_cumulative_hazard_
+    """H0 from lifelines' `baseline_cumulative_hazard_` frame, with the configured tail."""
     times = frame.index.to_numpy(dtype=np.float64)
     cumulative = frame.iloc[:, 0].to_numpy(dtype=np.float64)
     last_event = float(np.max(event_times))
@@ -114,6 +114,8 @@ class CoxFit:
 class CoxPH(OnlineRefitMethod):
     name: ClassVar[str] = "CoxPH"
     family: ClassVar[str] = CENSORED_FAMILY
+    # lifelines' fit without what CoxPH does not read (imported where used)
+    lazy_modules: ClassVar[tuple[str, ...]] = ("stragglers.methods._cox_breslow",)
     defaults: ClassVar[dict[str, Any]] = {
         "censoring": Param(
             "elapsed",
@@ -178,19 +180,21 @@ class CoxPH(OnlineRefitMethod):
         frame["duration"] = durations
         frame["event"] = events
         fitter = self._fit_lifelines(frame, checkpoint)
-        coef = fitter.params_.to_numpy(dtype=np.float64) if Z.shape[1] else np.zeros(0)
-        offset = 0.0
-        if Z.shape[1]:
-            origin = pd.DataFrame(np.zeros((1, Z.shape[1])), columns=frame.columns[:-2])
-            offset = float(np.asarray(fitter.predict_log_partial_hazard(origin))[0])
+        coef = fitter.params.to_numpy(dtype=np.float64) if Z.shape[1] else np.zeros(0)
+        offset = fitter.log_partial_hazard_at_origin() if Z.shape[1] else 0.0
         baseline = baseline_from_lifelines(
-            fitter, durations[: len(finished)], self.params["baseline_tail"]
+            fitter.baseline_cumulative_hazard,
+            durations[: len(finished)],
+            self.params["baseline_tail"],
         )
         return CoxFit(scaler=scaler, columns=columns, coef=coef, offset=offset, baseline=baseline)
 
-    def _fit_lifelines(self, frame: pd.DataFrame, checkpoint: Checkpoint) -> CoxPHFitter:
-        from lifelines import CoxPHFitter
+    def _fit_lifelines(self, frame: pd.DataFrame, checkpoint: Checkpoint) -> CoxBreslowFit:
+        """lifelines' CoxPHFitter(penalizer).fit's model (`_cox_breslow`), retried once with a
+        larger penalizer when it does not converge."""
         from lifelines.exceptions import ConvergenceError
+
+        from stragglers.methods._cox_breslow import fit_cox_breslow
 
         penalizer = float(self.params["penalizer"])
         attempts = [penalizer, max(penalizer, 0.01) * RETRY_PENALIZER_FACTOR]
@@ -199,9 +203,7 @@ class CoxPH(OnlineRefitMethod):
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # lifelines warns on near-separation
-                    return CoxPHFitter(penalizer=attempt).fit(
-                        frame, duration_col="duration", event_col="event"
-                    )
+                    return fit_cox_breslow(frame, attempt, "duration", "event")
             except ConvergenceError as err:
                 last_error = err
         raise RuntimeError(

@@ -64,6 +64,8 @@ def fit_boosted_tobit(
 ) -> BoostedTobit:
     import xgboost as xgb
 
+    from stragglers.methods._xgb_training import train_with_objective
+
     Z = np.asarray(Z, dtype=np.float64)
     if Z.shape[1] == 0:  # no varying feature: the boosted model reduces to a constant
         Z = np.zeros((len(Z), 1))
@@ -86,12 +88,15 @@ def fit_boosted_tobit(
         "seed": int(seed),
         "verbosity": 0,
     }
-    booster = xgb.train(params, dtrain, num_boost_round=int(n_estimators), obj=objective)
+    # xgboost.train(params, dtrain, n_estimators, obj=objective), without its per-round checks
+    booster = train_with_objective(params, dtrain, int(n_estimators), objective)
     return BoostedTobit(booster)
 
 
 class Grabit(CensoredGaussianMethod):
     name: ClassVar[str] = "Grabit"
+    # XGBoost's training loop without its per-round checks (imported where used)
+    lazy_modules: ClassVar[tuple[str, ...]] = ("stragglers.methods._xgb_training",)
     defaults: ClassVar[dict[str, Any]] = {
         "censoring": Param(
             "elapsed",

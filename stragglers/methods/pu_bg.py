@@ -14,13 +14,18 @@ Mordelet & Vert's recommended setting.
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
 
 from stragglers.methods._pu import PUMethod
 from stragglers.methods.base import Param
 
 if TYPE_CHECKING:  # annotations only: the library is imported where it is used
     from pulearn import BaggingPuClassifier
+
+    from stragglers.methods._platt_svm import PUBaggingFit
 
 
 class PUBagging(PUMethod):
@@ -63,6 +68,7 @@ class PUBagging(PUMethod):
         return float(self.params["max_samples"])
 
     def make_classifier(self, seed: int, n_labelled: int, n_unlabeled: int) -> BaggingPuClassifier:
+        """pulearn's classifier that `fit_classifier` fits without its per-bag overhead."""
         from pulearn import BaggingPuClassifier
 
         from stragglers.methods._pu import PlattSVC
@@ -75,3 +81,22 @@ class PUBagging(PUMethod):
             n_jobs=1,
             random_state=seed,
         )
+
+    def fit_classifier(self, X: np.ndarray, s: np.ndarray, seed: int) -> PUBaggingFit:
+        """`make_classifier(...)` fitted on (X, s): the same bags, draws and values
+        (`_platt_svm.fit_pu_bagging`), without pulearn's clone and checks per bag."""
+        from stragglers.methods._platt_svm import fit_pu_bagging
+        from stragglers.methods._pu import PlattSVC
+
+        n_labelled = int(s.sum())
+        C = self.params["C"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fit_pu_bagging(
+                X,
+                s,
+                lambda random_state: PlattSVC(C=C, random_state=random_state),
+                n_estimators=self.params["n_estimators"],
+                max_samples=self.bag_size(n_labelled, len(s) - n_labelled),
+                random_state=seed,
+            )
