@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from neighbour_samples import varied_rows
 from scipy.stats import pearsonr
 
 from stragglers.methods._lscp_kernel import FastLSCP, pearson_statistic, pearson_statistics
@@ -347,13 +348,7 @@ def test_fast_lscp_equals_pyods_on_many_batches():
     rng = np.random.default_rng(37)
     for trial in range(25):
         rows, columns = int(rng.integers(3, 90)), int(rng.integers(1, 7))
-        train = rng.normal(size=(rows, columns))
-        if trial % 3 == 0:
-            train = np.round(train)
-        if trial % 4 == 0:
-            train[:, 0] = 2.0
-        if trial % 5 == 0:
-            train[1:4] = train[0]
+        train = varied_rows(rng, trial, rows, columns)
         test = np.vstack([rng.normal(size=(int(rng.integers(1, 30)), columns)), train[:3]])
         fitted = _fitted_pair(train, trial, local_region_size=min(30, rows))
         if fitted is None:
