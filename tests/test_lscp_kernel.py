@@ -7,9 +7,10 @@ import warnings
 
 import numpy as np
 import pytest
+from neighbour_samples import varied_rows
 from scipy.stats import pearsonr
 
-from stragglers.methods._lscp_kernel import FastLSCP, pearson_statistic
+from stragglers.methods._lscp_kernel import FastLSCP, pearson_statistic, pearson_statistics
 
 
 def _pairs():
@@ -105,3 +106,256 @@ def test_top_n_indices_equals_argmaxn():
                 assert (ours == expected).all(), (values, n, order)
     with pytest.raises(ValueError):
         top_n_indices(np.arange(3), 4)
+
+
+def test_pearson_statistics_equal_scipys_row_by_row():
+    """Every row of a batch of regions of one length gives scipy's statistic for that row,
+    bit for bit (lengths 2 to 70: numpy's pairwise sums unrolled and not, constant rows,
+    NaN and infinite scores)."""
+    rng = np.random.default_rng(17)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for length in list(range(2, 20)) + [31, 64, 70, 130]:
+            x = rng.normal(size=(25, length)) * 10 ** rng.uniform(-6, 6, size=(25, 1))
+            y = rng.normal(size=(25, length)) + rng.uniform(-1e3, 1e3, size=(25, 1))
+            x[1] = 2.5  # constant
+            y[2] = -y[2, 0]  # constant
+            x[3] = np.round(x[3])
+            y[4] = 3 * x[4] + 1
+            y[5] = -x[5] + 1e-9 * rng.normal(size=length)
+            x[6, 0] = np.nan
+            y[7, -1] = np.inf
+            ours = pearson_statistics(x, y)
+            for i in range(len(x)):
+                expected = np.float64(pearsonr(x[i], y[i])[0])
+                assert ours[i].tobytes() == expected.tobytes() or (
+                    np.isnan(ours[i]) and np.isnan(expected)
+                ), (length, i)
+    with pytest.raises(ValueError):
+        pearson_statistics(np.ones((3, 1)), np.ones((3, 1)))
+
+
+def _counter_regions(neighbours, threshold):
+    """PyOD's selection of the local region from the neighbours met, as its loop does it."""
+    import collections
+
+    regions = []
+    for row in neighbours.tolist():
+        counts = collections.Counter(row)
+        decrease = 0
+        kept = [item for item, count in counts.items() if count > threshold]
+        while len(kept) < 2:
+            decrease += 1
+            assert decrease < threshold
+            kept = [item for item, count in counts.items() if count > threshold - decrease]
+        regions.append(kept)
+    return regions
+
+
+def test_frequent_neighbours_equal_pyods_counter():
+    """Regions in order of first meeting, the threshold lowered when fewer than two pass,
+    and PyOD's assertion where it would have to reach 0."""
+    from stragglers.methods._lscp_kernel import frequent_neighbours
+
+    rng = np.random.default_rng(23)
+    for trial in range(400):
+        n_train = int(rng.integers(2, 40))
+        iterations = int(rng.integers(1, 8))
+        k = int(rng.integers(1, n_train + 1))
+        neighbours = np.hstack(
+            [
+                np.stack([rng.permutation(n_train)[:k] for _ in range(int(rng.integers(1, 9)))])
+                for _ in range(1)
+            ]
+            * iterations
+        )
+        if trial % 3:  # the iterations disagree: counts spread, thresholds lowered
+            neighbours = rng.integers(0, n_train, size=neighbours.shape)
+        threshold = int(rng.integers(1, iterations + 2))
+        try:
+            expected = _counter_regions(neighbours, threshold)
+        except AssertionError:
+            _, starts = frequent_neighbours(neighbours, n_train, threshold)
+            assert len(starts) == 1 and starts[0] < 0, trial
+            continue
+        members, starts = frequent_neighbours(neighbours, n_train, threshold)
+        ours = [members[starts[i] : starts[i + 1]].tolist() for i in range(len(neighbours))]
+        assert ours == expected, trial
+
+
+def _fitted_pair(train, seed, **params):
+    """PyOD's LSCP and FastLSCP fitted alike (their random states left equal); None where
+    PyOD's fit raises, after checking FastLSCP's raises too."""
+    from pyod.models.lof import LOF
+
+    rows = len(train)
+
+    def make(cls):
+        base = [LOF(n_neighbors=max(1, min(k, rows - 1))) for k in (5, 10)]
+        return cls(base, contamination=0.1, random_state=seed, **params)
+
+    import pyod.models.lscp as pyod_lscp
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            theirs = make(pyod_lscp.LSCP).fit(train)
+        except ValueError:  # numpy's histogram of nearly equal correlations: so does ours
+            with pytest.raises(ValueError):
+                make(FastLSCP).fit(train)
+            return None
+        return theirs, make(FastLSCP).fit(train)
+
+
+def test_local_regions_equal_pyods():
+    """The same regions as PyOD's `_get_local_region`, from the same random draws (the
+    random states stay equal after), with scikit-learn's `check_array` back afterwards."""
+    import copy
+
+    import sklearn.neighbors._kd_tree as kd_tree
+    from sklearn.utils import check_array
+
+    rng = np.random.default_rng(29)
+    for trial in range(12):
+        rows, columns = int(rng.integers(3, 80)), int(rng.integers(1, 7))
+        train = rng.normal(size=(rows, columns))
+        if trial % 2:
+            train = np.round(train)
+            train[: rows // 3] = train[0]  # duplicated rows: tied neighbours
+        test = np.vstack([rng.normal(size=(7, columns)), train[:4]])
+        fitted = _fitted_pair(train, trial, local_region_size=min(30, rows))
+        if fitted is None:
+            continue
+        theirs, ours = fitted
+        theirs.random_state, ours.random_state = (
+            copy.deepcopy(theirs.random_state),
+            copy.deepcopy(theirs.random_state),
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = theirs._get_local_region(test)
+            members, starts = ours._local_regions(test)
+        assert [members[starts[i] : starts[i + 1]].tolist() for i in range(len(test))] == expected
+        assert ours.random_state.randint(1 << 30) == theirs.random_state.randint(1 << 30)
+    assert kd_tree.check_array is check_array
+
+
+def test_trusted_check_array_returns_what_check_array_returns_or_its_error():
+    from sklearn.utils import check_array
+
+    from stragglers.methods._lscp_kernel import _trusted_check_array
+
+    plain = np.random.default_rng(1).normal(size=(5, 3))
+    assert _trusted_check_array(plain, dtype=np.float64, order="C") is plain
+    columns = plain[:, [2, 0]]  # as the trees get them: a column draw, not C-ordered
+    ours = _trusted_check_array(columns, dtype=np.float64, order="C")
+    assert ours.flags.c_contiguous
+    assert ours.tobytes() == check_array(columns, dtype=np.float64, order="C").tobytes()
+    for bad in (np.array([[1.0, np.nan]]), np.array([[np.inf, 1.0]]), np.zeros((0, 3))):
+        with pytest.raises(ValueError):
+            check_array(bad, dtype=np.float64, order="C")
+        with pytest.raises(ValueError):
+            _trusted_check_array(bad, dtype=np.float64, order="C")
+    for other in (np.asfortranarray(plain), plain.astype(np.float32), plain.tolist()):
+        expected = check_array(other, dtype=np.float64, order="C")
+        ours = _trusted_check_array(other, dtype=np.float64, order="C")
+        assert ours.flags.c_contiguous and ours.tobytes() == expected.tobytes()
+
+
+def _correlation_rows(rng, n_clf):
+    """Rows of correlations as LSCP's detectors give them, and histogram edge cases: ties,
+    equal rows, NaN, values on bin edges, ranges too narrow for numpy's bins."""
+    rows = [np.clip(rng.normal(size=n_clf) * 0.5, -1, 1) for _ in range(300)]
+    rows += [np.round(rng.uniform(-1, 1, size=n_clf), 1) for _ in range(300)]
+    rows += [np.full(n_clf, 0.3), np.full(n_clf, -1.0), np.linspace(-1, 1, n_clf)]
+    rows += [np.r_[np.nan, rng.uniform(-1, 1, size=n_clf - 1)], np.full(n_clf, np.nan)]
+    rows += [np.r_[5e-324, np.zeros(n_clf - 1)], np.r_[1e-300, 1e-300 + np.zeros(n_clf - 1)]]
+    rows += [np.r_[1.0, np.nextafter(1.0, 0) * np.ones(n_clf - 1)]]
+    rows += [np.r_[0.1, 0.1 + np.arange(1, n_clf) * 2.0**-55]]
+    return np.array(rows)
+
+
+@pytest.mark.parametrize("n_clf", [2, 3, 5])
+def test_competent_detector_masks_equal_pyods_candidates(n_clf):
+    """Every number of bins and of selected bins: the same candidate list as PyOD's
+    `_get_competent_detectors` (histogram, largest bins, scores inside them), or the row
+    left to PyOD's function."""
+    import pyod.models.lscp as pyod_lscp
+
+    from stragglers.methods._lscp_kernel import competent_detector_masks
+
+    rng = np.random.default_rng(n_clf)
+    correlations = _correlation_rows(rng, n_clf)
+    detector = pyod_lscp.LSCP.__new__(pyod_lscp.LSCP)
+    detector.n_clf = n_clf
+    left_to_pyod = 0
+    for n_bins in range(1, n_clf + 1):
+        for n_selected in range(1, n_bins + 1):
+            detector.n_bins, detector.n_selected = n_bins, n_selected
+            masks, other = competent_detector_masks(correlations, n_bins, n_selected)
+            left_to_pyod += len(other)
+            for i, row in enumerate(correlations):
+                if i in other:
+                    continue
+                expected = detector._get_competent_detectors(row.copy())
+                ours = (np.flatnonzero(masks[i].ravel()) % n_clf).tolist()
+                assert ours == expected, (row, n_bins, n_selected)
+    assert left_to_pyod > 0  # the zero-step rows do reach PyOD's function
+
+
+def test_competent_means_equal_pyods_scores():
+    """The scores of the test rows, rows whose histogram goes to PyOD's function included;
+    a row on which numpy's histogram raises (too narrow a range, an infinite score) raises
+    the same."""
+    import pyod.models.lscp as pyod_lscp
+
+    rng = np.random.default_rng(31)
+    for n_clf in (2, 3, 4):
+        correlations = np.vstack(
+            [_correlation_rows(rng, n_clf), np.r_[np.inf, np.zeros(n_clf - 1)]]
+        )
+        test_scores = rng.normal(size=(len(correlations), n_clf))
+        test_scores[5, 0] = np.nan
+        for n_bins in (1, n_clf, 10):
+            slow = pyod_lscp.LSCP.__new__(pyod_lscp.LSCP)
+            fast = FastLSCP.__new__(FastLSCP)
+            for detector in (slow, fast):
+                detector.n_clf, detector.n_bins, detector.n_selected = n_clf, n_bins, 1
+            expected, raising = [], []
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for i, row in enumerate(correlations):
+                    try:
+                        candidates = slow._get_competent_detectors(row.copy())
+                    except ValueError:
+                        raising.append(i)
+                        continue
+                    expected.append(np.mean(test_scores[i, candidates]))
+                kept = np.setdiff1d(np.arange(len(correlations)), raising)
+                ours = fast._competent_means(correlations[kept], test_scores[kept])
+                assert ours.tobytes() == np.array(expected).tobytes(), (n_clf, n_bins)
+                assert fast.n_bins == slow.n_bins
+                # the infinite row, and with two bins or more a too narrow one
+                assert len(raising) >= (2 if slow.n_bins > 1 else 1)
+                for i in raising:
+                    with pytest.raises(ValueError):
+                        fast._competent_means(correlations[[0, i]], test_scores[[0, i]])
+
+
+def test_fast_lscp_equals_pyods_on_many_batches():
+    """Fits and batch scores on random shapes: ties, duplicated rows, a constant column,
+    training sets near the local region's size."""
+    rng = np.random.default_rng(37)
+    for trial in range(25):
+        rows, columns = int(rng.integers(3, 90)), int(rng.integers(1, 7))
+        train = varied_rows(rng, trial, rows, columns)
+        test = np.vstack([rng.normal(size=(int(rng.integers(1, 30)), columns)), train[:3]])
+        fitted = _fitted_pair(train, trial, local_region_size=min(30, rows))
+        if fitted is None:
+            continue
+        theirs, ours = fitted
+        assert ours.decision_scores_.tobytes() == theirs.decision_scores_.tobytes(), trial
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = theirs.decision_function(test)
+            assert ours.decision_function(test).tobytes() == expected.tobytes(), trial

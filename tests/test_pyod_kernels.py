@@ -3,8 +3,11 @@ bit for bit, on data with and without ties."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
+from neighbour_samples import varied_rows
 from sklearn.neighbors import NearestNeighbors
 
 from stragglers.methods._pyod_kernels import (
@@ -64,3 +67,108 @@ def test_snn_reference_sets_equal_pyods():
         assert fast.decision_scores_.tobytes() == slow.decision_scores_.tobytes(), name
         batch = np.vstack([X, X[:5] + 0.5])
         assert fast.decision_function(batch).tobytes() == slow.decision_function(batch).tobytes()
+
+
+def test_sod_scores_equal_pyods_loop():
+    """Same scores as PyOD's per-row loop, bit for bit, given the same reference sets: ties,
+    duplicated rows, constant columns, no relevant dimension, one column and many (the dot
+    product's lengths), reference sets up to n_neighbors - 1 and n_neighbors up to n - 1."""
+    from pyod.models.sod import SOD
+
+    from stragglers.methods._pyod_kernels import sod_scores, sod_subspaces
+
+    rng = np.random.default_rng(13)
+    for trial in range(200):
+        rows, columns = int(rng.integers(4, 90)), int(rng.integers(1, 70))
+        X = rng.normal(size=(rows, columns)) * 10 ** rng.uniform(-3, 3, size=columns)
+        if trial % 3 == 0:
+            X = np.round(X)
+        if trial % 4 == 0:
+            X[:, 0] = 1.0
+        if trial % 5 == 0:
+            X[1 : rows // 2] = X[0]  # many equal rows: zero variance everywhere
+        if trial % 7 == 0:
+            X = np.ones((rows, columns))
+        n_neighbors = int(rng.integers(3, rows))
+        ref_set = int(rng.integers(2, n_neighbors))
+        alpha = float(rng.choice([0.8, 0.3, 0.999]))
+        ind = NearestNeighbors(n_neighbors=n_neighbors).fit(X).kneighbors(return_distance=False)
+        reference_sets = snn_reference_sets(ind, ref_set)
+        pyod_sod = SOD(n_neighbors=n_neighbors, ref_set=ref_set, alpha=alpha)
+        pyod_sod._snn = lambda X, sets=reference_sets: sets
+        expected = pyod_sod._sod(X)
+        ours = sod_scores(X, reference_sets, ref_set, alpha)
+        assert ours.dtype == expected.dtype
+        assert ours.tobytes() == expected.tobytes(), trial
+        # the steps before the scores, as PyOD's loop computes them for each row (the bound
+        # reaches the scores only through a comparison: checked here on its own)
+        means, var_expect, relevant = sod_subspaces(X, reference_sets, ref_set, alpha)
+        for i in range(rows):
+            reference = X[reference_sets[i,],]
+            row_means = np.mean(reference, axis=0)
+            var_total = np.sum(np.sum(np.square(reference - row_means))) / ref_set
+            row_expect = alpha * var_total / columns
+            assert means[i].tobytes() == row_means.tobytes(), trial
+            assert var_expect[i].tobytes() == np.float64(row_expect).tobytes(), trial
+            assert np.array_equal(relevant[i], np.var(reference, axis=0) < row_expect), trial
+
+
+def _abod_points():
+    """Training sets and query points for ABOD's angles: continuous, rounded (ties), with
+    duplicated rows and query points equal to training rows (pairs skipped, up to every pair
+    of a point: no angle at all), a constant column, NaN in a query point."""
+    rng = np.random.default_rng(19)
+    for trial in range(60):
+        rows, columns = int(rng.integers(3, 60)), int(rng.integers(1, 8))
+        train = varied_rows(rng, trial, rows, columns)
+        queries = np.vstack([rng.normal(size=(5, columns)), train[:4]])
+        if trial % 6 == 0:
+            queries[0, 0] = np.nan
+        yield trial, train, queries, int(rng.integers(1, rows))
+
+
+def test_angle_variance_equals_pyods_calculate_wocs():
+    """Value for value against PyOD's `_calculate_wocs`, on every query point's neighbours
+    and on arbitrary index lists (repeats, every row)."""
+    from pyod.models.abod import _calculate_wocs
+
+    from stragglers.methods._pyod_kernels import angle_variance
+
+    rng = np.random.default_rng(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the variance of no angle: NaN
+        for trial, train, queries, k in _abod_points():
+            ind = NearestNeighbors(n_neighbors=k).fit(train).kneighbors(np.nan_to_num(queries))[1]
+            for point, neighbours in zip(queries, ind):
+                expected = np.float64(_calculate_wocs(point, train, neighbours))
+                ours = np.float64(angle_variance(point, train, neighbours))
+                assert ours.tobytes() == expected.tobytes(), trial
+            # the point's own row anywhere in the list, not only first as a kNN query puts it
+            chosen = rng.integers(0, len(train), size=int(rng.integers(0, 9)))
+            chosen = np.insert(chosen, int(rng.integers(0, len(chosen) + 1)), 0)
+            for point in (queries[1], train[0]):
+                expected = np.float64(_calculate_wocs(point, train, chosen))
+                ours = np.float64(angle_variance(point, train, chosen))
+                assert ours.tobytes() == expected.tobytes(), trial
+
+
+def test_fast_abod_equals_pyods():
+    """Training scores, threshold and query scores of the detector, PyOD's functions back
+    in place afterwards."""
+    import pyod.models.abod as pyod_abod
+
+    from stragglers.methods._pyod_kernels import FastABOD
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for trial, train, queries, k in _abod_points():
+            queries = np.nan_to_num(queries)
+            ours = FastABOD(n_neighbors=k, method="fast").fit(train)
+            theirs = pyod_abod.ABOD(n_neighbors=k, method="fast").fit(train)
+            assert ours.decision_scores_.tobytes() == theirs.decision_scores_.tobytes(), trial
+            assert ours.threshold_ == theirs.threshold_ or (
+                np.isnan(ours.threshold_) and np.isnan(theirs.threshold_)
+            )
+            expected = theirs.decision_function(queries)
+            assert ours.decision_function(queries).tobytes() == expected.tobytes(), trial
+    assert pyod_abod._calculate_wocs.__module__ == "pyod.models.abod"

@@ -1,16 +1,31 @@
-"""LSCP's local correlations without scipy's per-call overhead, same numbers as PyOD's.
+"""LSCP's per-test-row work without per-call overhead or Python loops, same numbers as PyOD's.
 
 PyOD's LSCP scores each test row by correlating, over the row's local region, the training
 rows' pseudo ground truth with each base detector's scores: one `scipy.stats.pearsonr` call
 per row and detector. scipy's call validates its arguments, picks an array namespace and
 computes a p-value (a beta distribution) that LSCP throws away: most of LSCP's time at the
-replay's batch sizes. `pearson_statistic` computes only the coefficient, with the same numpy
-operations in the same order as scipy's `pearsonr` on 1-D arrays (mean, centring, the
-max-scaled norm, `vecdot`, clip, rounding for two points; NaN for a constant input), so the values are the same bits.
+replay's batch sizes. `pearson_statistics` computes only the coefficient, for one pair per
+row, with the same numpy operations in the same order as scipy's `pearsonr` on 1-D arrays
+(mean, centring, the max-scaled norm, `vecdot`, clip, rounding for two points; NaN for a
+constant input), each row reduced by the same numpy reduction as a 1-D array, so the values
+are the same bits; `pearson_statistic` is its one-pair form, scipy's signature.
 `top_n_indices` is PyOD's `argmaxn` (the largest histogram bins) without scikit-learn's
-input validation of a 1-D array at each call, the other large share. `FastLSCP` is PyOD's
-detector calling these two in place of `pearsonr` and `argmaxn`; everything else is PyOD's.
-tests/test_lscp_kernel.py checks them against scipy's and PyOD's, value for value.
+input validation of a 1-D array at each call, the other large share.
+
+`FastLSCP` is PyOD's detector with its per-test-row loop (Zhao et al., 2019, section 3.3)
+done for all rows at once, same operations in the same order:
+- the local regions (`LSCP._get_local_region`): the same feature draws from the detector's
+  random state, the same KD-trees and queries, without scikit-learn's validation of every
+  tree's already validated input (`_validated_tree_inputs`); the neighbours kept (met more
+  than the threshold's times, in order of first meeting) are counted by a compiled loop
+  (`frequent_neighbours`) instead of a Counter per row;
+- the correlations (`pearson_statistics`): every region of one length at once;
+- the competent detectors (`LSCP._get_competent_detectors`): `np.histogram`'s bin edges and
+  bin indices for every row at once (`competent_detector_masks`), the largest bins and the
+  scores inside them; a row whose histogram numpy computes otherwise (a zero step, too
+  narrow a range, non-finite scores) goes through PyOD's own function;
+- the score: the mean of the competent detectors' scores, rows grouped by their detectors.
+tests/test_lscp_kernel.py checks each against scipy's, numpy's and PyOD's, value for value.
 """
 
 from __future__ import annotations
@@ -21,8 +36,12 @@ import warnings
 
 import numpy as np
 import pyod.models.lscp as pyod_lscp
+import sklearn.neighbors._kd_tree as sklearn_kd_tree
+from numba import njit
 from pyod.utils.utility import argmaxn as pyod_argmaxn
+from pyod.utils.utility import generate_bagging_indices, standardizer
 from scipy import stats
+from sklearn.neighbors import KDTree
 
 
 def pearson_statistic(x, y) -> tuple[float, None]:
@@ -34,30 +53,7 @@ def pearson_statistic(x, y) -> tuple[float, None]:
         raise ValueError("`x` and `y` must be 1-D arrays of the same length.")
     if x.shape[0] < 2:
         raise ValueError("`x` and `y` must have length at least 2.")
-    const_x = bool(np.all(x == x[0]))
-    const_y = bool(np.all(y == y[0]))
-    if const_x or const_y:
-        warnings.warn(
-            stats.ConstantInputWarning(
-                "An input array is constant; the correlation coefficient is not defined."
-            ),
-            stacklevel=2,
-        )
-        return float("nan"), None
-    x_mean = np.mean(x, keepdims=True)
-    y_mean = np.mean(y, keepdims=True)
-    xm = x - x_mean
-    ym = y - y_mean
-    x_max = np.max(np.abs(xm), keepdims=True)
-    y_max = np.max(np.abs(ym), keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        norm_xm = x_max * np.linalg.norm(xm / x_max, axis=-1, keepdims=True)
-        norm_ym = y_max * np.linalg.norm(ym / y_max, axis=-1, keepdims=True)
-        r = np.vecdot(xm / norm_xm, ym / norm_ym, axis=-1)
-    r = np.clip(r, -1.0, 1.0)
-    if x.shape[0] == 2:  # scipy returns exactly -1.0 or 1.0 for two points
-        r = np.round(r)
-    return float(r), None
+    return float(pearson_statistics(x[None, :], y[None, :])[0]), None
 
 
 def top_n_indices(value_list, n, order="desc"):
@@ -89,9 +85,272 @@ def _fast_helpers():
         pyod_lscp.pearsonr, pyod_lscp.argmaxn = originals
 
 
+def pearson_statistics(x, y) -> np.ndarray:
+    """`pearson_statistic(x[i], y[i])` for every row i of two 2-D float arrays of the same
+    shape (at least two columns): each row goes through the same numpy operations, its sums
+    and norms by the same reductions of a row of that length, its dot product by the same
+    `vecdot`; NaN for a row with a constant input."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 2 or x.shape[1] < 2:
+        raise ValueError("`x` and `y` must be 2-D arrays of the same shape, rows of 2 or more.")
+    constant = np.all(x == x[:, :1], axis=1) | np.all(y == y[:, :1], axis=1)
+    if constant.any():
+        warnings.warn(
+            stats.ConstantInputWarning(
+                "An input array is constant; the correlation coefficient is not defined."
+            ),
+            stacklevel=2,
+        )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        xm = x - np.mean(x, axis=1, keepdims=True)
+        ym = y - np.mean(y, axis=1, keepdims=True)
+        x_max = np.max(np.abs(xm), axis=1, keepdims=True)
+        y_max = np.max(np.abs(ym), axis=1, keepdims=True)
+        norm_xm = x_max * np.linalg.norm(xm / x_max, axis=-1, keepdims=True)
+        norm_ym = y_max * np.linalg.norm(ym / y_max, axis=-1, keepdims=True)
+        r = np.vecdot(xm / norm_xm, ym / norm_ym, axis=-1)
+    r = np.clip(r, -1.0, 1.0)
+    if x.shape[1] == 2:  # scipy returns exactly -1.0 or 1.0 for two points
+        r = np.round(r)
+    r[constant] = np.nan
+    return r
+
+
+@njit(cache=True)
+def frequent_neighbours(neighbours, n_train, threshold):  # pragma: no cover (compiled)
+    """PyOD's selection of a local region from the neighbours met over its iterations: for
+    each row of `neighbours` (the iterations' neighbour indices side by side, in order), the
+    indices met more than `threshold` times, in order of first meeting; with fewer than two,
+    the threshold lowered one at a time. Returns the regions back to back and each row's
+    start (n_rows + 1 of them), or, as second value, -1 - row for a row whose threshold
+    would reach 0 (PyOD's assertion)."""
+    n_rows, width = neighbours.shape
+    count = np.zeros(n_train, dtype=np.int64)
+    distinct = np.empty(width, dtype=np.int64)
+    members = np.empty(n_rows * width, dtype=np.int64)
+    starts = np.zeros(n_rows + 1, dtype=np.int64)
+    filled = 0
+    for i in range(n_rows):
+        n_distinct = 0
+        for c in range(width):
+            index = neighbours[i, c]
+            if count[index] == 0:
+                distinct[n_distinct] = index
+                n_distinct += 1
+            count[index] += 1
+        decrease = 0
+        while True:
+            kept = 0
+            for u in range(n_distinct):
+                if count[distinct[u]] > threshold - decrease:
+                    kept += 1
+            if kept >= 2:
+                break
+            decrease += 1
+            if not decrease < threshold:
+                return members[:filled], np.full(1, -1 - i, dtype=np.int64)
+        for u in range(n_distinct):
+            index = distinct[u]
+            if count[index] > threshold - decrease:
+                members[filled] = index
+                filled += 1
+            count[index] = 0
+        starts[i + 1] = filled
+    return members[:filled], starts
+
+
+def _trusted_check_array(array, **kwargs):
+    """scikit-learn's `check_array` for what the KD-trees of `FastLSCP` get: for a finite,
+    non-empty float64 matrix (column slices of arrays PyOD validated), the C-ordered array
+    `check_array` returns, without its checks of the input's kind; anything else goes to
+    `check_array`."""
+    if (
+        type(array) is np.ndarray
+        and array.dtype == np.float64
+        and array.ndim == 2
+        and array.size > 0
+        and kwargs == {"dtype": np.float64, "order": "C"}
+        and np.isfinite(array).all()
+    ):
+        return np.ascontiguousarray(array)
+    return _SKLEARN_CHECK_ARRAY(array, **kwargs)
+
+
+_SKLEARN_CHECK_ARRAY = sklearn_kd_tree.check_array
+
+
+@contextlib.contextmanager
+def _validated_tree_inputs():
+    """scikit-learn's KD-tree module calling `_trusted_check_array` for its `check_array`
+    (the name it imported), restored afterwards."""
+    sklearn_kd_tree.check_array = _trusted_check_array
+    try:
+        yield
+    finally:
+        sklearn_kd_tree.check_array = _SKLEARN_CHECK_ARRAY
+
+
+def _uniform_bins(scores, n_bins):
+    """`np.histogram(row, bins=n_bins)` for every row of `scores` (finite rows): the counts,
+    the edges, and which rows numpy would compute otherwise (a zero step, edges that do not
+    increase), as numpy's `_get_outer_edges`, `linspace` and index corrections do them."""
+    first = np.min(scores, axis=1)
+    last = np.max(scores, axis=1)
+    same = first == last
+    first = np.where(same, first - 0.5, first)
+    last = np.where(same, last + 0.5, last)
+    step = np.subtract(last, first, dtype=np.float64) / n_bins
+    edges = np.arange(0, n_bins + 1, dtype=np.float64)[None, :] * step[:, None]
+    edges += first[:, None]
+    edges[:, -1] = last
+    other = (step == 0) | np.any(edges[:, :-1] >= edges[:, 1:], axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f_indices = ((scores - first[:, None]) / (last - first)[:, None]) * n_bins
+    indices = f_indices.astype(np.intp)
+    indices[indices == n_bins] -= 1
+    np.clip(indices, 0, n_bins - 1, out=indices)  # rows of `other` only: computed apart
+    rows = np.arange(len(scores))[:, None]
+    indices[scores < edges[rows, indices]] -= 1
+    np.clip(indices, 0, n_bins - 1, out=indices)
+    increment = (scores >= edges[rows, indices + 1]) & (indices != n_bins - 1)
+    indices[increment] += 1
+    counts = (indices[:, None, :] == np.arange(n_bins)[None, :, None]).sum(axis=2)
+    return counts, edges, other
+
+
+def competent_detector_masks(scores, n_bins, n_selected):
+    """PyOD's `LSCP._get_competent_detectors` for every row of `scores` (rows: test rows,
+    columns: detectors' correlations; NaN taken as 0): `masks[r, b, d]` says detector d is
+    a candidate through bin b (PyOD's candidates: the True entries in bin-major order).
+    Rows numpy would histogram otherwise are left False and listed in `other`."""
+    scores = np.array(scores, dtype=np.float64)
+    nan_rows = np.isnan(scores).any(axis=1)
+    scores[nan_rows] = np.nan_to_num(scores[nan_rows])
+    other = ~np.isfinite(scores).all(axis=1)  # numpy raises on them: PyOD's function does
+    masks = np.zeros((len(scores), n_bins, scores.shape[1]), dtype=bool)
+    usable = np.flatnonzero(~other)
+    if len(usable) == 0:
+        return masks, np.flatnonzero(other)
+    rows = scores[usable]
+    counts, edges, narrow = _uniform_bins(rows, n_bins)
+    # PyOD's argmaxn: the bins holding at least the n_selected-th largest count
+    threshold = np.sort(counts, axis=1)[:, n_bins - n_selected]
+    largest = counts >= threshold[:, None]
+    inside = (rows[:, None, :] >= edges[:, :-1, None]) & (rows[:, None, :] <= edges[:, 1:, None])
+    found = inside & largest[:, :, None]
+    found[narrow] = False
+    masks[usable] = found
+    other[usable[narrow]] = True
+    return masks, np.flatnonzero(other)
+
+
 class FastLSCP(pyod_lscp.LSCP):
-    """PyOD's LSCP with `pearson_statistic` and `top_n_indices` for its helpers."""
+    """PyOD's LSCP with its per-test-row loop over all rows at once (module docstring)."""
 
     def _get_decision_scores(self, X):
+        # PyOD's warning, its local regions, base scores, standardisation and pseudo target
+        if (self.local_region_size < self.local_region_min) or (
+            self.local_region_size > self.local_region_max
+        ):
+            warnings.warn(
+                f"Local region size of {self.local_region_size} is outside recommended "
+                f"range [{self.local_region_min}, {self.local_region_max}]",
+                stacklevel=2,
+            )
+        members, starts = self._local_regions(X)
+        test_scores = np.zeros([X.shape[0], self.n_clf])
+        for k, detector in enumerate(self.detector_list):
+            test_scores[:, k] = detector.decision_function(X)
+        train_scores_norm, test_scores_norm = standardizer(self.train_scores_, test_scores)
+        self.training_pseudo_label_ = np.max(train_scores_norm, axis=1).reshape(-1, 1)
+        pseudo_label = self.training_pseudo_label_.ravel()
+        correlations = np.zeros([X.shape[0], self.n_clf])
+        lengths = np.diff(starts)
+        for length in np.unique(lengths).tolist():
+            rows = np.flatnonzero(lengths == length)
+            region = members[starts[rows][:, None] + np.arange(length)[None, :]]
+            for d in range(self.n_clf):
+                correlations[rows, d] = pearson_statistics(
+                    pseudo_label[region], train_scores_norm[region, d]
+                )
+        return self._competent_means(correlations, test_scores_norm)
+
+    def _local_regions(self, X_test_norm):
+        """PyOD's `_get_local_region`: the regions back to back and each row's start."""
+        n_test = X_test_norm.shape[0]
+        if self.local_max_features > 1.0:
+            warnings.warn("Local max features greater than 1.0, reducing to 1.0", stacklevel=2)
+            self.local_max_features = 1.0
+        n_features = self.X_train_norm_.shape[1]
+        if n_features * self.local_min_features < 1:
+            warnings.warn("Local min features smaller than 1, increasing to 1.0", stacklevel=2)
+            self.local_min_features = 1.0
+        found = []
+        for _ in range(self.local_region_iterations):
+            if self.local_max_features == self.local_min_features:
+                features = range(0, n_features)
+                warnings.warn(
+                    "Local min features equals local max features; use all features instead.",
+                    stacklevel=2,
+                )
+            else:
+                features = generate_bagging_indices(
+                    self.random_state,
+                    bootstrap_features=False,
+                    n_features=n_features,
+                    min_features=int(n_features * self.local_min_features),
+                    max_features=int(n_features * self.local_max_features),
+                )
+            with _validated_tree_inputs():
+                tree = KDTree(self.X_train_norm_[:, features])
+                _, neighbours = tree.query(X_test_norm[:, features], k=self.local_region_size)
+            found.append(neighbours)
+        if n_test == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64)
+        side_by_side = np.hstack(found) if found else np.zeros((n_test, 0))
+        members, starts = frequent_neighbours(
+            np.ascontiguousarray(side_by_side, dtype=np.int64),
+            self.X_train_norm_.shape[0],
+            self.local_region_threshold,
+        )
+        if len(starts) == 1 and starts[0] < 0:
+            raise AssertionError  # PyOD's assertion on a region of fewer than two neighbours
+        return members, starts
+
+    def _competent_means(self, correlations, test_scores_norm):
+        """PyOD's score of each test row: the mean of its competent detectors' scores."""
+        n_test = len(correlations)
+        scores = np.zeros([n_test])
+        if n_test == 0:
+            return scores
+        if self.n_bins > self.n_clf:
+            warnings.warn(
+                "The number of histogram bins is greater than the number of "
+                "classifiers, reducing n_bins to n_clf.",
+                stacklevel=2,
+            )
+            self.n_bins = self.n_clf
+        n_bins, n_selected = self.n_bins, self.n_selected
+        other = np.arange(n_test)  # bins PyOD's own function handles (its errors included)
+        if (
+            isinstance(n_bins, numbers.Integral)
+            and isinstance(n_selected, numbers.Integral)
+            and 1 <= n_selected <= n_bins
+        ):
+            masks, other = competent_detector_masks(correlations, int(n_bins), int(n_selected))
+            done = np.ones(n_test, dtype=bool)
+            done[other] = False
+            patterns, groups = np.unique(
+                masks[done].reshape(int(done.sum()), -1), axis=0, return_inverse=True
+            )
+            rows_done = np.flatnonzero(done)
+            for g, pattern in enumerate(patterns):
+                rows = rows_done[groups.ravel() == g]
+                candidates = np.flatnonzero(pattern) % self.n_clf
+                scores[rows] = np.mean(test_scores_norm[rows][:, candidates], axis=1)
         with _fast_helpers():
-            return super()._get_decision_scores(X)
+            for i in other.tolist():
+                candidates = self._get_competent_detectors(correlations[i])
+                scores[i] = np.mean(test_scores_norm[i, candidates])
+        return scores

@@ -1,4 +1,4 @@
-"""Compiled replacements for two of PyOD's slow inner loops, same numbers as PyOD's own.
+"""Replacements for four of PyOD's slow inner loops, same numbers as PyOD's own.
 
 - SOS's affinity search (`SOS._d2a`) runs a bisection per row in Python, calling a small
   numba function up to dozens of times a row: at the replay's batch sizes that Python loop is
@@ -9,19 +9,30 @@
   per job; threads beyond the job's one core). `snn_reference_sets` counts the shared
   neighbours with a membership array and keeps the same `np.argsort` (numba's, so ties fall
   the same way).
+- ABOD's angle variance of a point (`_calculate_wocs`, fast ABOD) checks every pair of its
+  neighbours with two `np.array_equal` calls and one call of PyOD's compiled `_wcos`, from
+  Python. `weighted_cosines` runs the same pair loop, calling the same `_wcos`, compiled;
+  `angle_variance` takes numpy's `np.var` of the same values, as PyOD does.
+- SOD's scores (`SOD._sod`, Kriegel et al., 2009, section 3) loop over rows in Python, a
+  dozen numpy calls per row on its small reference set. `sod_scores` does the same
+  arithmetic for all rows at once: each row's column means and variances by the same
+  reduction over its reference rows, its total variance by the same sum over the reference
+  set's contiguous entries, its distance in the relevant subspace by the same dot product.
 
-Both are compiled with `cache=True`: a process after the first loads them from numba's cache
-instead of compiling. `FastSOS` and `FastSOD` are PyOD's detectors with these loops swapped
-in; everything else (distances, neighbours, scores, thresholds) is PyOD's.
+The compiled ones have `cache=True`: a process after the first loads them from numba's cache
+instead of compiling. `FastSOS`, `FastABOD` and `FastSOD` are PyOD's detectors with these
+loops swapped in; everything else (distances, neighbours, thresholds) is PyOD's.
 `cache_pyod_compilation` lets numba cache PyOD's other compiled functions the same way.
 tests/test_pyod_kernels.py checks them against PyOD's loops, value for value.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import numpy as np
+import pyod.models.abod as pyod_abod
 from numba import njit
 from pyod.models.sod import SOD as PyodSOD
 from pyod.models.sos import SOS as PyodSOS
@@ -103,6 +114,95 @@ def snn_reference_sets(ind, ref_set):  # pragma: no cover (compiled)
     return count
 
 
+@njit(cache=True)
+def _same_point(a, b):  # pragma: no cover (compiled)
+    """`np.array_equal(a, b)` for two 1-D arrays of the same length (NaN never equal)."""
+    for j in range(a.shape[0]):
+        if a[j] != b[j]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def weighted_cosines(curr_pt, X, X_ind):  # pragma: no cover (compiled)
+    """The values PyOD's `_calculate_wocs` puts in its list: for each pair of the rows of X
+    indexed by X_ind, in `itertools.combinations` order, PyOD's `_wcos` of the angle at
+    curr_pt, skipping pairs with a row equal to curr_pt."""
+    k = X_ind.shape[0]
+    found = np.empty(max(k * (k - 1) // 2, 0))
+    n_found = 0
+    for p in range(k):
+        a = X[X_ind[p], :]
+        for q in range(p + 1, k):
+            b = X[X_ind[q], :]
+            if _same_point(a, curr_pt) or _same_point(b, curr_pt):
+                continue
+            found[n_found] = pyod_abod._wcos(curr_pt, a, b)
+            n_found += 1
+    return found[:n_found]
+
+
+def angle_variance(curr_pt, X, X_ind):
+    """PyOD's `_calculate_wocs`: numpy's variance of `weighted_cosines` (NaN for none);
+    arrays other than float64 ones of the expected shapes go to PyOD's own."""
+    if not (
+        type(curr_pt) is np.ndarray
+        and type(X) is np.ndarray
+        and type(X_ind) is np.ndarray
+        and curr_pt.dtype == np.float64
+        and X.dtype == np.float64
+        and X_ind.dtype.kind == "i"
+        and curr_pt.ndim == 1
+        and X.ndim == 2
+        and X_ind.ndim == 1
+        and curr_pt.shape[0] == X.shape[1]
+    ):
+        return _PYOD_CALCULATE_WOCS(curr_pt, X, X_ind)
+    return np.var(weighted_cosines(curr_pt, X, X_ind))
+
+
+_PYOD_CALCULATE_WOCS = pyod_abod._calculate_wocs
+
+
+@contextlib.contextmanager
+def _compiled_angle_variance():
+    """PyOD's ABOD module calling `angle_variance` for its `_calculate_wocs`, restored
+    afterwards."""
+    pyod_abod._calculate_wocs = angle_variance
+    try:
+        yield
+    finally:
+        pyod_abod._calculate_wocs = _PYOD_CALCULATE_WOCS
+
+
+def sod_subspaces(X, reference_sets, ref_set, alpha):
+    """PyOD's `SOD._sod` up to the subspaces, for every row of X given its reference set
+    (a row of indices): the set's column means, the variance bound (`alpha` times the set's
+    mean variance) and which columns vary less than it (the relevant subspace)."""
+    n_rows, n_columns = X.shape
+    reference = X[reference_sets]  # (rows, reference rows, columns)
+    means = np.mean(reference, axis=1)  # as np.mean(X[set], axis=0) for each row
+    squares = np.square(reference - means[:, None, :])
+    # PyOD sums each set's squares as one contiguous block: a row of the reshaped array
+    var_total = np.sum(squares.reshape(n_rows, -1), axis=1) / ref_set
+    var_expect = alpha * var_total / n_columns
+    relevant = np.var(reference, axis=1) < var_expect[:, None]
+    return means, var_expect, relevant
+
+
+def sod_scores(X, reference_sets, ref_set, alpha) -> np.ndarray:
+    """PyOD's `SOD._sod` scores of the rows of X given their reference sets: the distance to
+    the set's mean in the relevant subspace (`sod_subspaces`), 0 where it is empty."""
+    means, _, relevant = sod_subspaces(X, reference_sets, ref_set, alpha)
+    rel_dim = np.sum(relevant, axis=1)
+    # PyOD's np.dot of the 0/1 list with the squares: both as float64, the same dot product
+    distance = np.vecdot(relevant.astype(np.float64), np.square(X - means), axis=-1)
+    scores = np.zeros(shape=(X.shape[0],))
+    found = rel_dim != 0
+    scores[found] = np.sqrt(distance[found] / rel_dim[found])
+    return scores
+
+
 @functools.cache
 def cache_pyod_compilation() -> None:
     """Let numba keep PyOD's own compiled functions (HBOS's scores, ABOD's weighted cosine,
@@ -130,8 +230,24 @@ class FastSOS(PyodSOS):
         )
 
 
+class FastABOD(pyod_abod.ABOD):
+    """PyOD's ABOD with each point's angle variance from `angle_variance` (fast method)."""
+
+    def _fit_fast(self):
+        with _compiled_angle_variance():
+            return super()._fit_fast()
+
+    def _decision_function_fast(self, X):
+        with _compiled_angle_variance():
+            return super()._decision_function_fast(X)
+
+
 class FastSOD(PyodSOD):
-    """PyOD's SOD with the shared-neighbour count compiled (`snn_reference_sets`)."""
+    """PyOD's SOD with the shared-neighbour count compiled (`snn_reference_sets`) and the
+    scores of all rows at once (`sod_scores`)."""
+
+    def _sod(self, X):
+        return sod_scores(X, self._snn(X), self.ref_set, self.alpha)
 
     def _snn(self, X):
         knn = NearestNeighbors(

@@ -1,4 +1,6 @@
-"""ABOD (Kriegel et al., 2008): angle-based outlier detection, PyOD's fast (kNN) variant."""
+"""ABOD (Kriegel et al., 2008): angle-based outlier detection, PyOD's fast (kNN) variant, its
+angle variances computed in one compiled loop per point (stragglers/methods/_pyod_kernels.py,
+same numbers)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ if TYPE_CHECKING:  # annotations only: the library is imported where it is used
 
 class ABOD(OutlierDetectionMethod):
     name: ClassVar[str] = "ABOD"
-    # numba's cache of PyOD's code (imported where used)
+    # numba's cache of PyOD's code and the angle variances (imported where used)
     lazy_modules: ClassVar[tuple[str, ...]] = ("stragglers.methods._pyod_kernels",)
     defaults: ClassVar[dict[str, Any]] = {
         "n_neighbors": Param(
@@ -38,12 +40,10 @@ class ABOD(OutlierDetectionMethod):
         return self._new_detector(n_train)
 
     def _new_detector(self, n_train: int) -> PyodABOD:
-        from pyod.models.abod import ABOD as PyodABOD
-
-        from stragglers.methods._pyod_kernels import cache_pyod_compilation
+        from stragglers.methods._pyod_kernels import FastABOD, cache_pyod_compilation
 
         cache_pyod_compilation()
-        return PyodABOD(
+        return FastABOD(
             contamination=self.params["contamination"],
             n_neighbors=self.neighbours(self.params["n_neighbors"], n_train),
             method="fast",

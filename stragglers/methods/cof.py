@@ -1,4 +1,5 @@
-"""Connectivity-based outlier factor (Tang et al., 2002)."""
+"""Connectivity-based outlier factor (Tang et al., 2002): PyOD's COF, its chaining distances
+without the per-neighbour Python loop (stragglers/methods/_cof_kernel.py, same numbers)."""
 
 from __future__ import annotations
 
@@ -21,11 +22,13 @@ class COF(OutlierDetectionMethod):
     }
     min_train: ClassVar[int] = 3
     score_with_training: ClassVar[bool] = True  # PyOD's COF scores a batch against itself
+    # the chaining distances (imported where used)
+    lazy_modules: ClassVar[tuple[str, ...]] = ("stragglers.methods._cof_kernel",)
 
     def make_detector(self, n_train: int, seed: int) -> PyodCOF:
-        from pyod.models.cof import COF as PyodCOF
+        from stragglers.methods._cof_kernel import FastCOF
 
-        return PyodCOF(
+        return FastCOF(
             contamination=self.params["contamination"],
             n_neighbors=self.neighbours(self.params["n_neighbors"], n_train),
         )

@@ -1,6 +1,7 @@
-"""LSCP (Zhao et al., 2019): locally selective combination of LOF detectors; its local
-correlations are computed without scipy's per-call overhead (stragglers/methods/_lscp_kernel.py,
-same numbers)."""
+"""LSCP (Zhao et al., 2019): locally selective combination of LOF detectors; its per-test-row
+loop (local regions, correlations, competent detectors) runs for all rows at once, without
+scipy's and scikit-learn's per-call overhead (stragglers/methods/_lscp_kernel.py, same
+numbers)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ class LSCP(OutlierDetectionMethod):
         "refit_growth": 0.5,
     }
 
-    # the local correlations (imported where used)
+    # the local regions, correlations and competent detectors (imported where used)
     lazy_modules: ClassVar[tuple[str, ...]] = ("stragglers.methods._lscp_kernel",)
 
     def make_detector(self, n_train: int, seed: int) -> PyodLSCP:

@@ -1,5 +1,6 @@
 """Subspace outlier detection (Kriegel et al., 2009): PyOD's SOD, its shared-neighbour count
-compiled once and cached (stragglers/methods/_pyod_kernels.py, same numbers)."""
+compiled once and cached and its scores computed for all rows at once
+(stragglers/methods/_pyod_kernels.py, same numbers)."""
 
 from __future__ import annotations
 
