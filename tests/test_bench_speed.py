@@ -55,6 +55,35 @@ def test_reference_script_speed_sums_the_detectors_per_job():
     assert "| d | run_ts.py / NURD | 0.5 | 1 | 4.0 | 0.5 | 8.0 | 8.0 | 8.0 | 0 of 1 |" in text
 
 
+def test_reference_script_speed_per_job_and_method():
+    """Beside the whole runs (level job), each (job, method) row's own model calls in the
+    script against the pipeline's replay of that method (level method); the summary has a
+    table per level."""
+    bench = _bench("reference_script")
+    od = list(bench.OD_METHODS.values())[:2]
+    rows = [
+        {"method": od[0], "alpha": np.nan, "script_cpu_s": 3.0, "pipeline_cpu_s": 0.25},
+        {"method": od[1], "alpha": np.nan, "script_cpu_s": 1.0, "pipeline_cpu_s": 0.5},
+        {"method": "NURD", "alpha": 0.0, "script_cpu_s": 6.0, "pipeline_cpu_s": 0.5},
+        {"method": "GBTR", "alpha": np.nan, "script_cpu_s": np.nan, "pipeline_cpu_s": 0.5},
+    ]
+    frame = pd.DataFrame(rows).assign(dataset="d", job_id="a", script_job_cpu_s=20.0)
+    table = bench.speed(frame)
+    jobs, methods = table[table["level"] == "job"], table[table["level"] == "method"]
+    assert list(jobs["compared"]) == ["run_od.py / the 2 PyOD detectors", "run_ts.py / NURD"]
+    assert list(jobs["ratio"]) == [20.0 / 0.75, 40.0]
+    assert list(methods["compared"]) == [
+        f"run_od.py's {od[0]} model calls / {od[0]}",
+        f"run_od.py's {od[1]} model calls / {od[1]}",
+        "run_ts.py's NURD model calls / NURD",
+    ]  # GBTR: the script raised, no CPU of its own
+    assert list(methods["ratio"]) == [12.0, 2.0, 12.0]
+    assert list(methods["target_met"]) == [True, False, True]
+    text = "\n".join(bench.speed_summary(table))
+    assert text.index("the script's whole run of the job") < text.index("per job and method")
+    assert "| d | run_ts.py's NURD model calls / NURD | 0 | 1 | 6.0 | 0.5 | 12.0 |" in text
+
+
 def test_project_cost_takes_the_rules_work_and_their_start_up(tmp_path):
     """The per-task rate comes from the `rule cpu:` line's work; the rest of the benchmark's
     CPU is the job's start-up, collected to be paid once per job; no line: the benchmark."""

@@ -37,6 +37,7 @@ class FeatureAccumulator:
         self.job = job
         self.window_values = values
         self.is_last = np.asarray(last_columns, dtype=bool)
+        self._last_columns = np.flatnonzero(self.is_last)
         self.weighted_sum = np.zeros((n, d))
         self.weight = np.zeros((n, d))
         self.last_value = np.full((n, d), np.nan)
@@ -56,15 +57,26 @@ class FeatureAccumulator:
             return
         sl = slice(self.position, stop)
         tasks = job.window_task[sl]
-        np.add.at(self.weighted_sum, tasks, self._weighted_values[sl])
-        np.add.at(self.weight, tasks, self._weights[sl])
-        np.add.at(self.n_windows, tasks, 1)
+        self._add_windows(tasks, sl)
         # windows are sorted by available_from, so the last write per task is its latest window
         values = self.window_values[sl]
-        for column in np.flatnonzero(self.is_last):
+        for column in self._last_columns:
             present = ~np.isnan(values[:, column])
             self.last_value[tasks[present], column] = values[present, column]
         self.position = stop
+
+    def _add_windows(self, tasks: np.ndarray, windows: slice) -> None:
+        """Add the `windows` (rows of `tasks`) to the running sums, in row order."""
+        if len(tasks) == 1 or bool(np.all(tasks[1:] > tasks[:-1])):
+            # each task once (the usual step: windows of one available_from, by task): an
+            # indexed += adds each value once to its task, as np.add.at does, at less cost
+            self.weighted_sum[tasks] += self._weighted_values[windows]
+            self.weight[tasks] += self._weights[windows]
+            self.n_windows[tasks] += 1
+        else:  # a task twice: np.add.at adds its windows one after the other, in order
+            np.add.at(self.weighted_sum, tasks, self._weighted_values[windows])
+            np.add.at(self.weight, tasks, self._weights[windows])
+            np.add.at(self.n_windows, tasks, 1)
 
     def features(self, tasks: np.ndarray) -> np.ndarray:
         if self.divide_by_final_latency:
@@ -73,14 +85,21 @@ class FeatureAccumulator:
         else:
             with np.errstate(invalid="ignore", divide="ignore"):
                 out = self.weighted_sum[tasks] / self.weight[tasks]
-            out[:, self.is_last] = self.last_value[np.ix_(tasks, np.flatnonzero(self.is_last))]
+            if len(self._last_columns):
+                out[:, self._last_columns] = self.last_value[tasks][:, self._last_columns]
         return out
 
 
 def fill_missing(*blocks: np.ndarray) -> list[np.ndarray]:
     """Replace NaN by the column mean of the rows available now (0 if none)."""
     stacked = np.vstack(blocks) if blocks else np.empty((0, 0))
-    with np.errstate(invalid="ignore"):
-        means = np.nanmean(stacked, axis=0) if len(stacked) else np.zeros(stacked.shape[1])
-    means = np.where(np.isnan(means), 0.0, means)
+    missing = np.isnan(stacked)
+    if not missing.any():
+        # nothing to fill: the means are never read (np.where below still copies each block,
+        # so the blocks come out as new arrays of the same layout either way)
+        means = np.zeros(stacked.shape[1])
+    else:
+        with np.errstate(invalid="ignore"):
+            means = np.nanmean(stacked, axis=0) if len(stacked) else np.zeros(stacked.shape[1])
+        means = np.where(np.isnan(means), 0.0, means)
     return [np.where(np.isnan(b), means, b) for b in blocks]

@@ -9,9 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stragglers.formats.datasets import TASK_TABLE_KINDS, feature_columns, machine_state_columns
@@ -166,16 +168,111 @@ def read_converted(path: str | Path, columns: list[str]) -> pd.DataFrame:
     try:
         return pd.read_parquet(path, columns=columns)
     except Exception as error:
-        present = set(converted_columns(path))  # raises for a missing or unreadable file
-        missing = [c for c in columns if c not in present]
-        if missing:
-            raise ConvertedFileError(
-                f"{path}: not a converted job file of this dataset: columns {missing} missing; "
-                f"{rebuild_hint(path)}"
-            ) from None
-        raise ConvertedFileError(  # e.g. a file damaged after its footer
-            f"{path}: cannot be read ({type(error).__name__}: {error}); {rebuild_hint(path)}"
+        explain_unreadable(path, columns, error)
+
+
+def read_converted_table(path: str | Path, columns: list[str]) -> pa.Table:
+    """`columns` of a converted job file as an Arrow table (read_converted without pandas:
+    a job's replay reads its file once, and pandas' frame costs more than the read), or a
+    ConvertedFileError naming the file."""
+    try:
+        # an open file: pyarrow resolves no filesystem for it
+        with pa.OSFile(str(path)) as source:
+            return pq.ParquetFile(source).read(columns=columns, use_threads=False)
+    except Exception as error:
+        explain_unreadable(path, columns, error)
+
+
+def explain_unreadable(path: str | Path, columns: list[str], error: Exception) -> NoReturn:
+    """Raise the ConvertedFileError that says why reading `columns` of `path` failed."""
+    present = set(converted_columns(path))  # raises for a missing or unreadable file
+    missing = [c for c in columns if c not in present]
+    if missing:
+        raise ConvertedFileError(
+            f"{path}: not a converted job file of this dataset: columns {missing} missing; "
+            f"{rebuild_hint(path)}"
         ) from None
+    raise ConvertedFileError(  # e.g. a file damaged after its footer
+        f"{path}: cannot be read ({type(error).__name__}: {error}); {rebuild_hint(path)}"
+    ) from None
+
+
+def job_from_table(
+    job_id: str, table: pa.Table, feature_names: list[str], machine_state: list[str] = ()
+) -> Job | None:
+    """job_from_frame's Job built from the Arrow columns with numpy alone: the same arrays,
+    dtypes and memory layout (2-D blocks column-major, as pandas hands them out), the window
+    order of its stable sort and each task's facts from its first row in that order. None
+    when a column is not of the types the converted format writes (a null in an integer or
+    string column, an integer feature): job_from_frame's pandas conversions decide those."""
+    machine_state = list(machine_state)
+    float_columns = ["window_start", "window_end", "available_from", "task_start", "task_end"]
+    float_columns += ["latency", *feature_names, *machine_state, *launch_columns(machine_state)]
+    names = set(table.column_names)
+    if not all(c in names for c in WINDOW_COLUMNS + TASK_FACT_COLUMNS + float_columns):
+        return None  # job_from_frame names what is missing
+    for name in float_columns:
+        if not pa.types.is_float64(table.schema.field(name).type):
+            return None
+    for name in ("task", "evictions", "failures"):
+        if not pa.types.is_integer(table.schema.field(name).type) or table[name].null_count:
+            return None
+    for name in ("task_id", "machine_id"):
+        column = table[name]
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            return None
+        if column.null_count:
+            return None
+    task = table["task"].to_numpy()
+    available_from = table["available_from"].to_numpy()
+    window_start = table["window_start"].to_numpy()
+    # DataFrame.sort_values over several keys, stable: numpy's lexsort (last key first) on the
+    # same keys gives the same order (ties keep file order, NaN last, -0.0 == 0.0)
+    order = np.lexsort((window_start, task, available_from))
+    task = task[order]
+    # drop_duplicates("task").sort_values("task"): each task's first row in the sorted order
+    positions, first_rows = np.unique(task, return_index=True)
+    n_tasks = len(positions)
+    if not np.array_equal(positions, np.arange(n_tasks)):
+        raise ValueError(f"job {job_id}: task positions are not dense 0..{n_tasks - 1}")
+    task_rows = order[first_rows]
+
+    def windows(name: str) -> np.ndarray:
+        return table[name].to_numpy()[order]
+
+    def block(columns: list[str], rows: np.ndarray) -> np.ndarray:
+        # pandas keeps a dtype's columns as one (columns, rows) block and hands out its
+        # transpose; the same layout keeps numpy's reductions over it summing in one order
+        out = np.empty((len(columns), len(rows)))
+        for i, name in enumerate(columns):
+            out[i] = table[name].to_numpy()[rows]
+        return out.T
+
+    def facts(name: str, dtype=None) -> np.ndarray:
+        values = table[name].take(task_rows).to_numpy(zero_copy_only=False)
+        return values if dtype is None else values.astype(dtype)
+
+    return Job(
+        job_id=str(job_id),
+        feature_names=list(feature_names),
+        window_task=task.astype(np.int64),
+        window_start=window_start[order],
+        window_end=windows("window_end"),
+        available_from=available_from[order],
+        window_features=block(feature_names, order),
+        task_id=facts("task_id"),
+        task_start=facts("task_start"),
+        task_end=facts("task_end"),
+        latency=facts("latency"),
+        machine_id=facts("machine_id"),
+        evictions=facts("evictions", np.int64),
+        failures=facts("failures", np.int64),
+        machine_state_names=machine_state,
+        window_machine_state=block(machine_state, order) if machine_state else None,
+        launch_machine_state=(
+            block(launch_columns(machine_state), task_rows) if machine_state else None
+        ),
+    )
 
 
 def read_job(
@@ -193,6 +290,11 @@ def read_job(
                 "converted before they existed (or its dataset kind has none); delete "
                 "resources/converted/<dataset> and rerun"
             )
+    job = job_from_table(
+        job_id, read_converted_table(path, columns + wanted), feature_names, machine_state
+    )
+    if job is not None:
+        return job
     frame = read_converted(path, columns + wanted)
     return job_from_frame(job_id, frame, feature_names, machine_state)
 

@@ -65,7 +65,7 @@ def run_method_on_jobs(
     method's name) names the method in the output and seeds it: a config entry that runs a
     method under its own label (stragglers.methods.method_entry) is its own row."""
     label = label or method_class.name
-    task_frames: list[pd.DataFrame] = []
+    task_columns: list[dict[str, Any]] = []  # each replayed job's task rows, as columns
     job_rows: list[dict[str, Any]] = []
     for job in jobs:
         method = method_class(params, seed=derive_seed(seed, label, job.job_id))
@@ -119,27 +119,25 @@ def run_method_on_jobs(
             latency, task_start, task_end = run.latency, run.task_start, run.task_end
             row.update(job_start=float(task_start.min()), job_end=float(task_end.max()))
         job_rows.append(row)
-        task_frames.append(
-            pd.DataFrame(
-                {
-                    "dataset": dataset,
-                    "method": label,
-                    "job_id": job.job_id,
-                    "task": np.arange(job.n_tasks, dtype=np.int32),
-                    "latency": latency,
-                    "task_start": task_start,
-                    "task_end": task_end,
-                    "is_straggler": latency >= run.threshold,
-                    "evaluated": run.evaluated,
-                    "flagged": ~np.isnan(run.flag_time),
-                    "flag_time": run.flag_time,
-                    "resume_attempts": (
-                        run.resume_attempts
-                        if run.resume_attempts is not None
-                        else np.full(job.n_tasks, np.nan)
-                    ),
-                }
-            )
+        task_columns.append(
+            {
+                "dataset": dataset,
+                "method": label,
+                "job_id": job.job_id,
+                "task": np.arange(job.n_tasks, dtype=np.int32),
+                "latency": latency,
+                "task_start": task_start,
+                "task_end": task_end,
+                "is_straggler": latency >= run.threshold,
+                "evaluated": run.evaluated,
+                "flagged": ~np.isnan(run.flag_time),
+                "flag_time": run.flag_time,
+                "resume_attempts": (
+                    run.resume_attempts
+                    if run.resume_attempts is not None
+                    else np.full(job.n_tasks, np.nan)
+                ),
+            }
         )
         log.info(
             "%s on job %s: %d checkpoints, %d flagged, %.2fs",
@@ -149,6 +147,35 @@ def run_method_on_jobs(
             int((~np.isnan(run.flag_time)).sum()),
             row["seconds"],
         )
-    tasks = pd.concat(task_frames, ignore_index=True) if task_frames else empty_tasks_frame()
+    tasks = tasks_frame(task_columns) if task_columns else empty_tasks_frame()
     jobs_frame = pd.DataFrame(job_rows, columns=JOB_COLUMNS)
     return tasks, jobs_frame
+
+
+def tasks_frame(jobs: list[dict[str, Any]]) -> pd.DataFrame:
+    """The task rows of every job in one frame: `pd.concat` of one DataFrame per job (each
+    made of the job's columns, a scalar repeated), built from the columns joined once, which
+    costs a frame per shard instead of one per job. Columns whose arrays differ in dtype from
+    job to job take pandas' own route, whose casts decide them."""
+    lengths = [len(job["task"]) for job in jobs]
+    columns: dict[str, np.ndarray] = {}
+    for name, first in jobs[0].items():
+        if isinstance(first, str):
+            # a str scalar in a DataFrame's dict fills an object column
+            if not all(isinstance(job[name], str) for job in jobs):
+                return per_job_concat(jobs)
+            columns[name] = np.repeat(np.array([job[name] for job in jobs], dtype=object), lengths)
+            continue
+        arrays = [job[name] for job in jobs]
+        if not all(
+            isinstance(array, np.ndarray) and array.ndim == 1 and array.dtype == first.dtype
+            for array in arrays
+        ):
+            return per_job_concat(jobs)
+        columns[name] = np.concatenate(arrays)
+    return pd.DataFrame(columns)
+
+
+def per_job_concat(jobs: list[dict[str, Any]]) -> pd.DataFrame:
+    """tasks_frame's definition: one DataFrame per job, concatenated."""
+    return pd.concat([pd.DataFrame(job) for job in jobs], ignore_index=True)
