@@ -10,7 +10,9 @@ printed.
     python bench/stage_cpu.py evaluate alibaba-synthetic --profile scratch/evaluate
 
 One line per job: `rule dataset [method] cpu_s=...` (the rule's work, as the `work_s` of its
-log's `rule cpu:` line: its function's `time.process_time`, this script's start-up not).
+log's `rule cpu:` line: its function's `time.process_time`, lazy imports included, this
+script's start-up and the rule's module not). Methods after the first share its lazy imports:
+one method per call measures a job.
 The outputs go to --out (default scratch/stage_cpu), named as the rules name theirs.
 """
 
@@ -31,6 +33,7 @@ from typing import Any  # noqa: E402
 import yaml  # noqa: E402
 
 from stragglers.formats.dataset_spec import dataset_specs  # noqa: E402
+from stragglers.rules import rule_function  # noqa: E402
 
 
 def _prediction_files(dataset: str, method: str, part: str, n_shards: int) -> list[str]:
@@ -117,6 +120,8 @@ def main() -> None:
     specs = dataset_specs(config, {})
     out = Path(args.out)
     methods = list(config["methods"])
+    # the rule's module is imported before its work starts, as scripts/run.py does
+    rule_function("evaluate_dataset" if args.rule == "evaluate" else "simulate_method")
     if args.rule == "evaluate":
         _timed(
             f"evaluate {args.dataset}",
