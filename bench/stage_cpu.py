@@ -8,6 +8,7 @@ printed.
     python bench/stage_cpu.py simulate google-synthetic NURD Oracle [--out DIR]
     python bench/stage_cpu.py simulate google-synthetic all
     python bench/stage_cpu.py evaluate alibaba-synthetic --profile scratch/evaluate
+    python bench/stage_cpu.py evaluate google-synthetic NURD   # the job over one method only
 
 One line per job: `rule dataset [method] cpu_s=...` (the rule's work, as the `work_s` of its
 log's `rule cpu:` line: its function's `time.process_time`, lazy imports included, this
@@ -111,7 +112,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("rule", choices=["simulate", "evaluate"])
     parser.add_argument("dataset")
-    parser.add_argument("methods", nargs="*", help="simulate: methods, or `all`")
+    parser.add_argument("methods", nargs="*", help="methods, or `all` (evaluate: all if none)")
     parser.add_argument("--configfile", default="config/config.yaml")
     parser.add_argument("--out", default="scratch/stage_cpu", help="where the outputs go")
     parser.add_argument("--profile", help="cProfile each job to PROFILE.<rule>.<dataset>...")
@@ -122,11 +123,12 @@ def main() -> None:
     methods = list(config["methods"])
     # the rule's module is imported before its work starts, as scripts/run.py does
     rule_function("evaluate_dataset" if args.rule == "evaluate" else "simulate_method")
-    if args.rule == "evaluate":
+    if args.rule == "evaluate":  # every method, or those named
+        chosen = methods if args.methods in ([], ["all"]) else args.methods
         _timed(
             f"evaluate {args.dataset}",
             args.profile,
-            lambda: evaluate_job(config, specs, args.dataset, methods, out),
+            lambda: evaluate_job(config, specs, args.dataset, chosen, out),
         )
         return
     for method in methods if args.methods == ["all"] else args.methods:
