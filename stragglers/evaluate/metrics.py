@@ -99,17 +99,24 @@ def sort_rows(
     if frame.empty:
         return frame
     has_family = "family" in frame
-    method_keys = [
-        method_sort_key(m, f if has_family else None)
-        for m, f in zip(
-            frame["method"], frame["family"] if has_family else [None] * len(frame), strict=True
-        )
+    # a row's keys follow from its (method, family): computed once per distinct pair and
+    # spread to the rows by the pair's number (method names are strings)
+    pair = np.zeros(len(frame), dtype=np.int64)
+    for column in ["method", "family"] if has_family else ["method"]:
+        # factorize takes None and NaN for one value; the keys tell them apart
+        code, _ = pd.factorize(frame[column], use_na_sentinel=False)
+        code = 2 * code.astype(np.int64) + np.equal(frame[column].to_numpy(), None)
+        pair = pair * (int(code.max()) + 1) + code
+    _, first_rows, pair = np.unique(pair, return_index=True, return_inverse=True)
+    pair_keys = [
+        method_sort_key(frame["method"].iat[i], frame["family"].iat[i] if has_family else None)
+        for i in first_rows
     ]
     sort_frame = pd.DataFrame(
         {
-            "_family": [k[0] for k in method_keys],
-            "_method_rank": [k[1] for k in method_keys],
-            "_method": [k[2] for k in method_keys],
+            "_family": np.array([k[0] for k in pair_keys], dtype=np.int64)[pair],
+            "_method_rank": np.array([k[1] for k in pair_keys], dtype=np.int64)[pair],
+            "_method": np.array([k[2] for k in pair_keys], dtype=object)[pair],
         },
         index=frame.index,
     )
@@ -118,7 +125,13 @@ def sort_rows(
         seen = list(dict.fromkeys(frame["dataset"]))
         order = list(dataset_order) if dataset_order is not None else seen
         rank = {d: i for i, d in enumerate(order)}
-        sort_frame["_dataset"] = [rank.get(d, len(order)) for d in frame["dataset"]]
+        dataset_code, _ = pd.factorize(frame["dataset"], use_na_sentinel=False)
+        dataset_code = 2 * dataset_code + np.equal(frame["dataset"].to_numpy(), None)
+        _, first_rows, dataset_code = np.unique(
+            dataset_code, return_index=True, return_inverse=True
+        )
+        dataset_rank = [rank.get(frame["dataset"].iat[i], len(order)) for i in first_rows]
+        sort_frame["_dataset"] = np.array(dataset_rank, dtype=np.int64)[dataset_code]
         sort_frame["_dataset_name"] = frame["dataset"].astype(str)
         by += ["_dataset", "_dataset_name"]
     for column in extra:
@@ -336,13 +349,15 @@ METRIC_COLUMNS = ["TPR", "FPR", "FNR", "precision", "F1"]
 COUNT_COLUMNS = ["n_tasks", "n_evaluated", "n_stragglers", "n_flagged", "tp", "fp", "fn", "tn"]
 
 
-def job_metrics(tasks: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
+def job_metrics(tasks: pd.DataFrame, jobs: pd.DataFrame, validated: bool = False) -> pd.DataFrame:
     """One row per (dataset, method, job): counts, rates and status.
 
     status is "ok" (scored), "failed" (method failed; no counts, no metrics) or "unscorable"
     (ran, but no evaluated straggler, so TPR/F1 are undefined; see the module docstring).
+    `validated=True` skips `validate_predictions` (the tables came from `load_predictions`).
     """
-    validate_predictions(tasks, jobs)
+    if not validated:
+        validate_predictions(tasks, jobs)
     counts = _job_counts(tasks)
     base = jobs[KEYS + ["family", "privileged", "status", "reason"]].reset_index(drop=True)
     out = base.merge(counts, on=KEYS, how="left")
@@ -405,7 +420,7 @@ def summary_table(
 
 
 def f1_over_time(
-    tasks: pd.DataFrame, jobs: pd.DataFrame, n_points: int = 10
+    tasks: pd.DataFrame, jobs: pd.DataFrame, n_points: int = 10, validated: bool = False
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """F1 at normalised times k / n_points, k = 1..n_points, of every scored job.
 
@@ -416,12 +431,13 @@ def f1_over_time(
 
     Returns (per_job, mean): per_job has one row per (dataset, method, job_id, k) with tp, fp,
     fn, tn, TPR, FPR, F1; mean has one row per (dataset, method, k) with the mean and std of
-    F1 over jobs, mean TPR and FPR, and n_jobs.
+    F1 over jobs, mean TPR and FPR, and n_jobs. `validated` as in `job_metrics`.
     """
     if int(n_points) != n_points or n_points < 1:
         raise ValueError(f"n_points must be a positive integer, got {n_points!r}")
     n_points = int(n_points)
-    validate_predictions(tasks, jobs)
+    if not validated:
+        validate_predictions(tasks, jobs)
     scored = tasks[tasks["evaluated"].to_numpy(bool)]
     spans = jobs.loc[
         jobs["status"] == "ok", KEYS + ["family", "privileged", "job_start", "job_end"]

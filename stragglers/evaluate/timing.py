@@ -79,27 +79,36 @@ def _scored_rows(tasks: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
     return rows
 
 
-def flag_leads(tasks: pd.DataFrame, jobs: pd.DataFrame, validated: bool = False) -> pd.DataFrame:
+def flag_leads(
+    tasks: pd.DataFrame,
+    jobs: pd.DataFrame,
+    validated: bool = False,
+    scored: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """One row per flagged, evaluated true straggler: its lead and whether the flag was early.
 
-    `validated=True` skips `validate_predictions` (the tables came from `load_predictions`)."""
+    `validated=True` skips `validate_predictions` (the tables came from `load_predictions`);
+    `scored`: `_scored_rows(tasks, jobs)` when the caller has it (read, never changed)."""
     if not validated:
         validate_predictions(tasks, jobs)
-    rows = _scored_rows(tasks, jobs)
+    rows = _scored_rows(tasks, jobs) if scored is None else scored
     hits = rows[rows["flagged"].to_numpy(bool) & rows["is_straggler"].to_numpy(bool)].copy()
     hits["elapsed_at_flag"] = hits["flag_time"] - hits["task_start"]
     return sort_rows(hits[LEAD_COLUMNS].reset_index(drop=True), extra=["job_id", "task"])
 
 
 def timing_job_metrics(
-    tasks: pd.DataFrame, jobs: pd.DataFrame, validated: bool = False
+    tasks: pd.DataFrame,
+    jobs: pd.DataFrame,
+    validated: bool = False,
+    scored: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Per (dataset, method, job_id) of every job in `jobs`: the early confusion matrix,
     early-TPR/precision/F1, early share and the job's median lead (NaN: failed, unscorable
-    or, for the lead, no straggler found). `validated` as in `flag_leads`."""
+    or, for the lead, no straggler found). `validated`, `scored` as in `flag_leads`."""
     if not validated:
         validate_predictions(tasks, jobs)
-    rows = _scored_rows(tasks, jobs)
+    rows = _scored_rows(tasks, jobs) if scored is None else scored
     truth = rows["is_straggler"].to_numpy(bool)
     flagged = rows["flagged"].to_numpy(bool)
     early = rows["early"].to_numpy(bool) & flagged
@@ -172,7 +181,11 @@ def timing_summary(job_metrics: pd.DataFrame, leads: pd.DataFrame) -> pd.DataFra
 
 
 def lead_over_time(
-    tasks: pd.DataFrame, jobs: pd.DataFrame, n_points: int = 10, validated: bool = False
+    tasks: pd.DataFrame,
+    jobs: pd.DataFrame,
+    n_points: int = 10,
+    validated: bool = False,
+    scored: pd.DataFrame | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Early-F1 and lead at the normalised times of `evaluate.f1_over_time`.
 
@@ -181,14 +194,14 @@ def lead_over_time(
     flagged by t_k (NaN if none yet). Returns (per_job, mean) keyed like f1_over_time's
     frames (dataset, method, job_id, k) / (dataset, method, k); mean has the mean early_F1
     over jobs and the median lead over the pooled flagged stragglers of all jobs.
-    `validated` as in `flag_leads`.
+    `validated`, `scored` as in `flag_leads`.
     """
     if int(n_points) != n_points or n_points < 1:
         raise ValueError(f"n_points must be a positive integer, got {n_points!r}")
     n_points = int(n_points)
     if not validated:
         validate_predictions(tasks, jobs)
-    rows = _scored_rows(tasks, jobs).merge(
+    rows = (_scored_rows(tasks, jobs) if scored is None else scored).merge(
         jobs[KEYS + ["job_start", "job_end"]], on=KEYS, how="left"
     )
     fractions = np.arange(1, n_points + 1) / n_points
@@ -280,18 +293,25 @@ def dataset_scores(
         by_method.setdefault(Path(path).parent.name, ([], []))[1].append(path)
     metric_frames, per_job_frames, mean_frames, lead_frames = [], [], [], []
     for method_tasks, method_jobs in by_method.values():
+        # validated once by load_predictions; the scored rows built once for the three
+        # timing scores
         tasks, jobs = load_predictions(method_tasks, method_jobs)
+        scored = _scored_rows(tasks, jobs)
         metric_frames.append(
-            score_jobs(tasks, jobs).merge(
-                timing_job_metrics(tasks, jobs, validated=True), on=KEYS, how="left"
+            score_jobs(tasks, jobs, validated=True).merge(
+                timing_job_metrics(tasks, jobs, validated=True, scored=scored),
+                on=KEYS,
+                how="left",
             )
         )
-        per_job, mean = f1_over_time(tasks, jobs, n_points=n_points)
-        lead_per_job, lead_mean = lead_over_time(tasks, jobs, n_points=n_points, validated=True)
+        per_job, mean = f1_over_time(tasks, jobs, n_points=n_points, validated=True)
+        lead_per_job, lead_mean = lead_over_time(
+            tasks, jobs, n_points=n_points, validated=True, scored=scored
+        )
         per_job_frames.append(per_job.merge(lead_per_job, on=[*KEYS, "k"], how="left"))
         mean_frames.append(mean.merge(lead_mean, on=["dataset", "method", "k"], how="left"))
-        lead_frames.append(flag_leads(tasks, jobs, validated=True))
-        del tasks, jobs
+        lead_frames.append(flag_leads(tasks, jobs, validated=True, scored=scored))
+        del tasks, jobs, scored
     return tuple(
         pd.concat(frames, ignore_index=True)
         for frames in (metric_frames, per_job_frames, mean_frames, lead_frames)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -406,7 +407,7 @@ def simulate_limited(
     return jct_reduction(jct_base, jct_mitigated)
 
 
-def simulate_job(
+def job_jcts(
     task_start: np.ndarray,
     task_end: np.ndarray,
     flag_time: np.ndarray,
@@ -417,11 +418,10 @@ def simulate_job(
     checkpoint_interval: float = CHECKPOINT_INTERVAL,
     job_id: str | None = None,
     relaunch_from: str = "flag",
-) -> pd.DataFrame:
-    """Both algorithms for one job as a tidy frame with columns RESULT_COLUMNS.
-
-    Algorithm 2 rows have ``machines`` = <NA>; one row per repeat (and machine count).
-    """
+) -> tuple[float, np.ndarray]:
+    """Both algorithms for one job: (jct_base, jct_mitigated of shape (n_repeats * (1 +
+    len(machines)),)), Algorithm 2's repeats first, then Algorithm 3's, machine-count major:
+    the values of `simulate_job`'s rows."""
     machines = list(machines)
     jct_base, unlimited = mitigated_jct_unlimited(
         task_start, task_end, flag_time, replacement, job_id=job_id, relaunch_from=relaunch_from
@@ -437,26 +437,93 @@ def simulate_job(
         job_id=job_id,
         relaunch_from=relaunch_from,
     )
-    n_settings, n_repeats = limited.shape
-    machine_per_row = np.repeat(np.asarray(machines, dtype=np.int64), n_repeats)
-    frame = pd.DataFrame(
+    return jct_base, np.concatenate([unlimited, limited.ravel()])
+
+
+def _job_row_keys(machines: Sequence[int], n_repeats: int) -> dict[str, np.ndarray]:
+    """A job's algorithm, machines (values, NA mask) and repeat per row, in job_jcts's order."""
+    n_settings = len(machines)
+    return {
+        "algorithm": np.repeat(
+            np.array([ALGORITHM_UNLIMITED, ALGORITHM_LIMITED], dtype=object),
+            [n_repeats, n_settings * n_repeats],
+        ),
+        "machines": np.concatenate(
+            [np.zeros(n_repeats, np.int64), np.repeat(np.asarray(machines, np.int64), n_repeats)]
+        ),
+        "machines_na": np.arange(n_repeats * (n_settings + 1)) < n_repeats,  # Algorithm 2
+        "repeat": np.concatenate([np.arange(n_repeats), np.tile(np.arange(n_repeats), n_settings)]),
+    }
+
+
+def simulate_job(
+    task_start: np.ndarray,
+    task_end: np.ndarray,
+    flag_time: np.ndarray,
+    replacement: np.ndarray,
+    **settings: Any,
+) -> pd.DataFrame:
+    """Both algorithms for one job as a tidy frame with columns RESULT_COLUMNS (`settings`:
+    `job_jcts`'s keyword arguments; grid_origin is required).
+
+    Algorithm 2 rows have ``machines`` = <NA>; one row per repeat (and machine count).
+    """
+    machines = list(settings.pop("machines", DEFAULT_MACHINES))
+    jct_base, jct_mitigated = job_jcts(
+        task_start, task_end, flag_time, replacement, machines=machines, **settings
+    )
+    keys = _job_row_keys(machines, np.asarray(replacement).shape[0])
+    return pd.DataFrame(
         {
-            "algorithm": np.repeat(
-                [ALGORITHM_UNLIMITED, ALGORITHM_LIMITED], [n_repeats, n_settings * n_repeats]
-            ),
-            "machines": pd.arrays.IntegerArray(
-                np.concatenate([np.zeros(n_repeats, np.int64), machine_per_row]),
-                np.arange(n_repeats * (n_settings + 1)) < n_repeats,  # <NA> for Algorithm 2
-            ),
-            "repeat": np.concatenate(
-                [np.arange(n_repeats), np.tile(np.arange(n_repeats), n_settings)]
-            ),
+            "algorithm": keys["algorithm"],
+            "machines": pd.arrays.IntegerArray(keys["machines"], keys["machines_na"]),
+            "repeat": keys["repeat"],
             "jct_base": jct_base,
-            "jct_mitigated": np.concatenate([unlimited, limited.ravel()]),
+            "jct_mitigated": jct_mitigated,
+            "reduction": jct_reduction(jct_base, jct_mitigated),
         }
     )
-    frame["reduction"] = jct_reduction(jct_base, frame["jct_mitigated"].to_numpy())
-    return frame
+
+
+def jobs_in_order(tasks: pd.DataFrame) -> Iterator[tuple[str, str, str, np.ndarray]]:
+    """(dataset, method, job_id, row positions sorted by task) of every job of the prediction
+    rows `tasks`, in the order of `tasks.groupby(ID_COLUMNS, sort=False)`: one sort of the
+    whole table instead of a group frame and its sort per job. A job's tasks are unique
+    (`stragglers.evaluate.metrics.validate_predictions`), so the order within a job is
+    `sort_values("task")`'s."""
+    if tasks.empty:
+        return
+    codes = tasks.groupby(ID_COLUMNS, sort=False).ngroup().to_numpy()
+    order = np.lexsort((tasks["task"].to_numpy(), codes))
+    bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    keys = [tasks[column].to_numpy() for column in ID_COLUMNS]
+    for rows in np.split(order, bounds):
+        first = rows[0]
+        yield keys[0][first], keys[1][first], keys[2][first], rows
+
+
+def _frame_of_jobs(
+    ids: list[tuple], row_keys: dict[str, np.ndarray], columns: dict[str, list]
+) -> pd.DataFrame:
+    """The rows of equal-sized per-job blocks as one frame: ID_COLUMNS from `ids` (one tuple
+    per block), the blocks' row keys (`_job_row_keys`, the same in every block) tiled, then
+    `columns` (per column, one array or scalar per block), in that order."""
+    n_blocks = len(ids)
+    size = row_keys["repeat"].size
+    frame = {
+        name: np.repeat(np.array([i[n] for i in ids], dtype=object), size)
+        for n, name in enumerate(ID_COLUMNS)
+    }
+    for name, values in row_keys.items():
+        if name == "machines_na":
+            continue
+        tiled = np.tile(values, n_blocks)
+        if name == "machines":
+            tiled = pd.arrays.IntegerArray(tiled, np.tile(row_keys["machines_na"], n_blocks))
+        frame[name] = tiled
+    for name, blocks in columns.items():
+        frame[name] = np.concatenate([np.broadcast_to(b, (size,)) for b in blocks])
+    return pd.DataFrame(frame)
 
 
 def simulate_jobs(
@@ -472,38 +539,46 @@ def simulate_jobs(
 ) -> pd.DataFrame:
     """`simulate_job` for every job of `ok_jobs` in the prediction rows `tasks` (one method's,
     or several), under every reading of the relaunch (RELAUNCH_READINGS) with the same draws:
-    column `reading` names it and `primary` marks `relaunch`, the configured one."""
+    column `reading` names it and `primary` marks `relaunch`, the configured one. The rows
+    are those of `simulate_job`'s frames concatenated; the frame is built once, from arrays
+    (a frame per job and reading cost more than the simulation at the default size)."""
     relaunch_reading(relaunch)  # an unknown setting stops here, named
     readings = [relaunch] + [r for r in RELAUNCH_READINGS if r != relaunch]
-    frames = []
-    for (dataset, method, job_id), job_tasks in tasks.groupby(ID_COLUMNS, sort=False):
+    machines = list(machines)
+    latency_all = tasks["latency"].to_numpy(float)
+    start_all = tasks["task_start"].to_numpy(float)
+    end_all = tasks["task_end"].to_numpy(float)
+    flag_all = tasks["flag_time"].to_numpy(float)
+    straggler_all = tasks["is_straggler"].to_numpy(bool)
+    ids, columns = [], {c: [] for c in ("jct_base", "jct_mitigated", "reduction")}
+    reading_column, primary_column = [], []
+    for dataset, method, job_id, rows in jobs_in_order(tasks):
         if job_id not in ok_jobs:
             continue
-        job_tasks = job_tasks.sort_values("task")
-        latency = job_tasks["latency"].to_numpy(float)
+        latency = latency_all[rows]
+        start, end, flag = start_all[rows], end_all[rows], flag_all[rows]
         uniforms = replacement_uniforms(str(job_id), len(latency), repeats, seed)
         for reading in readings:
             relaunch_from, pool = relaunch_reading(reading)
-            frame = simulate_job(
-                job_tasks["task_start"].to_numpy(float),
-                job_tasks["task_end"].to_numpy(float),
-                job_tasks["flag_time"].to_numpy(float),
-                replacement_durations(
-                    draw_pool(latency, job_tasks["is_straggler"].to_numpy(bool), pool),
-                    uniforms,
-                ),
+            jct_base, jct_mitigated = job_jcts(
+                start,
+                end,
+                flag,
+                replacement_durations(draw_pool(latency, straggler_all[rows], pool), uniforms),
                 grid_origin=grid_origin,
                 machines=machines,
                 checkpoint_interval=checkpoint_interval,
                 job_id=str(job_id),
                 relaunch_from=relaunch_from,
             )
-            frame.insert(0, "job_id", str(job_id))
-            frame.insert(0, "method", method)
-            frame.insert(0, "dataset", dataset)
-            frame["reading"] = reading
-            frame["primary"] = reading == relaunch
-            frames.append(frame)
-    if not frames:
+            ids.append((dataset, method, str(job_id)))
+            columns["jct_base"].append(jct_base)
+            columns["jct_mitigated"].append(jct_mitigated)
+            columns["reduction"].append(jct_reduction(jct_base, jct_mitigated))
+            reading_column.append(np.array(reading, dtype=object))
+            primary_column.append(reading == relaunch)
+    if not ids:
         return pd.DataFrame(columns=[*ID_COLUMNS, *RESULT_COLUMNS, "reading", "primary"])
-    return pd.concat(frames, ignore_index=True)
+    columns["reading"] = reading_column
+    columns["primary"] = primary_column
+    return _frame_of_jobs(ids, _job_row_keys(machines, repeats), columns)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -18,8 +19,10 @@ import pandas as pd
 from stragglers.simulate.jct import (
     CHECKPOINT_INTERVAL,
     ID_COLUMNS,
+    _frame_of_jobs,
     _grid_index,
     _validate_job,
+    jobs_in_order,
     replacement_durations,
     replacement_uniforms,
 )
@@ -195,7 +198,7 @@ def simulate_policy(
     return jct, machine.reshape(n_settings, n_repeats)
 
 
-def simulate_job_policies(
+def job_policies(
     task_start: np.ndarray,
     task_end: np.ndarray,
     flag_time: np.ndarray,
@@ -209,18 +212,20 @@ def simulate_job_policies(
     checkpoint_interval: float = CHECKPOINT_INTERVAL,
     kill_delay: float | None = None,
     job_id: str | None = None,
-) -> pd.DataFrame:
-    """Every policy, unlimited and each m, as rows with columns POLICY_COLUMNS.
-
-    ``machines`` <NA> = unlimited."""
+) -> tuple[dict[str, float], list[dict[str, np.ndarray]]]:
+    """The values of `simulate_job_policies`'s rows: (the job's jct_base, jct_reference and
+    machine_time_base; per policy its jct_mitigated, reduction and machine_time, unlimited's
+    repeats first, then each m's)."""
     start = np.asarray(task_start, dtype=np.float64)
     end = np.asarray(task_end, dtype=np.float64)
     settings: list[int | None] = [None, *machines]
     jct_base = float(end.max() - start.min())
-    reference = reference_jct(start, end, straggler_threshold)
-    base_machine = float((end - start).sum())
-    n_repeats = np.asarray(durations).shape[1]
-    frames = []
+    job = {
+        "jct_base": jct_base,
+        "jct_reference": reference_jct(start, end, straggler_threshold),
+        "machine_time_base": float((end - start).sum()),
+    }
+    per_policy = []
     for policy in policies:
         jct, machine = simulate_policy(
             policy,
@@ -235,24 +240,62 @@ def simulate_job_policies(
             kill_delay=kill_delay,
             job_id=job_id,
         )
-        machine_values = np.repeat(np.asarray([0, *machines], dtype=np.int64), n_repeats)
-        frames.append(
-            pd.DataFrame(
-                {
-                    "policy": policy,
-                    "machines": pd.arrays.IntegerArray(
-                        machine_values, np.arange(machine_values.size) < n_repeats
-                    ),
-                    "repeat": np.tile(np.arange(n_repeats), len(settings)),
-                    "jct_base": jct_base,
-                    "jct_mitigated": jct.ravel(),
-                    "reduction": (jct_base - jct.ravel()) / jct_base if jct_base > 0 else 0.0,
-                    "jct_reference": reference,
-                    "machine_time_base": base_machine,
-                    "machine_time": machine.ravel(),
-                }
-            )
+        per_policy.append(
+            {
+                "jct_mitigated": jct.ravel(),
+                "reduction": (jct_base - jct.ravel()) / jct_base
+                if jct_base > 0
+                else np.zeros(jct.size),
+                "machine_time": machine.ravel(),
+            }
         )
+    return job, per_policy
+
+
+def _policy_row_keys(machines: Sequence[int], n_repeats: int) -> dict[str, np.ndarray]:
+    """One policy's machines (values, NA mask: unlimited) and repeat per row, in
+    job_policies's order."""
+    machine_values = np.repeat(np.asarray([0, *machines], dtype=np.int64), n_repeats)
+    return {
+        "machines": machine_values,
+        "machines_na": np.arange(machine_values.size) < n_repeats,
+        "repeat": np.tile(np.arange(n_repeats), len(machines) + 1),
+    }
+
+
+def simulate_job_policies(
+    task_start: np.ndarray,
+    task_end: np.ndarray,
+    flag_time: np.ndarray,
+    durations: np.ndarray,
+    **settings: Any,
+) -> pd.DataFrame:
+    """Every policy, unlimited and each m, as rows with columns POLICY_COLUMNS (`settings`:
+    `job_policies`'s keyword arguments; straggler_threshold and grid_origin are required).
+
+    ``machines`` <NA> = unlimited."""
+    machines = list(settings.pop("machines", ()))
+    policies = list(settings.get("policies", POLICIES))
+    job, per_policy = job_policies(
+        task_start, task_end, flag_time, durations, machines=machines, **settings
+    )
+    keys = _policy_row_keys(machines, np.asarray(durations).shape[1])
+    frames = [
+        pd.DataFrame(
+            {
+                "policy": policy,
+                "machines": pd.arrays.IntegerArray(keys["machines"], keys["machines_na"]),
+                "repeat": keys["repeat"],
+                "jct_base": job["jct_base"],
+                "jct_mitigated": values["jct_mitigated"],
+                "reduction": values["reduction"],
+                "jct_reference": job["jct_reference"],
+                "machine_time_base": job["machine_time_base"],
+                "machine_time": values["machine_time"],
+            }
+        )
+        for policy, values in zip(policies, per_policy, strict=True)
+    ]
     return pd.concat(frames, ignore_index=True)[POLICY_COLUMNS]
 
 
@@ -305,26 +348,33 @@ def simulate_jobs_policies(
     """`simulate_job_policies` for every job of the prediction rows `tasks` that `thresholds`
     (job id -> straggler threshold, the successful jobs) holds; a task's r + 1 attempts are
     its method's choice (column resume_attempts, SRQuant) where it made one, else
-    `resume_attempts`."""
-    frames = []
-    for (dataset, method, job_id), job_tasks in tasks.groupby(ID_COLUMNS, sort=False):
+    `resume_attempts`. The rows are those of `simulate_job_policies`'s frames concatenated,
+    the frame built once, from arrays (as `stragglers.simulate.jct.simulate_jobs`)."""
+    machines = list(machines)
+    start_all = tasks["task_start"].to_numpy(float)
+    end_all = tasks["task_end"].to_numpy(float)
+    flag_all = tasks["flag_time"].to_numpy(float)
+    chosen_all = (
+        tasks["resume_attempts"].to_numpy(float)
+        if "resume_attempts" in tasks
+        else np.full(len(tasks), np.nan)
+    )
+    # a label lookup in a Series costs more than a job's simulation; a repeated id keeps
+    # `.loc`'s answer (a Series, which float() refuses, as before)
+    threshold_of = thresholds.to_dict() if thresholds.index.is_unique else thresholds
+    ids = []
+    columns = {c: [] for c in POLICY_COLUMNS if c not in ("machines", "repeat")}
+    for dataset, method, job_id, rows in jobs_in_order(tasks):
         if job_id not in thresholds.index:
             continue
-        job_tasks = job_tasks.sort_values("task")
-        start = job_tasks["task_start"].to_numpy(float)
-        end = job_tasks["task_end"].to_numpy(float)
-        chosen = (
-            job_tasks["resume_attempts"].to_numpy(float)
-            if "resume_attempts" in job_tasks
-            else np.full(len(start), np.nan)
-        )
+        start, end, chosen = start_all[rows], end_all[rows], chosen_all[rows]
         attempts = np.where(np.isnan(chosen), resume_attempts, chosen).astype(np.int64)
-        frame = simulate_job_policies(
+        job, per_policy = job_policies(
             start,
             end,
-            job_tasks["flag_time"].to_numpy(float),
+            flag_all[rows],
             attempt_durations(str(job_id), end - start, repeats, int(attempts.max()), seed),
-            straggler_threshold=float(thresholds.loc[job_id]),
+            straggler_threshold=float(threshold_of[job_id]),
             grid_origin=grid_origin,
             machines=machines,
             resume_attempts=attempts,
@@ -332,10 +382,12 @@ def simulate_jobs_policies(
             kill_delay=kill_delay,
             job_id=str(job_id),
         )
-        frame.insert(0, "job_id", str(job_id))
-        frame.insert(0, "method", method)
-        frame.insert(0, "dataset", dataset)
-        frames.append(frame)
-    if not frames:
+        for policy, values in zip(POLICIES, per_policy, strict=True):
+            ids.append((dataset, method, str(job_id)))
+            columns["policy"].append(np.array(policy, dtype=object))
+            for name, value in {**job, **values}.items():
+                columns[name].append(value)
+    if not ids:
         return pd.DataFrame(columns=[*ID_COLUMNS, *POLICY_COLUMNS])
-    return pd.concat(frames, ignore_index=True)
+    frame = _frame_of_jobs(ids, _policy_row_keys(machines, repeats), columns)
+    return frame[[*ID_COLUMNS, *POLICY_COLUMNS]]
