@@ -8,7 +8,7 @@ seeds of the trees it has, so a forest grown from 10 to N trees holds the same t
 fitted with N trees from the start (scikit-learn's own warm-start equivalence). `ForestGrower`
 grows one forest through the sizes the detectors ask for, in the order they are fitted, and
 hands each detector a copy at its size: 200 trees built instead of 600, the same forests
-(scored tree by tree in a plain loop, stragglers/methods/_isolation_scores.py).
+(built and scored tree by tree in a plain loop, stragglers/methods/_isolation_scores.py).
 Each copy is then finished as IsolationForest.fit finishes (its per-tree path lengths and
 offset, from its own trees), so its scores are computed exactly as a fresh forest's.
 """
@@ -26,7 +26,7 @@ from pyod.utils.utility import invert_order
 from sklearn.ensemble import IsolationForest
 from sklearn.utils import check_array
 
-from stragglers.methods._isolation_scores import SequentialIsolationForest
+from stragglers.methods._isolation_scores import FastIForest, SequentialIsolationForest
 
 # the settings PyOD's IForest passes on to scikit-learn's IsolationForest, n_estimators aside
 FOREST_PARAMS = (
@@ -83,10 +83,11 @@ class ForestGrower:
         return grown
 
 
-class GrownIForest(PyodIForest):
+class GrownIForest(FastIForest):
     """PyOD's IForest whose forest comes from a shared `ForestGrower` (`grower`): the same
     forest, decision scores and threshold as PyOD's own fit, when its random state is a
-    seed (a RandomState object would advance between the forests: fitted afresh)."""
+    seed (a RandomState object would advance between the forests: fitted afresh, as a
+    FastIForest)."""
 
     def __init__(
         self,
