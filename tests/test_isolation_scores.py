@@ -284,3 +284,35 @@ def test_average_path_lengths_equal_scikit_learns(sizes):
     assert ours.dtype == theirs.dtype
     assert ours.shape == theirs.shape
     assert ours.tobytes() == theirs.tobytes()
+
+
+@pytest.mark.filterwarnings("ignore:max_samples")
+@pytest.mark.parametrize(("n", "n_features", "settings", "kind"), FIT_CASES)
+def test_fit_decision_function_equals_fit_then_decision_function(n, n_features, settings, kind):
+    """The training rows scored once give decision_function's values on them."""
+    from scipy.sparse import csc_matrix
+
+    train = _training_rows(kind, n, n_features, n)
+    for rows in (train, csc_matrix(train)):
+        ours = SequentialIsolationForest(n_estimators=20, random_state=5, **settings)
+        decisions = ours.fit_decision_function(rows)
+        theirs = IsolationForest(n_estimators=20, random_state=5, **settings).fit(rows)
+        assert decisions.tobytes() == theirs.decision_function(rows).tobytes()
+        _assert_same_forest(ours, theirs, train)
+
+
+@pytest.mark.parametrize("n", [1, 6, 120, 400])
+@pytest.mark.parametrize("contamination", [0.05, 0.1, 0.3])
+def test_fast_iforest_equals_pyods_across_sizes(n, contamination):
+    """PyOD's IForest and ours: the same training scores, threshold, labels and test scores."""
+    import pyod.models.iforest as pyod_iforest
+
+    train, test = _rows(n, n, True), _rows(n + 3, 25, False)
+    settings = {"contamination": contamination, "n_estimators": 40, "random_state": n}
+    theirs = pyod_iforest.IForest(**settings).fit(train)
+    ours = FastIForest(**settings).fit(train)
+    assert ours.decision_scores_.tobytes() == theirs.decision_scores_.tobytes()
+    assert ours.threshold_ == theirs.threshold_
+    assert ours.labels_.tobytes() == theirs.labels_.tobytes()
+    assert ours.decision_function(test).tobytes() == theirs.decision_function(test).tobytes()
+    assert np.array_equal(ours.predict(test), theirs.predict(test))

@@ -26,17 +26,10 @@ from pyod.utils.utility import invert_order
 from sklearn.ensemble import IsolationForest
 from sklearn.utils import check_array
 
-from stragglers.methods._isolation_scores import FastIForest, SequentialIsolationForest
-
-# the settings PyOD's IForest passes on to scikit-learn's IsolationForest, n_estimators aside
-FOREST_PARAMS = (
-    "max_samples",
-    "contamination",
-    "max_features",
-    "bootstrap",
-    "n_jobs",
-    "random_state",
-    "verbose",
+from stragglers.methods._isolation_scores import (
+    FOREST_PARAMS,
+    FastIForest,
+    SequentialIsolationForest,
 )
 
 
@@ -50,10 +43,10 @@ class ForestGrower:
     def _settings(self, detector: PyodIForest) -> dict[str, Any]:
         return {name: getattr(detector, name) for name in FOREST_PARAMS}
 
-    def forest(self, X: np.ndarray, detector: PyodIForest) -> IsolationForest:
-        """A fitted copy of the forest `detector` (a PyOD IForest) would fit on X: grown from
-        the current forest when it was fitted on the same rows with the same settings and
-        fewer trees, else started afresh."""
+    def forest(self, X: np.ndarray, detector: PyodIForest) -> tuple[IsolationForest, np.ndarray]:
+        """A fitted copy of the forest `detector` (a PyOD IForest) would fit on X, and its
+        decision_function of X: grown from the current forest when it was fitted on the same
+        rows with the same settings and fewer trees, else started afresh."""
         settings = self._settings(detector)
         current = self._forest
         if (
@@ -70,8 +63,8 @@ class ForestGrower:
             self._forest, self._rows = current, X.copy()
         else:
             current.set_params(n_estimators=detector.n_estimators)
-        current.fit(X)
-        return self._copy(current)
+        decisions = current.fit_decision_function(X)
+        return self._copy(current), decisions
 
     @staticmethod
     def _copy(forest: IsolationForest) -> IsolationForest:
@@ -120,8 +113,8 @@ class GrownIForest(FastIForest):
             return super().fit(X, y)
         X = check_array(X)
         self._set_n_classes(y)
-        self.detector_ = self.grower.forest(X, self)
-        self.decision_scores_ = invert_order(self.detector_.decision_function(X))
+        self.detector_, decisions = self.grower.forest(X, self)
+        self.decision_scores_ = invert_order(decisions)
         self._process_decision_scores()
         return self
 

@@ -12,9 +12,10 @@ each tree grown by the tree module's own builder with the criterion, splitter an
 `BaseDecisionTree._fit` gives an `ExtraTreeRegressor` of `max_features=1` on validated float32
 rows. What it does not cover (sample weights, sparse rows, fit parameters, verbose output,
 metadata routing, a warm start adding no trees: its warning or error) goes to
-scikit-learn's own `_fit`. `IsolationForest.fit` around it (input
-validation, the targets, `max_samples_`, the depth limit, path lengths, offset) stays
-scikit-learn's.
+scikit-learn's own `_fit`. `fit` around it takes `IsolationForest.fit`'s steps in its order
+(input validation, the targets, `max_samples_`, the depth limit, path lengths, offset), the
+trees' average path lengths computed without validating each tree's leaf sizes and kept for
+a warm start's trees.
 
 Scoring: scikit-learn scores rows tree by tree through joblib (`Parallel` over `delayed`
 calls, sequential by default), and each dispatched call sets up scikit-learn's config and
@@ -25,18 +26,20 @@ with the same numpy operations in a plain loop, so the depths, and the scores, a
 bits; each tree's leaves come from its `tree_.apply` without the estimator's per-call checks
 (the forest validated the rows); validation, chunking and the offset stay scikit-learn's.
 
-`FastIForest` is PyOD's IForest fitting one. tests/test_isolation_scores.py checks both
-against the library, tree for tree and value for value.
+`FastIForest` is PyOD's IForest fitting one; its fit scores the training rows once
+(`fit_decision_function`), where PyOD's scores them for the offset and again for its
+decision scores. tests/test_isolation_scores.py checks both against the library, tree for
+tree and value for value.
 """
 
 from __future__ import annotations
 
-import contextlib
 import numbers
 from warnings import warn
 
 import numpy as np
 import pyod.models.iforest as pyod_iforest
+from pyod.utils.utility import invert_order
 from scipy.sparse import issparse
 from sklearn.base import _fit_context
 from sklearn.ensemble import IsolationForest
@@ -44,10 +47,21 @@ from sklearn.ensemble._bootstrap import _get_n_samples_bootstrap
 from sklearn.tree._criterion import MSE
 from sklearn.tree._splitter import RandomSplitter
 from sklearn.tree._tree import DepthFirstTreeBuilder, Tree
-from sklearn.utils import check_random_state
+from sklearn.utils import check_array, check_random_state
 from sklearn.utils.metadata_routing import _routing_enabled
 from sklearn.utils.random import sample_without_replacement
 from sklearn.utils.validation import _check_sample_weight, validate_data
+
+# the settings PyOD's IForest passes on to scikit-learn's IsolationForest, n_estimators aside
+FOREST_PARAMS = (
+    "max_samples",
+    "contamination",
+    "max_features",
+    "bootstrap",
+    "n_jobs",
+    "random_state",
+    "verbose",
+)
 
 # the bound of the seeds bagging draws, and of the random state it gives each tree
 MAX_SEED = np.iinfo(np.int32).max
@@ -97,8 +111,24 @@ class SequentialIsolationForest(IsolationForest):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None):
-        """IsolationForest.fit's steps, in its order, with the trees grown by `_fit` and
-        their average path lengths computed without validating each tree's leaf sizes."""
+        """IsolationForest.fit (see `_fit_forest`)."""
+        self._fit_forest(X, sample_weight)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit_decision_function(self, X):
+        """`fit(X)`, then `decision_function(X)`: on dense rows, the training rows' scores
+        that fit computes for the offset are reused (the rows validated the same way give
+        the same scores)."""
+        training_scores = self._fit_forest(X, None)
+        if training_scores is None:
+            return self.decision_function(X)
+        return training_scores - self.offset_
+
+    def _fit_forest(self, X, sample_weight):
+        """IsolationForest.fit's steps, in its order, with the trees grown by `_fit`;
+        returns the scores of the validated dense training rows when the offset needed
+        them, else None."""
         X = validate_data(self, X, accept_sparse=["csc"], dtype=np.float32, ensure_all_finite=False)
         if sample_weight is not None:
             sample_weight = _check_sample_weight(sample_weight, X, dtype=None)
@@ -158,11 +188,14 @@ class SequentialIsolationForest(IsolationForest):
         )
         if self.contamination == "auto":
             self.offset_ = -0.5  # the paper's threshold, 0.5, negated as the scores are
-            return self
+            return None
         if issparse(X):
             X = X.tocsr()  # _score_samples reads rows
-        self.offset_ = np.percentile(self._score_samples(X), 100.0 * self.contamination)
-        return self
+            self.offset_ = np.percentile(self._score_samples(X), 100.0 * self.contamination)
+            return None
+        training_scores = self._score_samples(X)
+        self.offset_ = np.percentile(training_scores, 100.0 * self.contamination)
+        return training_scores
 
     def _fit(
         self,
@@ -298,21 +331,16 @@ class SequentialIsolationForest(IsolationForest):
         )
 
 
-@contextlib.contextmanager
-def _sequential_forests():
-    """PyOD's IForest module building a SequentialIsolationForest for its IsolationForest
-    (the name it imported), restored afterwards."""
-    original = pyod_iforest.IsolationForest
-    pyod_iforest.IsolationForest = SequentialIsolationForest
-    try:
-        yield
-    finally:
-        pyod_iforest.IsolationForest = original
-
-
 class FastIForest(pyod_iforest.IForest):
     """PyOD's IForest with a SequentialIsolationForest as its detector."""
 
     def fit(self, X, y=None):
-        with _sequential_forests():
-            return super().fit(X, y)
+        """PyOD's IForest.fit, the training rows scored once (fit_decision_function)."""
+        X = check_array(X)
+        self._set_n_classes(y)
+        self.detector_ = SequentialIsolationForest(
+            n_estimators=self.n_estimators, **{name: getattr(self, name) for name in FOREST_PARAMS}
+        )
+        self.decision_scores_ = invert_order(self.detector_.fit_decision_function(X))
+        self._process_decision_scores()
+        return self
