@@ -316,3 +316,38 @@ def test_fast_iforest_equals_pyods_across_sizes(n, contamination):
     assert ours.labels_.tobytes() == theirs.labels_.tobytes()
     assert ours.decision_function(test).tobytes() == theirs.decision_function(test).tobytes()
     assert np.array_equal(ours.predict(test), theirs.predict(test))
+
+
+def test_fast_iforest_decision_function_validates_as_pyods():
+    """Rows of every kind PyOD accepts score alike; rows it or scikit-learn refuses raise
+    the same error."""
+    from pyod.models.iforest import IForest
+    from scipy.sparse import csr_matrix
+
+    train = _rows(4, 80, True)
+    theirs = IForest(n_estimators=30, random_state=2).fit(train)
+    ours = FastIForest(n_estimators=30, random_state=2).fit(train)
+    rows = _rows(5, 30, False) * 1e3
+    accepted = [
+        rows,
+        np.asfortranarray(rows),
+        rows.astype(np.float32),
+        np.round(rows).astype(np.int64),
+        rows[::2],  # not contiguous
+        rows[:1],
+        rows.tolist(),
+        np.full((3, 6), 1e300),  # beyond float32: infinite after the conversion
+    ]
+    for X in accepted:
+        assert ours.decision_function(X).tobytes() == theirs.decision_function(X).tobytes()
+        assert np.array_equal(ours.predict(X), theirs.predict(X))
+    with_nan = rows.copy()
+    with_nan[3, 2] = np.nan
+    for X in (with_nan, rows[:, :4], csr_matrix(rows), rows[0]):
+        with pytest.raises((ValueError, TypeError)) as their_error:
+            theirs.decision_function(X)
+        with pytest.raises(their_error.type) as our_error:
+            ours.decision_function(X)
+        # the forest's class is named in the feature-count message
+        our_message = str(our_error.value).replace("SequentialIsolationForest", "IsolationForest")
+        assert our_message == str(their_error.value)

@@ -32,6 +32,9 @@ from stragglers.methods._isolation_scores import (
     SequentialIsolationForest,
 )
 
+# PyOD's IForest's parameters (get_params reads each detector's signature again)
+IFOREST_PARAMS = tuple(PyodIForest().get_params(deep=False))
+
 
 class ForestGrower:
     """One isolation forest grown through the sizes asked for, on one set of rows."""
@@ -55,7 +58,7 @@ class ForestGrower:
             or self._rows is None
             or self._rows.shape != X.shape
             or not np.array_equal(self._rows, X)
-            or {name: current.get_params()[name] for name in settings} != settings
+            or {name: getattr(current, name) for name in settings} != settings
         ):
             current = SequentialIsolationForest(
                 n_estimators=detector.n_estimators, warm_start=True, **settings
@@ -126,7 +129,9 @@ def grow_forests(estimators: list[Any]) -> list[Any]:
     out = []
     for estimator in estimators:
         if type(estimator) is PyodIForest:
-            estimator = GrownIForest(**estimator.get_params(), grower=grower)
+            estimator = GrownIForest(
+                **{name: getattr(estimator, name) for name in IFOREST_PARAMS}, grower=grower
+            )
         out.append(estimator)
     return out
 

@@ -28,7 +28,8 @@ bits; each tree's leaves come from its `tree_.apply` without the estimator's per
 
 `FastIForest` is PyOD's IForest fitting one; its fit scores the training rows once
 (`fit_decision_function`), where PyOD's scores them for the offset and again for its
-decision scores. tests/test_isolation_scores.py checks both against the library, tree for
+decision scores, and its decision_function validates dense rows once (PyOD's `check_array`),
+where PyOD's passes them to scikit-learn's validation again and its scores to `invert_order`'s. tests/test_isolation_scores.py checks both against the library, tree for
 tree and value for value.
 """
 
@@ -50,7 +51,12 @@ from sklearn.tree._tree import DepthFirstTreeBuilder, Tree
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils.metadata_routing import _routing_enabled
 from sklearn.utils.random import sample_without_replacement
-from sklearn.utils.validation import _check_sample_weight, validate_data
+from sklearn.utils.validation import (
+    _check_n_features,
+    _check_sample_weight,
+    check_is_fitted,
+    validate_data,
+)
 
 # the settings PyOD's IForest passes on to scikit-learn's IsolationForest, n_estimators aside
 FOREST_PARAMS = (
@@ -124,6 +130,14 @@ class SequentialIsolationForest(IsolationForest):
         if training_scores is None:
             return self.decision_function(X)
         return training_scores - self.offset_
+
+    def checked_decision_function(self, X: np.ndarray) -> np.ndarray:
+        """`decision_function(X)` of dense rows that PyOD's `check_array` has validated (a
+        2-d numeric array, finite): scikit-learn's validation of them again comes down to
+        the float32 conversion and the feature count, done here alone."""
+        rows = np.asarray(X, dtype=np.float32)
+        _check_n_features(self, rows, reset=False)
+        return self._score_samples(rows) - self.offset_
 
     def _fit_forest(self, X, sample_weight):
         """IsolationForest.fit's steps, in its order, with the trees grown by `_fit`;
@@ -344,3 +358,13 @@ class FastIForest(pyod_iforest.IForest):
         self.decision_scores_ = invert_order(self.detector_.fit_decision_function(X))
         self._process_decision_scores()
         return self
+
+    def decision_function(self, X):
+        """PyOD's IForest.decision_function, dense rows validated once: PyOD's check_array,
+        then the forest's float32 conversion and feature count (checked_decision_function),
+        and the order inverted as invert_order does it (times -1)."""
+        check_is_fitted(self, ["decision_scores_", "threshold_", "labels_"])
+        X = check_array(X)
+        if issparse(X):
+            return invert_order(self.detector_.decision_function(X))
+        return self.detector_.checked_decision_function(X) * -1
