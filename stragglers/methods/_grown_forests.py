@@ -8,7 +8,7 @@ seeds of the trees it has, so a forest grown from 10 to N trees holds the same t
 fitted with N trees from the start (scikit-learn's own warm-start equivalence). `ForestGrower`
 grows one forest through the sizes the detectors ask for, in the order they are fitted, and
 hands each detector a copy at its size: 200 trees built instead of 600, the same forests
-(scored tree by tree in a plain loop, stragglers/methods/_isolation_scores.py).
+(built and scored tree by tree in a plain loop, stragglers/methods/_isolation_scores.py).
 Each copy is then finished as IsolationForest.fit finishes (its per-tree path lengths and
 offset, from its own trees), so its scores are computed exactly as a fresh forest's.
 """
@@ -26,18 +26,14 @@ from pyod.utils.utility import invert_order
 from sklearn.ensemble import IsolationForest
 from sklearn.utils import check_array
 
-from stragglers.methods._isolation_scores import SequentialIsolationForest
-
-# the settings PyOD's IForest passes on to scikit-learn's IsolationForest, n_estimators aside
-FOREST_PARAMS = (
-    "max_samples",
-    "contamination",
-    "max_features",
-    "bootstrap",
-    "n_jobs",
-    "random_state",
-    "verbose",
+from stragglers.methods._isolation_scores import (
+    FOREST_PARAMS,
+    FastIForest,
+    SequentialIsolationForest,
 )
+
+# PyOD's IForest's parameters (get_params reads each detector's signature again)
+IFOREST_PARAMS = tuple(PyodIForest().get_params(deep=False))
 
 
 class ForestGrower:
@@ -50,10 +46,10 @@ class ForestGrower:
     def _settings(self, detector: PyodIForest) -> dict[str, Any]:
         return {name: getattr(detector, name) for name in FOREST_PARAMS}
 
-    def forest(self, X: np.ndarray, detector: PyodIForest) -> IsolationForest:
-        """A fitted copy of the forest `detector` (a PyOD IForest) would fit on X: grown from
-        the current forest when it was fitted on the same rows with the same settings and
-        fewer trees, else started afresh."""
+    def forest(self, X: np.ndarray, detector: PyodIForest) -> tuple[IsolationForest, np.ndarray]:
+        """A fitted copy of the forest `detector` (a PyOD IForest) would fit on X, and its
+        decision_function of X: grown from the current forest when it was fitted on the same
+        rows with the same settings and fewer trees, else started afresh."""
         settings = self._settings(detector)
         current = self._forest
         if (
@@ -62,7 +58,7 @@ class ForestGrower:
             or self._rows is None
             or self._rows.shape != X.shape
             or not np.array_equal(self._rows, X)
-            or {name: current.get_params()[name] for name in settings} != settings
+            or {name: getattr(current, name) for name in settings} != settings
         ):
             current = SequentialIsolationForest(
                 n_estimators=detector.n_estimators, warm_start=True, **settings
@@ -70,8 +66,8 @@ class ForestGrower:
             self._forest, self._rows = current, X.copy()
         else:
             current.set_params(n_estimators=detector.n_estimators)
-        current.fit(X)
-        return self._copy(current)
+        decisions = current.fit_decision_function(X)
+        return self._copy(current), decisions
 
     @staticmethod
     def _copy(forest: IsolationForest) -> IsolationForest:
@@ -83,10 +79,11 @@ class ForestGrower:
         return grown
 
 
-class GrownIForest(PyodIForest):
+class GrownIForest(FastIForest):
     """PyOD's IForest whose forest comes from a shared `ForestGrower` (`grower`): the same
     forest, decision scores and threshold as PyOD's own fit, when its random state is a
-    seed (a RandomState object would advance between the forests: fitted afresh)."""
+    seed (a RandomState object would advance between the forests: fitted afresh, as a
+    FastIForest)."""
 
     def __init__(
         self,
@@ -119,8 +116,8 @@ class GrownIForest(PyodIForest):
             return super().fit(X, y)
         X = check_array(X)
         self._set_n_classes(y)
-        self.detector_ = self.grower.forest(X, self)
-        self.decision_scores_ = invert_order(self.detector_.decision_function(X))
+        self.detector_, decisions = self.grower.forest(X, self)
+        self.decision_scores_ = invert_order(decisions)
         self._process_decision_scores()
         return self
 
@@ -132,7 +129,9 @@ def grow_forests(estimators: list[Any]) -> list[Any]:
     out = []
     for estimator in estimators:
         if type(estimator) is PyodIForest:
-            estimator = GrownIForest(**estimator.get_params(), grower=grower)
+            estimator = GrownIForest(
+                **{name: getattr(estimator, name) for name in IFOREST_PARAMS}, grower=grower
+            )
         out.append(estimator)
     return out
 

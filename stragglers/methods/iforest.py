@@ -1,5 +1,6 @@
-"""Isolation forest (Liu et al., 2008); its trees are scored in a plain loop instead of
-through joblib (stragglers/methods/_isolation_scores.py, same numbers)."""
+"""Isolation forest (Liu et al., 2008); its trees are built and scored in a plain loop
+instead of through scikit-learn's bagging and joblib (stragglers/methods/_isolation_scores.py,
+the same trees and numbers)."""
 
 from __future__ import annotations
 
