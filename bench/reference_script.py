@@ -75,23 +75,34 @@ the pipeline's replays it stands for, run_od.py against the fourteen PyOD detect
 run_ts.py at each gamma against NURD; `level` method, per job and method the method's model
 calls in the script against the pipeline's replay of the job with the method) and
 `<out>/summary.md` (a table per level), and prints the summary.
+
+Both sides run in one thread (OMP_NUM_THREADS and the BLAS variables set to 1 before numpy
+loads, unless already set), as Snakemake runs a `threads: 1` job: CPU seconds are compared,
+and with the libraries' default threads on 2 cores the scripts' CPU more than doubles
+(run_ts.py's on six jobs: 12.0 CPU s in one thread, 31.7 with the defaults), idle BLAS
+threads included.
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import importlib.util
-import io
-import sys
-import tarfile
-import time
-import types
-from pathlib import Path
+import os
 
-import numpy as np
-import pandas as pd
-import yaml
+for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")  # before numpy loads: as Snakemake sets them
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import importlib.util  # noqa: E402
+import io  # noqa: E402
+import sys  # noqa: E402
+import tarfile  # noqa: E402
+import time  # noqa: E402
+import types  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import yaml  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
