@@ -97,3 +97,79 @@ def test_project_cost_takes_the_rules_work_and_their_start_up(tmp_path):
     assert startups == [0.5]
     assert bench.work_cpu(benchmark, tmp_path / "missing.log", startups) == 2.5
     assert startups == [0.5]
+
+
+def _predict_workdir(root: Path, work_s: float, tasks_per_job: list[int]) -> Path:
+    """A finished run's files for one Google-format dataset, method M: two prediction shards
+    of the jobs `tasks_per_job` (each a shard's own copy), each shard's rule work `work_s`,
+    job i's replay seconds 0.01 * n_tasks ** 0.5 * n_checkpoints ** 0.25 with 1 + i % 5
+    checkpoints, one simulation job."""
+    dataset = "g"
+    config = root / "config.yaml"
+    config.write_text(f"datasets:\n  {dataset}:\n    kind: google-2011\n")
+    converted = root / "resources" / "converted" / dataset
+    converted.mkdir(parents=True)
+    n_jobs = len(tasks_per_job)
+    pd.DataFrame({"n_tasks": tasks_per_job * 2}).to_parquet(converted / "manifest.parquet")
+    line = "x INFO stragglers.io: rule cpu: start_up_s=0.300 work_s={:.3f}\n"
+    for shard in ("shard-0", "shard-1"):
+        for part in ("benchmarks", "logs"):
+            (root / part / "predict" / dataset / "M").mkdir(parents=True, exist_ok=True)
+        (root / "benchmarks" / "predict" / dataset / "M" / f"{shard}.tsv").write_text(
+            f"s\tcpu_time\n1.0\t{work_s + 0.5}\n"
+        )
+        (root / "logs" / "predict" / dataset / "M" / f"{shard}.log").write_text(line.format(work_s))
+        predictions = root / "results" / dataset / "predictions" / "M"
+        predictions.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(
+            {
+                "job_id": [f"{shard}-{i}" for i in range(n_jobs)],
+                "n_tasks": tasks_per_job,
+                "n_checkpoints": [1 + i % 5 for i in range(n_jobs)],
+                "seconds": [
+                    0.01 * n**0.5 * (1 + i % 5) ** 0.25 for i, n in enumerate(tasks_per_job)
+                ],
+            }
+        ).to_parquet(predictions / f"{shard}.jobs.parquet")
+    for part in ("benchmarks", "logs"):
+        (root / part / "simulate" / dataset).mkdir(parents=True)
+    (root / "benchmarks" / "simulate" / dataset / "M.tsv").write_text("s\tcpu_time\n1.0\t0.5\n")
+    (root / "logs" / "simulate" / dataset / "M.log").write_text(line.format(0.2))
+    return config
+
+
+def test_project_cost_charges_a_methods_imports_once_per_rule_job(tmp_path):
+    """Each shard's work is 2 s of imports and 0.01 s per task: per task, the rate is the work
+    less the imports; the imports are paid once per full-run shard (84), not scaled with the
+    tasks. Without import seconds, everything is per task (the old accounting)."""
+    bench = _bench("project_cost")
+    config = _predict_workdir(tmp_path, work_s=2.0 + 0.01 * 100, tasks_per_job=[50, 50])
+    rates = bench.measured_rates(tmp_path, config)
+    assert rates["google"]["predict_work"]["M"] == (6.0, 2, 200)
+    assert bench.predict_rates(rates["google"], {"M": 2.0}) == {"M": 0.01}
+    new = bench.project(rates, [1], 1.0, 0.0, 24, {"google": {"M": 2.0}})["google"]
+    # 0.01 s x 1.1 M tasks + 2 s x 84 shards
+    assert new["prediction_cpu_hours_by_method"]["M"] == round((11_000 + 168) / 3600, 3)
+    assert new["prediction_imports_cpu_hours"] == round(168 / 3600, 3)
+    old = bench.project(rates, [1], 1.0, 0.0, 24)["google"]
+    assert old["prediction_cpu_hours_by_method"]["M"] == round(0.03 * 1_100_000 / 3600, 3)
+
+
+def test_project_cost_fits_cost_per_job_against_tasks(tmp_path):
+    """Replay seconds per job ~ n_tasks ** 0.5 * n_checkpoints ** 0.25: the fit finds both
+    exponents, and rescaling the jobs to the full run's 130.6 tasks per job costs more per
+    task than the linear rescaling (a sublinear cost falls slower than the tasks)."""
+    bench = _bench("project_cost")
+    tasks = [400, 300, 200, 150, 100, 80, 60, 40]
+    config = _predict_workdir(tmp_path, work_s=3.0, tasks_per_job=tasks)
+    rates = bench.measured_rates(tmp_path, config)
+    fit = bench.cost_per_job_fit(rates["google"], bench.FULL["google"], skip=0)
+    assert fit["exponent_n_tasks"] == 0.5 and fit["exponent_n_checkpoints"] == 0.25
+    assert fit["r_squared"] == 1.0 and fit["jobs_fitted"] == 2 * len(tasks)
+    per_job = 1_100_000 / 8425
+    seconds = np.array([0.01 * n**0.5 * (1 + i % 5) ** 0.25 for i, n in enumerate(tasks)])
+    by_fit = np.mean(seconds * (per_job / np.array(tasks)) ** 0.5)
+    linear = seconds.sum() / sum(tasks) * per_job
+    assert fit["per_task_scale"] == round(by_fit / linear, 3) and fit["per_task_scale"] > 1
+    skipped = bench.cost_per_job_fit(rates["google"], bench.FULL["google"], skip=2)
+    assert skipped["jobs_fitted"] == 2 * (len(tasks) - 2)
