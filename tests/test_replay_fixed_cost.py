@@ -14,6 +14,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from jobfactory import FEATURES, LAST, make_job, make_job_frame
 
 from stragglers.formats import features as features_module
 from stragglers.formats.features import FeatureAccumulator, fill_missing
@@ -28,7 +29,6 @@ from stragglers.formats.jobs import (
     read_job,
 )
 from stragglers.replay.runner import per_job_concat, tasks_frame
-from tests.jobfactory import FEATURES, LAST, make_job, make_job_frame
 
 MACHINE = ["m_load", "m_mem"]
 
