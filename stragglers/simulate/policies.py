@@ -22,6 +22,7 @@ from stragglers.simulate.jct import (
     _frame_of_jobs,
     _grid_index,
     _validate_job,
+    job_completion_time,
     jobs_in_order,
     replacement_durations,
     replacement_uniforms,
@@ -63,7 +64,7 @@ def reference_jct(task_start: np.ndarray, task_end: np.ndarray, threshold: float
     """JCT if no task ran past tau: every latency cut to ``threshold``, same starts."""
     start = np.asarray(task_start, dtype=np.float64)
     end = np.minimum(np.asarray(task_end, dtype=np.float64), start + float(threshold))
-    return float(end.max() - start.min())
+    return job_completion_time(start, end)
 
 
 def simulate_policy(
@@ -219,7 +220,7 @@ def job_policies(
     start = np.asarray(task_start, dtype=np.float64)
     end = np.asarray(task_end, dtype=np.float64)
     settings: list[int | None] = [None, *machines]
-    jct_base = float(end.max() - start.min())
+    jct_base = job_completion_time(start, end)
     job = {
         "jct_base": jct_base,
         "jct_reference": reference_jct(start, end, straggler_threshold),
