@@ -1,7 +1,8 @@
 """NURD's latency regressors fitted with less Python around them, against the library calls
 they replace, model for model: BoostedLatencyModel's rounds against `xgboost.train` (the
-saved model's bytes and the predictions), `fit_gradient_boosting` against
-`GradientBoostingRegressor.fit` (every tree's nodes and the predictions).
+saved model's bytes and the predictions), `fit_gradient_boosting` and
+`DirectTreeGradientBoostingRegressor` against `GradientBoostingRegressor.fit` (every tree's
+nodes, the training scores and the predictions).
 """
 
 from __future__ import annotations
@@ -9,7 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stragglers.methods.nurd import BoostedLatencyModel, fit_gradient_boosting
+from stragglers.methods._gradient_boosting import (
+    DirectTreeGradientBoostingRegressor,
+    fit_gradient_boosting,
+)
+from stragglers.methods.nurd import BoostedLatencyModel
 
 
 def regression_inputs():
@@ -101,3 +106,87 @@ def test_fit_gradient_boosting_still_checks_parameters():
     import sklearn
 
     assert sklearn.get_config()["skip_parameter_validation"] is False  # restored
+
+
+def assert_same_boosting(ours, theirs, features, seed):
+    for a, b in zip(tree_arrays(ours), tree_arrays(theirs), strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(ours.train_score_, theirs.train_score_)
+    np.testing.assert_array_equal(ours.init_.constant_, theirs.init_.constant_)
+    rng = np.random.default_rng(seed)
+    for block in (features, rng.random((9, features.shape[1]))):
+        np.testing.assert_array_equal(ours.predict(block), theirs.predict(block))
+
+
+DIRECT_PARAMS = [
+    {"random_state": 42},
+    {"n_estimators": 13, "max_depth": 5, "learning_rate": 0.3, "random_state": 3},
+    {"n_estimators": 20, "max_depth": None, "random_state": 0},
+    {"n_estimators": 15, "min_samples_leaf": 3, "min_samples_split": 4, "random_state": 5},
+    {"n_estimators": 15, "min_samples_split": 7, "min_impurity_decrease": 0.01, "random_state": 6},
+    {"n_estimators": 10, "min_weight_fraction_leaf": 0.1, "random_state": 8},
+]
+
+
+@pytest.mark.parametrize("case", range(len(regression_inputs())))
+@pytest.mark.parametrize("params", DIRECT_PARAMS)
+def test_direct_tree_boosting_equals_scikit_learn(case, params, monkeypatch):
+    from sklearn.ensemble import GradientBoostingRegressor
+    from sklearn.tree import DecisionTreeRegressor
+
+    features, latency = regression_inputs()[case]
+    if np.isnan(features).any():  # refused alike (the replay fills NaN before)
+        with pytest.raises(ValueError, match="NaN"):
+            DirectTreeGradientBoostingRegressor(**params).fit(features, latency)
+        return
+    theirs = GradientBoostingRegressor(**params).fit(features, latency)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the stage went through DecisionTreeRegressor.fit")
+
+    # the stages these settings cover never reach the estimator's own fit
+    monkeypatch.setattr(DecisionTreeRegressor, "fit", refuse)
+    ours = DirectTreeGradientBoostingRegressor(**params).fit(features, latency)
+    assert_same_boosting(ours, theirs, features, case)
+    ours = fit_gradient_boosting(DirectTreeGradientBoostingRegressor(**params), features, latency)
+    assert_same_boosting(ours, theirs, features, case)
+
+
+@pytest.mark.parametrize(
+    "params, weighted",
+    [
+        ({"n_estimators": 12, "loss": "absolute_error", "random_state": 1}, False),
+        ({"n_estimators": 12, "loss": "huber", "random_state": 1}, False),
+        ({"n_estimators": 12, "subsample": 0.6, "random_state": 2}, False),
+        ({"n_estimators": 12, "max_features": "sqrt", "random_state": 3}, False),
+        ({"n_estimators": 12, "max_leaf_nodes": 5, "random_state": 4}, False),
+        ({"n_estimators": 12, "min_samples_leaf": 0.1, "random_state": 5}, False),
+        ({"n_estimators": 12, "ccp_alpha": 0.01, "random_state": 6}, False),
+        ({"n_estimators": 12, "random_state": 7}, True),
+    ],
+)
+def test_direct_tree_boosting_leaves_other_stages_to_scikit_learn(params, weighted):
+    from scipy.sparse import csr_matrix
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    features, latency = regression_inputs()[4]
+    weights = np.linspace(0.5, 2.0, len(latency)) if weighted else None
+    for rows in (features, csr_matrix(features)):
+        theirs = GradientBoostingRegressor(**params).fit(rows, latency, sample_weight=weights)
+        ours = DirectTreeGradientBoostingRegressor(**params).fit(
+            rows, latency, sample_weight=weights
+        )
+        assert_same_boosting(ours, theirs, features, 0)
+
+
+def test_direct_tree_boosting_warm_start_adds_the_same_trees():
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    features, latency = regression_inputs()[4]
+    models = []
+    for klass in (GradientBoostingRegressor, DirectTreeGradientBoostingRegressor):
+        model = klass(n_estimators=10, warm_start=True, random_state=9).fit(features, latency)
+        model.set_params(n_estimators=25)
+        models.append(model.fit(features, latency))
+    assert_same_boosting(models[1], models[0], features, 1)

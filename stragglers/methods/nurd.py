@@ -172,18 +172,6 @@ class BoostedLatencyModel:
         return self.booster.inplace_predict(features)
 
 
-def fit_gradient_boosting(regressor, features: np.ndarray, latency: np.ndarray):
-    """`regressor.fit(features, latency)` for a scikit-learn GradientBoostingRegressor: its
-    parameters checked once, as its fit checks them, then its trees fitted without checking
-    each tree's parameters again (the same, 100 times per fit): the checks compute nothing
-    the fit uses."""
-    import sklearn
-
-    regressor._validate_params()
-    with sklearn.config_context(skip_parameter_validation=True):
-        return regressor.fit(features, latency)
-
-
 class NURD(Method):
     """NURD with the calibrated weighting (the paper's method)."""
 
@@ -191,6 +179,7 @@ class NURD(Method):
     family: ClassVar[str] = "Ours"
     weighting: ClassVar[str] = "calibrated"  # "calibrated" | "propensity" | "none"
     protocol_rules: ClassVar[tuple[str, ...]] = ("regressor",)  # under regressor "protocol"
+    lazy_modules: ClassVar[tuple[str, ...]] = ("stragglers.methods._gradient_boosting",)
     defaults: ClassVar[dict[str, Any]] = {
         "alpha": Param(
             0.5,
@@ -264,11 +253,14 @@ class NURD(Method):
     def _new_regressor(self):
         p = self.params
         if self.regressor_kind == "sklearn-gbr":
-            from sklearn.ensemble import GradientBoostingRegressor
+            from stragglers.methods._gradient_boosting import (
+                DirectTreeGradientBoostingRegressor,
+            )
 
-            # scikit-learn's defaults otherwise (squared error, subsample 1, friedman_mse), as
-            # the reference script's GradientBoostingRegressor(random_state=rs)
-            return GradientBoostingRegressor(
+            # scikit-learn's defaults otherwise (squared error, subsample 1), as the reference
+            # script's GradientBoostingRegressor(random_state=rs); the same trees, grown with
+            # less Python around each
+            return DirectTreeGradientBoostingRegressor(
                 n_estimators=p["n_estimators"],
                 max_depth=p["max_depth"],
                 learning_rate=p["learning_rate"],
@@ -293,6 +285,8 @@ class NURD(Method):
             self.regressor = self._new_regressor()
             features, latency = checkpoint.finished_features, checkpoint.finished_latency
             if self.regressor_kind == "sklearn-gbr":
+                from stragglers.methods._gradient_boosting import fit_gradient_boosting
+
                 fit_gradient_boosting(self.regressor, features, latency)
             else:
                 self.regressor.fit(features, latency)
