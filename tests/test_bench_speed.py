@@ -33,6 +33,7 @@ def test_reference_script_speed_sums_the_detectors_per_job():
                     "method": method,
                     "alpha": np.nan,
                     "pipeline_cpu_s": 0.25 if i % 2 else 0.0,
+                    "pipeline_tree_builder_cpu_s": 0.0,
                     "script_job_cpu_s": script_cpu,
                 }
             )
@@ -43,6 +44,7 @@ def test_reference_script_speed_sums_the_detectors_per_job():
                 "method": "NURD",
                 "alpha": 0.5,
                 "pipeline_cpu_s": 0.5,
+                "pipeline_tree_builder_cpu_s": 0.4,
                 "script_job_cpu_s": 4.0 if job == "a" else np.nan,
             }
         )
@@ -51,8 +53,14 @@ def test_reference_script_speed_sums_the_detectors_per_job():
     od, nurd = table.iloc[0], table.iloc[1]
     assert od["pipeline_cpu_s"] == 7 * 0.25 and od["ratio"] == 40.0 / 1.75 and od["target_met"]
     assert nurd["alpha"] == 0.5 and nurd["ratio"] == 8.0 and not nurd["target_met"]
+    # growing the trees bounds NURD's ratio; the detectors grew none
+    assert nurd["ratio_bound_same_trees"] == 4.0 / 0.4 and np.isnan(od["ratio_bound_same_trees"])
     text = "\n".join(bench.speed_summary(table))
-    assert "| d | run_ts.py / NURD | 0.5 | 1 | 4.0 | 0.5 | 8.0 | 8.0 | 8.0 | 0 of 1 |" in text
+    assert (
+        "| d | run_ts.py / NURD | 0.5 | 1 | 4.0 | 0.5 | 8.0 | 8.0 | 8.0 | 0 of 1 | 0.4 | 10.0 |"
+        in text
+    )
+    assert "| 1 of 1 | - | - |" in text
 
 
 def test_reference_script_speed_per_job_and_method():
@@ -67,7 +75,9 @@ def test_reference_script_speed_per_job_and_method():
         {"method": "NURD", "alpha": 0.0, "script_cpu_s": 6.0, "pipeline_cpu_s": 0.5},
         {"method": "GBTR", "alpha": np.nan, "script_cpu_s": np.nan, "pipeline_cpu_s": 0.5},
     ]
-    frame = pd.DataFrame(rows).assign(dataset="d", job_id="a", script_job_cpu_s=20.0)
+    frame = pd.DataFrame(rows).assign(
+        dataset="d", job_id="a", script_job_cpu_s=20.0, pipeline_tree_builder_cpu_s=0.0
+    )
     table = bench.speed(frame)
     jobs, methods = table[table["level"] == "job"], table[table["level"] == "method"]
     assert list(jobs["compared"]) == ["run_od.py / the 2 PyOD detectors", "run_ts.py / NURD"]
