@@ -178,13 +178,12 @@ def main() -> None:
         f"out_report={str(stages)!r} + f'/shard-{{shard}}.json', latency_definition='schedule_to_finish', "
         f"prepared_dir={str(stages / 'prepared')!r}, {common})"
     )
+    events_bytes = sum(p.stat().st_size for p in (raw / "task_events").glob("*.gz"))
     result = {
         "benchmark": "convert one real-size task_usage part vs gzip -dc",
         "usage_part_mb": round(usage_part.stat().st_size / 1e6, 1),
         "usage_rows": rows,
-        "task_events_mb": round(
-            sum(p.stat().st_size for p in (raw / "task_events").glob("*.gz")) / 1e6, 1
-        ),
+        "task_events_mb": round(events_bytes / 1e6, 1),
         "gzip_dc_seconds": round(gzip_seconds, 2),
         "gzip_dc_cpu_seconds": round(gzip_cpu, 2),
         "convert_part_seconds": part["seconds"],
@@ -193,10 +192,20 @@ def main() -> None:
         "convert_part_cpu_ratio": round(part["cpu_seconds"] / gzip_cpu, 2),
         "convert_part_peak_rss_mb": part["peak_rss_mb"],
         "prepare_seconds": prepare["seconds"],
+        "prepare_cpu_seconds": prepare["cpu_seconds"],
         "prepare_peak_rss_mb": prepare["peak_rss_mb"],
         "gather_all_shards_seconds": gather["seconds"],
+        "gather_all_shards_cpu_seconds": gather["cpu_seconds"],
         "gather_peak_rss_mb": gather["peak_rss_mb"],
+        # the three scattered stages' CPU over the raw data they read (this part and every
+        # task_events part): what bench/project_cost.py charges per compressed GB
+        "scattered_cpu_seconds_per_gb": round(
+            (prepare["cpu_seconds"] + part["cpu_seconds"] + gather["cpu_seconds"])
+            / ((usage_part.stat().st_size + events_bytes) / 1e9),
+            1,
+        ),
         "single_process_seconds": single["seconds"],
+        "single_process_cpu_seconds": single["cpu_seconds"],
         "single_process_ratio": round(single["seconds"] / gzip_seconds, 2),
         "single_process_peak_rss_mb": single["peak_rss_mb"],
         "jobs_kept": counts.get("jobs_kept"),
