@@ -9,6 +9,14 @@ printed.
     python bench/stage_cpu.py simulate google-synthetic all
     python bench/stage_cpu.py evaluate alibaba-synthetic --profile scratch/evaluate
     python bench/stage_cpu.py evaluate google-synthetic NURD   # the job over one method only
+    python bench/stage_cpu.py simulate google-synthetic NURD Oracle --tile 176
+
+With `--tile N` a `simulate_method` job runs at N times the run's size: each method's
+prediction files are first written N times over (job ids suffixed `-t<k>`, shards kept) under
+--out, then each job runs in a fresh process (`--predictions` on those files), measured by the
+operating system: its CPU seconds and peak RSS, start-up included. 176 copies of
+google-synthetic's shard (6,259 tasks) are 1.1 M tasks, the full Google selection's size
+(bench/project_cost.py).
 
 One line per job: `rule dataset [method] cpu_s=...` (the rule's work, as the `work_s` of its
 log's `rule cpu:` line: its function's `time.process_time`, lazy imports included, this
@@ -27,6 +35,8 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import cProfile  # noqa: E402
 import pstats  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
@@ -37,15 +47,49 @@ from stragglers.formats.dataset_spec import dataset_specs  # noqa: E402
 from stragglers.rules import rule_function  # noqa: E402
 
 
-def _prediction_files(dataset: str, method: str, part: str, n_shards: int) -> list[str]:
+def _prediction_files(
+    dataset: str, method: str, part: str, n_shards: int, root: str = "results"
+) -> list[str]:
     return [
-        f"results/{dataset}/predictions/{method}/shard-{shard}.{part}.parquet"
+        f"{root}/{dataset}/predictions/{method}/shard-{shard}.{part}.parquet"
         for shard in range(n_shards)
     ]
 
 
-def simulate_job(config: dict, specs: dict, dataset: str, method: str, out: Path) -> Any:
-    """Rule simulate_method's work for `method`'s predictions of `dataset`."""
+def tile_predictions(dataset: str, method: str, n_shards: int, copies: int, root: Path) -> None:
+    """`copies` copies of each of `method`'s prediction files of `dataset` in one file, job ids
+    suffixed `-t<k>`, under `root` as under results/."""
+    import pandas as pd
+
+    for part in ("tasks", "jobs"):
+        for source, target in zip(
+            _prediction_files(dataset, method, part, n_shards),
+            _prediction_files(dataset, method, part, n_shards, str(root)),
+            strict=True,
+        ):
+            frame = pd.read_parquet(source)
+            tiled = pd.concat(
+                [frame.assign(job_id=frame["job_id"] + f"-t{k}") for k in range(copies)],
+                ignore_index=True,
+            )
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
+            tiled.to_parquet(target, index=False)
+
+
+def run_measured(arguments: list[str]) -> tuple[float, float]:
+    """CPU seconds (user + system) and peak RSS in MB of this script run with `arguments` in
+    a fresh process."""
+    process = subprocess.Popen([sys.executable, __file__, *arguments])
+    _, status, usage = os.wait4(process.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"stage_cpu: {' '.join(arguments)} failed")
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0
+
+
+def simulate_job(
+    config: dict, specs: dict, dataset: str, method: str, out: Path, root: str = "results"
+) -> Any:
+    """Rule simulate_method's work for `method`'s predictions of `dataset` (under `root`)."""
     from stragglers.rules.simulate import simulate_method
 
     simulation = config["simulation"]
@@ -54,8 +98,8 @@ def simulate_job(config: dict, specs: dict, dataset: str, method: str, out: Path
     for folder in ("simulation", "policies"):
         (out / dataset / folder).mkdir(parents=True, exist_ok=True)
     return simulate_method(
-        tasks=_prediction_files(dataset, method, "tasks", n_shards),
-        jobs=_prediction_files(dataset, method, "jobs", n_shards),
+        tasks=_prediction_files(dataset, method, "tasks", n_shards, root),
+        jobs=_prediction_files(dataset, method, "jobs", n_shards, root),
         simulation=str(out / dataset / "simulation" / f"{method}.parquet"),
         policies=str(out / dataset / "policies" / f"{method}.parquet"),
         dataset=dataset,
@@ -116,6 +160,15 @@ def main() -> None:
     parser.add_argument("--configfile", default="config/config.yaml")
     parser.add_argument("--out", default="scratch/stage_cpu", help="where the outputs go")
     parser.add_argument("--profile", help="cProfile each job to PROFILE.<rule>.<dataset>...")
+    parser.add_argument(
+        "--predictions", default="results", help="the folder holding <dataset>/predictions/"
+    )
+    parser.add_argument(
+        "--tile",
+        type=int,
+        default=1,
+        help="simulate: each job at this many times the run's size, in a fresh process",
+    )
     args = parser.parse_args()
     config = yaml.safe_load(Path(args.configfile).read_text())
     specs = dataset_specs(config, {})
@@ -131,11 +184,28 @@ def main() -> None:
             lambda: evaluate_job(config, specs, args.dataset, chosen, out),
         )
         return
-    for method in methods if args.methods == ["all"] else args.methods:
+    chosen = methods if args.methods == ["all"] else args.methods
+    if args.tile > 1:
+        root = out / "tiled"
+        for method in chosen:
+            tile_predictions(args.dataset, method, specs[args.dataset].n_shards, args.tile, root)
+            cpu, peak = run_measured(
+                ["simulate", args.dataset, method, "--configfile", args.configfile]
+                + ["--out", str(out), "--predictions", str(root)]
+            )
+            print(
+                f"simulate {args.dataset} {method} x{args.tile}: process cpu_s={cpu:.2f} "
+                f"peak_rss_mb={peak:.0f}",
+                flush=True,
+            )
+        return
+    for method in chosen:
         _timed(
             f"simulate {args.dataset} {method}",
             args.profile,
-            lambda method=method: simulate_job(config, specs, args.dataset, method, out),
+            lambda method=method: simulate_job(
+                config, specs, args.dataset, method, out, args.predictions
+            ),
         )
 
 

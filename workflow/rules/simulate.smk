@@ -17,10 +17,10 @@ rule simulate_method:
         "benchmarks/simulate/{dataset}/{method}.tsv"
     conda:
         "../../environment.yml"
-    # measured: bench/suggest_resources.py (docs/cluster.md)
-    # (1.08 M tasks: 456 MB peak RSS, 16.5 CPU s for the relaunch simulation alone)
+    # bench/suggest_resources.py's headroom (1.5x peak RSS) over the job at the full Google
+    # size: 570 MB peak, 17.8 CPU s (bench/stage_cpu.py --tile 176, docs/cost.md)
     resources:
-        mem_mb=768,
+        mem_mb=1024,
         runtime=8,
     params:
         replay=replay_input,
