@@ -183,3 +183,29 @@ def test_project_cost_fits_cost_per_job_against_tasks(tmp_path):
     assert fit["per_task_scale"] == round(by_fit / linear, 3) and fit["per_task_scale"] > 1
     skipped = bench.cost_per_job_fit(rates["google"], bench.FULL["google"], skip=2)
     assert skipped["jobs_fitted"] == 2 * (len(tasks) - 2)
+
+
+def test_stage_cpu_tiles_predictions_with_distinct_job_ids(tmp_path, monkeypatch):
+    """`--tile N`: each prediction file written N times over in one file, each copy's job ids
+    suffixed so the simulation sees N times the jobs; the rows otherwise unchanged."""
+    bench = _bench("stage_cpu")
+    monkeypatch.chdir(tmp_path)
+    frames = {
+        "tasks": pd.DataFrame({"job_id": ["j1", "j1", "j2"], "task": [0, 1, 0]}),
+        "jobs": pd.DataFrame({"job_id": ["j1", "j2"], "n_tasks": [2, 1]}),
+    }
+    for part, frame in frames.items():
+        for shard in range(2):
+            path = Path(bench._prediction_files("d", "M", part, 2)[shard])
+            path.parent.mkdir(parents=True, exist_ok=True)
+            frame.to_parquet(path, index=False)
+    bench.tile_predictions("d", "M", 2, 3, tmp_path / "tiled")
+    for part, frame in frames.items():
+        for path in bench._prediction_files("d", "M", part, 2, str(tmp_path / "tiled")):
+            tiled = pd.read_parquet(path)
+            assert len(tiled) == 3 * len(frame)
+            expected = [f"{j}-t{k}" for k in range(3) for j in frame["job_id"]]
+            assert list(tiled["job_id"]) == expected
+            pd.testing.assert_frame_equal(
+                tiled.drop(columns="job_id").iloc[: len(frame)], frame.drop(columns="job_id")
+            )
