@@ -1,8 +1,7 @@
 """NURD's latency regressors fitted with less Python around them, against the library calls
 they replace, model for model: BoostedLatencyModel's rounds against `xgboost.train` (the
-saved model's bytes and the predictions), `fit_gradient_boosting` and
-`DirectTreeGradientBoostingRegressor` against `GradientBoostingRegressor.fit` (every tree's
-nodes, the training scores and the predictions).
+saved model's bytes and the predictions), `DirectTreeGradientBoostingRegressor` against
+`GradientBoostingRegressor` (every tree's nodes, the training scores and the predictions).
 """
 
 from __future__ import annotations
@@ -10,10 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stragglers.methods._gradient_boosting import (
-    DirectTreeGradientBoostingRegressor,
-    fit_gradient_boosting,
-)
+from stragglers.methods._gradient_boosting import DirectTreeGradientBoostingRegressor
 from stragglers.methods.nurd import BoostedLatencyModel
 
 
@@ -64,36 +60,7 @@ def tree_arrays(regressor) -> list[np.ndarray]:
     return arrays
 
 
-@pytest.mark.parametrize("case", range(len(regression_inputs())))
-@pytest.mark.parametrize(
-    "params",
-    [
-        {"random_state": 42},
-        {"n_estimators": 13, "max_depth": 5, "learning_rate": 0.3, "random_state": 3},
-    ],
-)
-def test_fit_gradient_boosting_equals_fit(case, params):
-    from sklearn.ensemble import GradientBoostingRegressor
-
-    features, latency = regression_inputs()[case]
-    if np.isnan(features).any():  # refused alike (the replay fills NaN before)
-        with pytest.raises(ValueError, match="NaN"):
-            GradientBoostingRegressor(**params).fit(features, latency)
-        with pytest.raises(ValueError, match="NaN"):
-            fit_gradient_boosting(GradientBoostingRegressor(**params), features, latency)
-        return
-    ours = fit_gradient_boosting(GradientBoostingRegressor(**params), features, latency)
-    theirs = GradientBoostingRegressor(**params).fit(features, latency)
-    for a, b in zip(tree_arrays(ours), tree_arrays(theirs), strict=True):
-        assert a.dtype == b.dtype
-        np.testing.assert_array_equal(a, b)
-    np.testing.assert_array_equal(ours.train_score_, theirs.train_score_)
-    rng = np.random.default_rng(case)
-    for block in (features, rng.random((9, features.shape[1]))):
-        np.testing.assert_array_equal(ours.predict(block), theirs.predict(block))
-
-
-def test_fit_gradient_boosting_still_checks_parameters():
+def test_direct_tree_boosting_still_checks_parameters():
     from sklearn.ensemble import GradientBoostingRegressor
     from sklearn.utils._param_validation import InvalidParameterError
 
@@ -102,7 +69,7 @@ def test_fit_gradient_boosting_still_checks_parameters():
         with pytest.raises(InvalidParameterError):
             GradientBoostingRegressor(**bad).fit(features, latency)
         with pytest.raises(InvalidParameterError):
-            fit_gradient_boosting(GradientBoostingRegressor(**bad), features, latency)
+            DirectTreeGradientBoostingRegressor(**bad).fit(features, latency)
     import sklearn
 
     assert sklearn.get_config()["skip_parameter_validation"] is False  # restored
@@ -148,8 +115,6 @@ def test_direct_tree_boosting_equals_scikit_learn(case, params, monkeypatch):
     # the stages these settings cover never reach the estimator's own fit
     monkeypatch.setattr(DecisionTreeRegressor, "fit", refuse)
     ours = DirectTreeGradientBoostingRegressor(**params).fit(features, latency)
-    assert_same_boosting(ours, theirs, features, case)
-    ours = fit_gradient_boosting(DirectTreeGradientBoostingRegressor(**params), features, latency)
     assert_same_boosting(ours, theirs, features, case)
 
 

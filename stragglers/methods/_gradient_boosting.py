@@ -4,16 +4,17 @@ builder, the same trees and predictions as scikit-learn's.
 `GradientBoostingRegressor.fit` grows one `DecisionTreeRegressor` per stage through the
 estimator's `fit(check_input=False)`, which still re-checks the sample weights
 (`_check_sample_weight`, a full `check_array`), checks the tree is fitted before pruning
-nothing, and goes through scikit-learn's fit context: on the few hundred rows of a job's
-finished tasks that costs about as much as growing the tree. `DirectTreeGradientBoostingRegressor`
-keeps `fit`, its validation, initial estimate, loss, stage loop and training scores, and
-replaces `_fit_stage` by the same steps for the stages it covers: the negative gradient from
-the loss, a `DecisionTreeRegressor` with the settings scikit-learn gives it, grown as
-`BaseDecisionTree._fit` grows it (squared-error criterion, best splitter drawing its seed from
-the boosting's random state, depth-first builder), then scikit-learn's own leaf update
-(`_update_terminal_regions`). What it does not cover (other losses, subsampling, sparse rows,
-`max_features`, `max_leaf_nodes`, fractional leaf or split sizes, pruning, weights that the
-tree would convert) goes to scikit-learn's `_fit_stage`. tests/test_nurd_regressor_fits.py
+nothing, and goes through scikit-learn's fit context: on a job's finished tasks (tens to a few
+hundred rows) that costs a third to all of what growing the tree costs.
+`DirectTreeGradientBoostingRegressor` keeps `fit` (its parameters checked once, not again by
+the estimators fitted inside), its validation, initial estimate, loss, stage loop and training
+scores, and replaces `_fit_stage` by the same steps for the stages it covers: the negative
+gradient from the loss, a `DecisionTreeRegressor` with the settings scikit-learn gives it,
+grown as `BaseDecisionTree._fit` grows it (squared-error criterion, best splitter drawing its
+seed from the boosting's random state, depth-first builder), then scikit-learn's own leaf
+update (`_update_terminal_regions`). What it does not cover (other losses, subsampling, sparse
+rows, `max_features`, `max_leaf_nodes`, fractional leaf or split sizes, pruning, weights that
+the tree would convert) goes to scikit-learn's `_fit_stage`. tests/test_nurd_regressor_fits.py
 compares it with scikit-learn's estimator, tree for tree and value for value.
 """
 
@@ -38,6 +39,14 @@ UNLIMITED_DEPTH = np.iinfo(np.int32).max
 
 class DirectTreeGradientBoostingRegressor(GradientBoostingRegressor):
     """`GradientBoostingRegressor` whose stages grow their trees with the builder directly."""
+
+    def fit(self, X, y, sample_weight=None, monitor=None):
+        """scikit-learn's fit with its parameters checked once, as its fit checks them, and not
+        again by the estimators it fits inside (the initial estimate, the trees of stages left
+        to scikit-learn's `_fit_stage`): those checks compute nothing the fit uses."""
+        self._validate_params()
+        with config_context(skip_parameter_validation=True):
+            return super().fit(X, y, sample_weight=sample_weight, monitor=monitor)
 
     def _grows_directly(self, X, sample_weight) -> bool:
         """Whether this stage is one `_fit_stage` below reproduces step for step."""
@@ -141,13 +150,3 @@ def grow_best_split_tree(tree, X, targets, sample_weight, random_state, min_weig
     )
     builder.build(tree.tree_, X, targets, sample_weight, None)
     return tree
-
-
-def fit_gradient_boosting(regressor, features: np.ndarray, latency: np.ndarray):
-    """`regressor.fit(features, latency)` for a scikit-learn GradientBoostingRegressor: its
-    parameters checked once, as its fit checks them, then its trees fitted without checking
-    each tree's parameters again (the same, 100 times per fit): the checks compute nothing
-    the fit uses."""
-    regressor._validate_params()
-    with config_context(skip_parameter_validation=True):
-        return regressor.fit(features, latency)

@@ -283,13 +283,7 @@ class NURD(Method):
             or (n_finished > self.fitted_on and grown)
         ):
             self.regressor = self._new_regressor()
-            features, latency = checkpoint.finished_features, checkpoint.finished_latency
-            if self.regressor_kind == "sklearn-gbr":
-                from stragglers.methods._gradient_boosting import fit_gradient_boosting
-
-                fit_gradient_boosting(self.regressor, features, latency)
-            else:
-                self.regressor.fit(features, latency)
+            self.regressor.fit(checkpoint.finished_features, checkpoint.finished_latency)
             self.fitted_on = n_finished
 
     def _scaled(self, checkpoint: Checkpoint, finished: np.ndarray, running: np.ndarray):
