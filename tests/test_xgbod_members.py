@@ -10,11 +10,13 @@ import numpy as np
 import pytest
 
 from stragglers.methods._xgbod_members import (
+    LeanHBOS,
     LeanKNN,
     LeanLOF,
     LeanOCSVM,
     LeanXGBOD,
     SharedNeighbours,
+    isclose_to_one,
     lean_members,
 )
 
@@ -212,6 +214,43 @@ def test_lean_ocsvm_falls_back_to_pyod():
         assert lean.model_ is None
 
 
+@pytest.mark.parametrize(("shape", "kind"), CASES)
+def test_lean_hbos_equals_pyods(shape, kind):
+    """Every bin count of PyOD's list: the same histograms, training scores and scores of
+    new rows (inside and outside the histograms' range)."""
+    from pyod.models.hbos import HBOS
+
+    n, d = shape
+    rng = np.random.default_rng(n * 11 + d + len(kind))
+    X = _rows(rng, n, d, kind)
+    batches = (_rows(rng, 6, d, kind), X, 3 * rng.normal(size=(5, d)))
+    for n_bins in (5, 10, 15, 20, 25, 30, 50):
+        theirs, ours = HBOS(n_bins=n_bins).fit(X), LeanHBOS(n_bins=n_bins).fit(X)
+        assert _same(ours.hist_, theirs.hist_) and _same(ours.bin_edges_, theirs.bin_edges_)
+        assert _same(ours.decision_scores_, theirs.decision_scores_)
+        assert ours.threshold_ == theirs.threshold_
+        for batch in batches:
+            assert _same(ours.decision_function(batch), theirs.decision_function(batch))
+        assert _same(ours.decision_function(X.tolist()), theirs.decision_function(X))
+
+
+def test_lean_hbos_falls_back_and_checks_areas_as_pyod():
+    from pyod.models.hbos import HBOS
+
+    X = np.random.default_rng(4).normal(size=(30, 3))
+    for settings in ({"n_bins": "auto"}, {"n_bins": 2}):
+        try:
+            expected = HBOS(**settings).fit(X).decision_scores_
+        except Exception as error:
+            with pytest.raises(type(error)):
+                LeanHBOS(**settings).fit(X)
+            continue
+        assert _same(LeanHBOS(**settings).fit(X).decision_scores_, expected)
+    for total in (1.0, 0.9, 1.1, 0.89999, 1.1000001, 1.10001, 0.0, -1.0, np.inf, -np.inf, np.nan):
+        for atol in (0.1, 0.0):
+            assert isclose_to_one(float(total), atol) == bool(np.isclose(1, total, atol=atol))
+
+
 def test_lean_members_replace_pyods_detectors_and_share_by_size():
     from pyod.models.hbos import HBOS
     from pyod.models.knn import KNN
@@ -229,7 +268,7 @@ def test_lean_members_replace_pyods_detectors_and_share_by_size():
         ]
     )
     assert [type(m) for m in members[:5]] == [LeanKNN, LeanLOF, LeanKNN, LeanLOF, LeanOCSVM]
-    assert type(members[5]) is HBOS
+    assert type(members[5]) is LeanHBOS
     assert members[0].neighbours is members[1].neighbours
     assert members[2].neighbours is not members[3].neighbours  # another leaf size
     assert members[2].leaf_size == 10 and members[4].nu == 0.3

@@ -19,6 +19,8 @@ with ties a query for more neighbours may list different tied neighbours.
 
 `LeanOCSVM` is PyOD's OCSVM with an RBF kernel calling libsvm as OneClassSVM does
 (stragglers/methods/_platt_svm.py), with the same seed drawn from numpy's global random state.
+`LeanHBOS` is PyOD's HBOS computing the same histograms and compiled scores without the
+array checks around them (rows that are already a finite float64 array).
 
 Each falls back to PyOD's own code for what it does not cover (rows that are not a finite
 float64 array at fit, other settings). tests/test_xgbod_members.py checks them against PyOD
@@ -27,43 +29,31 @@ value for value.
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
 import numpy as np
+import pyod.models.hbos as pyod_hbos
+from pyod.models.hbos import HBOS as PyodHBOS
 from pyod.models.knn import KNN as PyodKNN
 from pyod.models.lof import LOF as PyodLOF
 from pyod.models.ocsvm import OCSVM as PyodOCSVM
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_array
+from sklearn.utils.validation import check_is_fitted
 
-from stragglers.methods._grown_forests import GrownXGBOD
+from stragglers.methods._grown_forests import GrownXGBOD, plain_rows, rows_key
 from stragglers.methods._platt_svm import OneClassRbfSVM, fit_one_class_rbf
 
 # the detectors' constructor parameters (get_params reads each one's signature again)
 KNN_PARAMS = tuple(PyodKNN().get_params(deep=False))
 LOF_PARAMS = tuple(PyodLOF().get_params(deep=False))
 OCSVM_PARAMS = tuple(PyodOCSVM().get_params(deep=False))
+HBOS_PARAMS = tuple(PyodHBOS().get_params(deep=False))
 
 # the neighbour search settings PyOD's KNN and LOF both pass to scikit-learn
 SEARCH_SETTINGS = ("algorithm", "leaf_size", "metric", "p", "metric_params", "n_jobs")
-
-
-def plain_rows(X: Any) -> bool:
-    """Whether X is what check_array would return unchanged and accept: a finite, non-empty,
-    two-dimensional float64 numpy array."""
-    return (
-        type(X) is np.ndarray
-        and X.dtype == np.float64
-        and X.ndim == 2
-        and X.shape[0] > 0
-        and X.shape[1] > 0
-        and bool(np.isfinite(X).all())
-    )
-
-
-def rows_key(X: np.ndarray) -> tuple:
-    return X.shape, X.tobytes()
 
 
 def reachability_density(
@@ -78,14 +68,44 @@ def reachability_density(
     return 1.0 / (np.mean(reach_dist_array, axis=1) + 1e-10)
 
 
+def leave_self_out(
+    distances: np.ndarray, indices: np.ndarray, n_neighbors: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """KNeighborsMixin.kneighbors(X=None)'s last step: of each training row's n_neighbors + 1
+    nearest training rows, all but the row itself, or all but the first when the row is not
+    among them (more duplicates of it than neighbours)."""
+    n_queries = indices.shape[0]
+    sample_mask = indices != np.arange(n_queries)[:, None]
+    dup_gr_nbrs = np.all(sample_mask, axis=1)
+    sample_mask[:, 0][dup_gr_nbrs] = False
+    return (
+        np.reshape(distances[sample_mask], (n_queries, n_neighbors)),
+        np.reshape(indices[sample_mask], (n_queries, n_neighbors)),
+    )
+
+
 class NeighbourFit:
     """A neighbour search fitted on one set of rows, its neighbours of those rows (each row
-    left out of its own), and the last batch it was asked about."""
+    left out of its own), and the last batch it was asked about.
+
+    A search scikit-learn runs on a KD or ball tree is asked through the tree directly, as
+    `kneighbors` asks it (one slice of rows with one job), without `kneighbors`'s validation
+    and joblib dispatch around it; a brute-force search (many features, or neighbourhoods of
+    half the rows or more) through `kneighbors`."""
 
     def __init__(self, search: NearestNeighbors, n_neighbors: int) -> None:
         self.search = search
         self.n_neighbors = n_neighbors
-        self.distances, self.indices = search.kneighbors(n_neighbors=n_neighbors)
+        self._tree = search._tree if search._fit_method in ("kd_tree", "ball_tree") else None
+        if (
+            self._tree is None
+            or search.n_jobs not in (None, 1)
+            or n_neighbors >= len(search._fit_X)
+        ):
+            self.distances, self.indices = search.kneighbors(n_neighbors=n_neighbors)
+        else:
+            distances, indices = self._tree.query(search._fit_X, n_neighbors + 1, True)
+            self.distances, self.indices = leave_self_out(distances, indices, n_neighbors)
         self._density: np.ndarray | None = None
         self._query_key: tuple | None = None
         self._query: tuple[np.ndarray, np.ndarray] | None = None
@@ -103,7 +123,16 @@ class NeighbourFit:
         """`kneighbors(X, n_neighbors)` of the search, asked once per batch (plain rows)."""
         key = rows_key(X)
         if key != self._query_key:
-            self._query = self.search.kneighbors(X, n_neighbors=self.n_neighbors)
+            search = self.search
+            if (
+                self._tree is None
+                or search.n_jobs not in (None, 1)
+                or X.shape[1] != search.n_features_in_
+                or self.n_neighbors > len(search._fit_X)
+            ):
+                self._query = search.kneighbors(X, n_neighbors=self.n_neighbors)
+            else:
+                self._query = self._tree.query(X, self.n_neighbors, True)
             self._query_key = key
         return self._query
 
@@ -261,8 +290,51 @@ class LeanOCSVM(PyodOCSVM):
         return self.model_.decision_function(X).ravel() * -1  # invert_order
 
 
+def isclose_to_one(total: float, atol: float) -> bool:
+    """`np.isclose(1, total, atol=atol)` for a float `total` (its default relative tolerance,
+    1e-05): the same double comparisons without building arrays."""
+    return (abs(1.0 - total) <= atol + 1e-05 * abs(total) and math.isfinite(total)) or total == 1
+
+
+class LeanHBOS(PyodHBOS):
+    """PyOD's HBOS with a number of bins: rows that are a finite float64 array used as
+    given (no check_array), the scores' order inverted and the histograms' areas checked
+    without scikit-learn's and numpy's per-call array checks; the same histograms and
+    compiled scores."""
+
+    def fit(self, X, y=None):
+        if type(self.n_bins) is not int or self.n_bins <= 2 or not plain_rows(X):
+            return super().fit(X, y)
+        self._set_n_classes(y)
+        n_features = X.shape[1]
+        self.hist_ = np.zeros([self.n_bins, n_features])
+        self.bin_edges_ = np.zeros([self.n_bins + 1, n_features])
+        for i in range(n_features):
+            self.hist_[:, i], self.bin_edges_[:, i] = np.histogram(
+                X[:, i], bins=self.n_bins, density=True
+            )
+            # PyOD's check that the histogram's area is 1 (an AssertionError as PyOD's)
+            area = float(np.sum(self.hist_[:, i] * np.diff(self.bin_edges_[:, i])))
+            assert isclose_to_one(area, atol=0.1)
+        outlier_scores = pyod_hbos._calculate_outlier_scores(
+            X, self.bin_edges_, self.hist_, self.n_bins, self.alpha, self.tol
+        )
+        self.decision_scores_ = np.sum(outlier_scores, axis=1) * -1  # invert_order
+        self._process_decision_scores()
+        return self
+
+    def decision_function(self, X):
+        if type(self.n_bins) is not int or self.n_bins <= 2 or not plain_rows(X):
+            return super().decision_function(X)
+        check_is_fitted(self, ["hist_", "bin_edges_"])
+        outlier_scores = pyod_hbos._calculate_outlier_scores(
+            X, self.bin_edges_, self.hist_, self.n_bins, self.alpha, self.tol
+        )
+        return np.sum(outlier_scores, axis=1) * -1  # invert_order
+
+
 def lean_members(estimators: list[Any]) -> list[Any]:
-    """`estimators` (a detector list) with every PyOD KNN, LOF and OCSVM replaced by its lean
+    """`estimators` (a detector list) with every PyOD KNN, LOF, HBOS and OCSVM replaced by its lean
     equivalent of the same parameters; KNN and LOF of the same neighbourhood size and search
     settings share one SharedNeighbours."""
     shared: dict[tuple, SharedNeighbours] = {}
@@ -284,6 +356,8 @@ def lean_members(estimators: list[Any]) -> list[Any]:
             lean = LeanLOF(**{name: getattr(estimator, name) for name in LOF_PARAMS})
             lean.neighbours = neighbours(estimator)
             estimator = lean
+        elif type(estimator) is PyodHBOS:
+            estimator = LeanHBOS(**{name: getattr(estimator, name) for name in HBOS_PARAMS})
         elif type(estimator) is PyodOCSVM:
             estimator = LeanOCSVM(**{name: getattr(estimator, name) for name in OCSVM_PARAMS})
         out.append(estimator)
