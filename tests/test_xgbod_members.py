@@ -202,7 +202,16 @@ def test_lean_ocsvm_falls_back_to_pyod():
     from pyod.models.ocsvm import OCSVM
 
     X = np.random.default_rng(2).normal(size=(20, 3))
-    for settings in ({"kernel": "linear"}, {"nu": 1.5}, {"gamma": -1.0}):
+    for settings in (
+        {"kernel": "linear"},
+        {"nu": 1.5},
+        {"gamma": -1.0},
+        {"tol": -1e-3},
+        {"cache_size": 0},
+        {"max_iter": -2},
+        {"degree": -1},
+        {"shrinking": 1},
+    ):
         lean = LeanOCSVM(**settings)
         try:
             expected = OCSVM(**settings).fit(X).decision_scores_

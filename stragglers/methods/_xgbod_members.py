@@ -10,9 +10,10 @@ calls, the largest part of XGBOD's fit and scoring.
 
 `LeanKNN` and `LeanLOF` are PyOD's KNN ("largest") and LOF whose neighbour search is shared
 through a `SharedNeighbours` per neighbourhood size and settings: fitted once per set of rows
-and asked once per batch of rows, the very same scikit-learn calls (`NearestNeighbors.fit` and
-`kneighbors`) that each of them would make on its own, with the same arguments, so their
-distances and neighbours are the same arrays. LOF's densities and ratios are then computed
+and asked once per batch of rows, the scikit-learn calls each of them would make on its own
+with the same arguments (`NearestNeighbors.fit`, then the KD or ball tree's `query` as
+`kneighbors` makes it, or `kneighbors` itself for a brute-force search), so their distances
+and neighbours are the same arrays. LOF's densities and ratios are then computed
 with scikit-learn's operations (`LocalOutlierFactor.fit` and `score_samples`). Only the
 neighbourhood size and search settings are shared, never one size's query for another's:
 with ties a query for more neighbours may list different tied neighbours.
@@ -235,6 +236,28 @@ class LeanLOF(PyodLOF):
 class LeanOCSVM(PyodOCSVM):
     """PyOD's OCSVM with an RBF kernel, libsvm called as OneClassSVM calls it."""
 
+    def _settings_valid(self) -> bool:
+        """Whether OneClassSVM's parameter validation accepts the settings (else PyOD's own
+        fit raises its error)."""
+        return (
+            isinstance(self.nu, numbers.Real)
+            and 0 < self.nu <= 1
+            and (
+                self.gamma in ("scale", "auto")
+                or (isinstance(self.gamma, numbers.Real) and self.gamma >= 0)
+            )
+            and isinstance(self.tol, numbers.Real)
+            and self.tol > 0
+            and isinstance(self.cache_size, numbers.Real)
+            and self.cache_size > 0
+            and isinstance(self.max_iter, numbers.Integral)
+            and self.max_iter >= -1
+            and isinstance(self.degree, numbers.Integral)
+            and self.degree >= 0
+            and isinstance(self.coef0, numbers.Real)
+            and isinstance(self.shrinking, bool | np.bool_)
+        )
+
     def fit(self, X, y=None, sample_weight=None, **params):
         self.model_: OneClassRbfSVM | None = None
         if (
@@ -243,11 +266,7 @@ class LeanOCSVM(PyodOCSVM):
             or sample_weight is not None
             or params
             or not plain_rows(X)
-            or not 0 < self.nu <= 1
-            or not (
-                self.gamma in ("scale", "auto")
-                or (isinstance(self.gamma, numbers.Real) and self.gamma >= 0)
-            )
+            or not self._settings_valid()
         ):
             return super().fit(X, y, sample_weight=sample_weight, **params)
         self._set_n_classes(y)
