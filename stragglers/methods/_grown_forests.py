@@ -5,12 +5,18 @@ PyOD's default XGBOD detector list (the `xgbod: script` rule) fits seven isolati
 trees at every fit, the most expensive part of the paper protocol's XGBOD. scikit-learn's
 `warm_start` adds trees to a fitted forest and draws the new trees' seeds after skipping the
 seeds of the trees it has, so a forest grown from 10 to N trees holds the same trees as one
-fitted with N trees from the start (scikit-learn's own warm-start equivalence). `ForestGrower`
-grows one forest through the sizes the detectors ask for, in the order they are fitted, and
-hands each detector a copy at its size: 200 trees built instead of 600, the same forests
-(built and scored tree by tree in a plain loop, stragglers/methods/_isolation_scores.py).
-Each copy is then finished as IsolationForest.fit finishes (its per-tree path lengths and
-offset, from its own trees), so its scores are computed exactly as a fresh forest's.
+fitted with N trees from the start, and the forest of n trees is the first n trees of the
+forest of N (scikit-learn's own warm-start equivalence). `ForestGrower` fits one forest of the
+most trees the detectors ask for (grown further if one asks for more) and hands each detector
+a copy of its first n trees: 200 trees built instead of 600, the same forests (built and
+scored tree by tree in a plain loop, stragglers/methods/_isolation_scores.py). Each copy is
+finished as IsolationForest.fit finishes (its per-tree path lengths and offset, from its own
+trees), so its scores are computed exactly as a fresh forest's.
+
+A forest adds its trees' depths up in tree order, so the depths of its first n trees are those
+of the forest of n trees: `NestedForest` scores a batch of rows for every size in one pass over
+the trees (the training rows at fit, each batch the detectors score after), instead of one
+pass per forest.
 """
 
 from __future__ import annotations
@@ -22,9 +28,9 @@ from typing import Any
 import numpy as np
 from pyod.models.iforest import IForest as PyodIForest
 from pyod.models.xgbod import XGBOD as PyodXGBOD
-from pyod.utils.utility import invert_order
 from sklearn.ensemble import IsolationForest
 from sklearn.utils import check_array
+from sklearn.utils.validation import _check_n_features, check_is_fitted
 
 from stragglers.methods._isolation_scores import (
     FOREST_PARAMS,
@@ -36,54 +42,127 @@ from stragglers.methods._isolation_scores import (
 IFOREST_PARAMS = tuple(PyodIForest().get_params(deep=False))
 
 
-class ForestGrower:
-    """One isolation forest grown through the sizes asked for, on one set of rows."""
+def plain_rows(X: Any) -> bool:
+    """Whether X is what check_array would return unchanged and accept: a finite, non-empty,
+    two-dimensional float64 numpy array."""
+    return (
+        type(X) is np.ndarray
+        and X.dtype == np.float64
+        and X.ndim == 2
+        and X.shape[0] > 0
+        and X.shape[1] > 0
+        and bool(np.isfinite(X).all())
+    )
 
-    def __init__(self) -> None:
-        self._forest: IsolationForest | None = None
+
+def rows_key(X: np.ndarray) -> tuple:
+    """The rows' identity by value: their shape, type and bytes."""
+    return X.shape, X.dtype.str, X.tobytes()
+
+
+class NestedForest:
+    """A fitted forest, the sizes of the forests made of its first trees that detectors use,
+    and the scores of the last batch of rows for those sizes."""
+
+    def __init__(self, forest: SequentialIsolationForest, sizes: tuple[int, ...]) -> None:
+        self.forest = forest
+        self.sizes = sizes
+        self._key: tuple | None = None
+        self._scores: dict[int, np.ndarray] = {}
+
+    def score_samples(self, rows: np.ndarray, n: int) -> np.ndarray:
+        """`_score_samples(rows)` of the forest of the first n trees, for dense rows the
+        forest has validated (float32, its feature count)."""
+        key = rows_key(rows)
+        if key != self._key:
+            self._key, self._scores = key, {}
+        if n not in self._scores:
+            trees = len(self.forest.estimators_)
+            sizes = sorted({m for m in self.sizes if m <= trees} - set(self._scores) | {n})
+            subsample_features = self.forest._max_features != rows.shape[1]
+            # IsolationForest._score_samples: the opposite of the chunked scores (each
+            # row's score is its own: chunks change nothing)
+            depths = self.forest.prefix_score_samples(rows, subsample_features, sizes)
+            self._scores.update((m, -scores) for m, scores in zip(sizes, depths))
+        return self._scores[n]
+
+
+class ForestGrower:
+    """One isolation forest grown through the sizes asked for, on one set of rows; `sizes`:
+    the sizes the detectors will ask for, fitted at the first request."""
+
+    def __init__(self, sizes: tuple[int, ...] = ()) -> None:
+        self.sizes = tuple(sorted(set(sizes)))
+        self._nested: NestedForest | None = None
+        self._settings: dict[str, Any] | None = None
         self._rows: np.ndarray | None = None
 
-    def _settings(self, detector: PyodIForest) -> dict[str, Any]:
+    def _detector_settings(self, detector: PyodIForest) -> dict[str, Any]:
         return {name: getattr(detector, name) for name in FOREST_PARAMS}
 
-    def forest(self, X: np.ndarray, detector: PyodIForest) -> tuple[IsolationForest, np.ndarray]:
-        """A fitted copy of the forest `detector` (a PyOD IForest) would fit on X, and its
-        decision_function of X: grown from the current forest when it was fitted on the same
-        rows with the same settings and fewer trees, else started afresh."""
-        settings = self._settings(detector)
-        current = self._forest
+    def forest(
+        self, X: np.ndarray, detector: PyodIForest
+    ) -> tuple[IsolationForest, np.ndarray, NestedForest]:
+        """A fitted copy of the forest `detector` (a PyOD IForest) would fit on dense,
+        validated X, its decision_function of X, and the nested forest it is the start of:
+        grown from the current forest when it was fitted on the same rows with the same
+        settings, else started afresh."""
+        settings = self._detector_settings(detector)
+        n = detector.n_estimators
+        nested = self._nested
         if (
-            current is None
-            or current.n_estimators > detector.n_estimators
+            nested is None
             or self._rows is None
             or self._rows.shape != X.shape
             or not np.array_equal(self._rows, X)
-            or {name: getattr(current, name) for name in settings} != settings
+            or settings != self._settings
         ):
+            # the offset needs each size's training scores: none for the whole forest
             current = SequentialIsolationForest(
-                n_estimators=detector.n_estimators, warm_start=True, **settings
+                n_estimators=max((n, *self.sizes)),
+                warm_start=True,
+                **{**settings, "contamination": "auto"},
             )
-            self._forest, self._rows = current, X.copy()
-        else:
-            current.set_params(n_estimators=detector.n_estimators)
-        decisions = current.fit_decision_function(X)
-        return self._copy(current), decisions
+            current.fit(X)
+            self._settings, self._rows = settings, X.copy()
+            nested = self._nested = NestedForest(current, self.sizes)
+        elif len(nested.forest.estimators_) < n:
+            nested.forest.set_params(n_estimators=n)
+            nested.forest.fit(X)  # a warm start: the trees it has, and more
+            nested = self._nested = NestedForest(nested.forest, self.sizes)
+        # IsolationForest.fit's validation of the rows (dense: their float32 conversion)
+        rows = check_array(X, accept_sparse=["csc"], dtype=np.float32, ensure_all_finite=False)
+        training_scores = nested.score_samples(rows, n)
+        grown = self._first_trees(nested.forest, n, settings["contamination"], training_scores)
+        return grown, training_scores - grown.offset_, nested
 
     @staticmethod
-    def _copy(forest: IsolationForest) -> IsolationForest:
-        """The forest as it is now, apart from the lists the next warm start extends."""
+    def _first_trees(
+        forest: SequentialIsolationForest, n: int, contamination, training_scores: np.ndarray
+    ) -> IsolationForest:
+        """The forest of the first n trees of `forest`, finished as IsolationForest.fit
+        finishes a forest of n trees (its offset from its training scores)."""
         grown = copy.copy(forest)
-        grown.estimators_ = list(forest.estimators_)
-        grown.estimators_features_ = list(forest.estimators_features_)
+        grown.n_estimators = n
+        grown.contamination = contamination
+        grown.estimators_ = forest.estimators_[:n]
+        grown.estimators_features_ = forest.estimators_features_[:n]
+        grown._average_path_length_per_tree = forest._average_path_length_per_tree[:n]
+        grown._decision_path_lengths = forest._decision_path_lengths[:n]
+        grown._node_path_lengths = forest._node_path_lengths[:n]
         grown.warm_start = False
+        if contamination == "auto":
+            grown.offset_ = -0.5
+        else:
+            grown.offset_ = np.percentile(training_scores, 100.0 * contamination)
         return grown
 
 
 class GrownIForest(FastIForest):
     """PyOD's IForest whose forest comes from a shared `ForestGrower` (`grower`): the same
     forest, decision scores and threshold as PyOD's own fit, when its random state is a
-    seed (a RandomState object would advance between the forests: fitted afresh, as a
-    FastIForest)."""
+    seed and its rows a finite float64 array (else fitted afresh, as a FastIForest: a
+    RandomState object would advance between the forests)."""
 
     def __init__(
         self,
@@ -110,22 +189,38 @@ class GrownIForest(FastIForest):
             verbose=verbose,
         )
         self.grower = grower
+        self.nested_: NestedForest | None = None
 
     def fit(self, X, y=None):
-        if self.grower is None or not isinstance(self.random_state, numbers.Integral):
+        self.nested_ = None
+        if (
+            self.grower is None
+            or not isinstance(self.random_state, numbers.Integral)
+            or not plain_rows(X)
+        ):
             return super().fit(X, y)
-        X = check_array(X)
         self._set_n_classes(y)
-        self.detector_, decisions = self.grower.forest(X, self)
-        self.decision_scores_ = invert_order(decisions)
+        self.detector_, decisions, self.nested_ = self.grower.forest(X, self)
+        self.decision_scores_ = decisions * -1  # invert_order
         self._process_decision_scores()
         return self
+
+    def decision_function(self, X):
+        """FastIForest.decision_function; rows that are a finite float64 array scored with
+        the other sizes of the nested forest in one pass."""
+        if self.nested_ is None or not plain_rows(X):
+            return super().decision_function(X)
+        check_is_fitted(self, ["decision_scores_", "threshold_", "labels_"])
+        rows = np.asarray(X, dtype=np.float32)
+        _check_n_features(self.detector_, rows, reset=False)
+        scores = self.nested_.score_samples(rows, self.n_estimators)
+        return (scores - self.detector_.offset_) * -1
 
 
 def grow_forests(estimators: list[Any]) -> list[Any]:
     """`estimators` (a detector list) with every PyOD IForest replaced by a GrownIForest of
     the same parameters, all sharing one ForestGrower."""
-    grower = ForestGrower()
+    grower = ForestGrower(tuple(e.n_estimators for e in estimators if type(e) is PyodIForest))
     out = []
     for estimator in estimators:
         if type(estimator) is PyodIForest:

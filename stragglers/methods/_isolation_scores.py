@@ -325,12 +325,25 @@ class SequentialIsolationForest(IsolationForest):
         return tree, features
 
     def _compute_score_samples(self, X, subsample_features):
+        (scores,) = self.prefix_score_samples(X, subsample_features, (len(self.estimators_),))
+        return scores
+
+    def prefix_score_samples(self, X, subsample_features, sizes) -> list[np.ndarray]:
+        """`_compute_score_samples(X, subsample_features)` of the forests made of the first n
+        trees, for each n of `sizes` (increasing, at most the forest's trees), in one pass:
+        a forest's depths are added up tree by tree in order, so those of its first n trees
+        are the depths of the forest of n trees after its last tree."""
         depths = np.zeros(X.shape[0], order="f")
         # _average_path_length([self._max_samples]): its list becomes this array
         average_path_length_max_samples = average_path_lengths(np.asarray([self._max_samples]))
+        scores = []
+        wanted = iter(sizes)
+        size = next(wanted, None)
         for tree_idx, (tree, features) in enumerate(
             zip(self.estimators_, self.estimators_features_)
         ):
+            if size is None:
+                break
             rows = X[:, features] if subsample_features else X
             # the tree's own apply: the forest validated the rows (float32, its features),
             # so the estimator's checks around it (fitted, feature count) have nothing to add
@@ -338,11 +351,20 @@ class SequentialIsolationForest(IsolationForest):
             # scikit-learn's decision path length + average path length - 1.0 of each
             # leaf, added up per node at fit: the same operations on the same numbers
             depths += self._node_path_lengths[tree_idx][leaves]
-        denominator = len(self.estimators_) * average_path_length_max_samples
-        # a single training sample: denominator and depth are 0, the score 1 (as scikit-learn)
-        return 2 ** (
-            -np.divide(depths, denominator, out=np.ones_like(depths), where=denominator != 0)
-        )
+            while size == tree_idx + 1:
+                denominator = size * average_path_length_max_samples
+                # a single training sample: denominator and depth are 0, the score 1 (as
+                # scikit-learn)
+                scores.append(
+                    2
+                    ** (
+                        -np.divide(
+                            depths, denominator, out=np.ones_like(depths), where=denominator != 0
+                        )
+                    )
+                )
+                size = next(wanted, None)
+        return scores
 
 
 class FastIForest(pyod_iforest.IForest):

@@ -54,26 +54,140 @@ class RbfSVC:
 
     def decision_function(self, X: np.ndarray) -> np.ndarray:
         """SVC.decision_function for two classes (X float64, finite)."""
-        from sklearn.svm import _libsvm
-
         settings = _svc_settings()
-        decision = _libsvm.decision_function(
-            np.ascontiguousarray(X, dtype=np.float64),
-            self.support,
-            self.support_vectors,
-            self.n_support,
-            self.dual_coef,
-            self.intercept,
-            self.prob_a,
-            self.prob_b,
+        decision = libsvm_decision(
+            X,
+            self,
             svm_type=0,  # c_svc
-            kernel="rbf",
             degree=settings["degree"],
             cache_size=settings["cache_size"],
             coef0=settings["coef0"],
-            gamma=self.gamma,
         )
         return -decision.ravel()  # SVC's binary sign flip
+
+
+def libsvm_decision(
+    X: np.ndarray, model: RbfSVC | OneClassRbfSVM, svm_type: int, degree, cache_size, coef0
+) -> np.ndarray:
+    """libsvm's decision values of an RBF model, as BaseLibSVM._dense_decision_function
+    computes them (X float64, finite; C order made here)."""
+    from sklearn.svm import _libsvm
+
+    return _libsvm.decision_function(
+        np.ascontiguousarray(X, dtype=np.float64),
+        model.support,
+        model.support_vectors,
+        model.n_support,
+        model.dual_coef,
+        model.intercept,
+        model.prob_a,
+        model.prob_b,
+        svm_type=svm_type,
+        kernel="rbf",
+        degree=degree,
+        cache_size=cache_size,
+        coef0=coef0,
+        gamma=model.gamma,
+    )
+
+
+def libsvm_rbf_fit(X: np.ndarray, y: np.ndarray, svm_type: int, **settings) -> tuple:
+    """libsvm's fit of an RBF model as BaseLibSVM.fit and _dense_fit call it (X finite
+    float64 in C order, y float64), its seed drawn from numpy's global random state as
+    with random_state=None, and the finiteness check BaseLibSVM.fit makes after it.
+    `settings`: libsvm's other arguments (C, nu, gamma, tol, ...)."""
+    from sklearn.svm import _libsvm
+
+    seed = np.random.mtrand._rand.randint(np.iinfo("i").max)
+    _libsvm.set_verbosity_wrap(0)  # libsvm's global switch; verbose=False sets it so
+    fitted = _libsvm.fit(
+        X,
+        y,
+        svm_type=svm_type,
+        sample_weight=np.asarray([], dtype=np.float64),
+        kernel="rbf",
+        probability=False,
+        random_seed=seed,
+        **settings,
+    )
+    support, vectors, n_support, dual_coef, intercept, prob_a, prob_b, _status, _ = fitted
+    if not (np.isfinite(intercept).all() and np.isfinite(dual_coef).all()):
+        raise ValueError("The dual coefficients or intercepts are not finite.")
+    return support, vectors, n_support, dual_coef, intercept, prob_a, prob_b
+
+
+@dataclass(frozen=True)
+class OneClassRbfSVM:
+    """A fitted one-class SVM with RBF kernel: libsvm's model as OneClassSVM keeps it."""
+
+    support: np.ndarray
+    support_vectors: np.ndarray
+    n_support: np.ndarray
+    dual_coef: np.ndarray
+    intercept: np.ndarray
+    prob_a: np.ndarray
+    prob_b: np.ndarray
+    gamma: float
+    degree: int
+    cache_size: float
+    coef0: float
+
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
+        """OneClassSVM.decision_function (X float64, finite)."""
+        return libsvm_decision(
+            X,
+            self,
+            svm_type=2,  # one_class
+            degree=self.degree,
+            cache_size=self.cache_size,
+            coef0=self.coef0,
+        ).ravel()
+
+
+def rbf_gamma(X: np.ndarray, gamma: str | float) -> float:
+    """BaseLibSVM.fit's kernel coefficient for dense X: "scale", "auto" or a number."""
+    if gamma == "scale":
+        variance = X.var()
+        return 1.0 / (X.shape[1] * variance) if variance != 0 else 1.0
+    if gamma == "auto":
+        return 1.0 / X.shape[1]
+    return gamma
+
+
+def fit_one_class_rbf(
+    X: np.ndarray,
+    nu: float,
+    gamma: str | float,
+    tol: float,
+    shrinking: bool,
+    cache_size: float,
+    max_iter: int,
+    degree: int,
+    coef0: float,
+) -> OneClassRbfSVM:
+    """OneClassSVM(kernel="rbf", ...).fit(X) for X finite float64 in C order: the same libsvm
+    call (C and epsilon 0, no class weights, every row's target 1) and the same draw of
+    libsvm's seed from numpy's global random state."""
+    gamma_value = rbf_gamma(X, gamma)
+    fitted = libsvm_rbf_fit(
+        X,
+        np.ones(X.shape[0], dtype=np.float64),
+        svm_type=2,  # one_class
+        class_weight=np.empty(0),
+        C=0.0,
+        nu=nu,
+        degree=degree,
+        shrinking=shrinking,
+        tol=tol,
+        cache_size=cache_size,
+        coef0=coef0,
+        gamma=gamma_value,
+        epsilon=0.0,
+        max_iter=max_iter,
+    )
+    return OneClassRbfSVM(
+        *fitted, gamma=gamma_value, degree=degree, cache_size=cache_size, coef0=coef0
+    )
 
 
 def fit_rbf_svc(X: np.ndarray, y: np.ndarray, C: float, gamma: str | float = "scale") -> RbfSVC:
@@ -81,34 +195,21 @@ def fit_rbf_svc(X: np.ndarray, y: np.ndarray, C: float, gamma: str | float = "sc
 
     Draws libsvm's seed from numpy's global random state, as SVC does with random_state=None,
     so every later draw from it is unchanged."""
-    from sklearn.svm import _libsvm
-
     X = np.ascontiguousarray(X, dtype=np.float64)
     if X.ndim != 2 or not np.isfinite(X).all():
         raise ValueError("fit_rbf_svc needs a finite two-dimensional X")
     classes, encoded = np.unique(np.asarray(y).reshape(-1), return_inverse=True)
     if len(classes) != 2:
         raise ValueError(f"fit_rbf_svc needs two classes, got {len(classes)}")
-    if gamma == "scale":
-        variance = X.var()
-        gamma_value = 1.0 / (X.shape[1] * variance) if variance != 0 else 1.0
-    elif gamma == "auto":
-        gamma_value = 1.0 / X.shape[1]
-    else:
-        gamma_value = gamma
-    seed = np.random.mtrand._rand.randint(np.iinfo("i").max)
+    gamma_value = rbf_gamma(X, gamma)
     settings = _svc_settings()
-    _libsvm.set_verbosity_wrap(0)  # libsvm's global switch; SVC(verbose=False) sets it so
-    support, vectors, n_support, dual_coef, intercept, prob_a, prob_b, status, _ = _libsvm.fit(
+    fitted = libsvm_rbf_fit(
         X,
         np.asarray(encoded, dtype=np.float64, order="C"),
         svm_type=0,  # c_svc
-        sample_weight=np.asarray([], dtype=np.float64),
         class_weight=np.ones(2, dtype=np.float64),  # class_weight=None
-        kernel="rbf",
         C=C,
         nu=settings["nu"],
-        probability=False,
         degree=settings["degree"],
         shrinking=settings["shrinking"],
         tol=settings["tol"],
@@ -117,11 +218,8 @@ def fit_rbf_svc(X: np.ndarray, y: np.ndarray, C: float, gamma: str | float = "sc
         gamma=gamma_value,
         epsilon=settings["epsilon"],
         max_iter=settings["max_iter"],
-        random_seed=seed,
     )
-    if not (np.isfinite(intercept).all() and np.isfinite(dual_coef).all()):
-        raise ValueError("The dual coefficients or intercepts are not finite.")
-    return RbfSVC(support, vectors, n_support, dual_coef, intercept, prob_a, prob_b, gamma_value)
+    return RbfSVC(*fitted, gamma_value)
 
 
 def stratified_test_folds(y: np.ndarray, n_splits: int, random_state) -> np.ndarray:

@@ -15,7 +15,9 @@ Under the replay rule `xgbod: script` (`replay.protocol: paper`) it runs as the 
 `code/run_od.py`: PyOD's default list whatever `tos_detectors` says, PyOD's default random
 state (0), labels latency > tau (strict), and a fit on a single class too. PyOD's list's seven
 isolation forests are grown from one another (stragglers/methods/_grown_forests.py): the
-same forests for a third of the trees built.
+same forests for a third of the trees built. In either list, KNN and LOF of one neighbourhood
+size share one neighbour search and the one-class SVMs call libsvm directly
+(stragglers/methods/_xgbod_members.py): the same scores.
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ class XGBOD(OutlierDetectionMethod):
     lazy_modules: ClassVar[tuple[str, ...]] = (
         "stragglers.methods._pyod_kernels",
         "stragglers.methods._grown_forests",
+        "stragglers.methods._xgbod_members",
+        "stragglers.methods._platt_svm",
         "stragglers.methods._isolation_scores",
     )
     protocol_rules: ClassVar[tuple[str, ...]] = ("xgbod",)
@@ -98,18 +102,17 @@ class XGBOD(OutlierDetectionMethod):
             )
 
     def make_detector(self, n_train: int, seed: int) -> PyodXGBOD:
-        from pyod.models.xgbod import XGBOD as PyodXGBOD
-
-        from stragglers.methods._grown_forests import GrownXGBOD
         from stragglers.methods._pyod_kernels import cache_pyod_compilation
+        from stragglers.methods._xgbod_members import LeanXGBOD
 
         cache_pyod_compilation()  # both lists include HBOS
         detectors, standardise = None, None  # PyOD's default list
         if self.params["tos_detectors"] == "compact" and self.rules.xgbod == "compact":
             detectors, standardise = compact_tos(n_train, seed)
-        # PyOD's default list: its isolation forests grown from one another (same forests)
-        xgbod = PyodXGBOD if detectors is not None else GrownXGBOD
-        return xgbod(
+        # PyOD's default list: its isolation forests grown from one another (same forests);
+        # either list: KNN and LOF of one size share their neighbour search, OCSVM calls
+        # libsvm directly (stragglers/methods/_xgbod_members.py)
+        return LeanXGBOD(
             estimator_list=detectors,
             standardization_flag_list=standardise,
             contamination=self.params["contamination"],

@@ -1,0 +1,393 @@
+"""XGBOD's unsupervised member detectors without PyOD's and scikit-learn's per-call overhead.
+
+XGBOD (Zhao & Hryniewicki, 2018, Section 3.1) scores its training rows and every batch it
+classifies with each of its detectors. PyOD's default list has KNN and LOF at the same eight
+neighbourhood sizes, fitted on the same standardised rows: each pair fits the same
+scikit-learn neighbour search and asks it the same query, once for KNN's distances and once
+for LOF's reachability densities. Profiles of the `paper` replay found those queries, and the
+input and parameter validation around them and around the eleven one-class SVMs' libsvm
+calls, the largest part of XGBOD's fit and scoring.
+
+`LeanKNN` and `LeanLOF` are PyOD's KNN ("largest") and LOF whose neighbour search is shared
+through a `SharedNeighbours` per neighbourhood size and settings: fitted once per set of rows
+and asked once per batch of rows, the scikit-learn calls each of them would make on its own
+with the same arguments (`NearestNeighbors.fit`, then the KD or ball tree's `query` as
+`kneighbors` makes it, or `kneighbors` itself for a brute-force search), so their distances
+and neighbours are the same arrays. LOF's densities and ratios are then computed
+with scikit-learn's operations (`LocalOutlierFactor.fit` and `score_samples`). Only the
+neighbourhood size and search settings are shared, never one size's query for another's:
+with ties a query for more neighbours may list different tied neighbours.
+
+`LeanOCSVM` is PyOD's OCSVM with an RBF kernel calling libsvm as OneClassSVM does
+(stragglers/methods/_platt_svm.py), with the same seed drawn from numpy's global random state.
+`LeanHBOS` is PyOD's HBOS computing the same histograms and compiled scores without the
+array checks around them (rows that are already a finite float64 array).
+
+Each falls back to PyOD's own code for what it does not cover (rows that are not a finite
+float64 array at fit, other settings). tests/test_xgbod_members.py checks them against PyOD
+value for value.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+import pyod.models.hbos as pyod_hbos
+from pyod.models.hbos import HBOS as PyodHBOS
+from pyod.models.knn import KNN as PyodKNN
+from pyod.models.lof import LOF as PyodLOF
+from pyod.models.ocsvm import OCSVM as PyodOCSVM
+from sklearn.neighbors import NearestNeighbors
+from sklearn.utils import check_array
+from sklearn.utils.validation import check_is_fitted
+
+from stragglers.methods._grown_forests import GrownXGBOD, plain_rows, rows_key
+from stragglers.methods._platt_svm import OneClassRbfSVM, fit_one_class_rbf
+
+# the detectors' constructor parameters (get_params reads each one's signature again)
+KNN_PARAMS = tuple(PyodKNN().get_params(deep=False))
+LOF_PARAMS = tuple(PyodLOF().get_params(deep=False))
+OCSVM_PARAMS = tuple(PyodOCSVM().get_params(deep=False))
+HBOS_PARAMS = tuple(PyodHBOS().get_params(deep=False))
+
+# the neighbour search settings PyOD's KNN and LOF both pass to scikit-learn
+SEARCH_SETTINGS = ("algorithm", "leaf_size", "metric", "p", "metric_params", "n_jobs")
+
+
+def reachability_density(
+    distances: np.ndarray, indices: np.ndarray, fit_distances: np.ndarray, n_neighbors: int
+) -> np.ndarray:
+    """LocalOutlierFactor._local_reachability_density: of rows whose neighbours among the
+    training rows are `indices` at `distances`, the training rows' own neighbour distances
+    being `fit_distances`."""
+    dist_k = fit_distances[indices, n_neighbors - 1]
+    reach_dist_array = np.maximum(distances, dist_k)
+    # 1e-10 as scikit-learn: no division by zero when duplicates outnumber the neighbours
+    return 1.0 / (np.mean(reach_dist_array, axis=1) + 1e-10)
+
+
+def leave_self_out(
+    distances: np.ndarray, indices: np.ndarray, n_neighbors: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """KNeighborsMixin.kneighbors(X=None)'s last step: of each training row's n_neighbors + 1
+    nearest training rows, all but the row itself, or all but the first when the row is not
+    among them (more duplicates of it than neighbours)."""
+    n_queries = indices.shape[0]
+    sample_mask = indices != np.arange(n_queries)[:, None]
+    dup_gr_nbrs = np.all(sample_mask, axis=1)
+    sample_mask[:, 0][dup_gr_nbrs] = False
+    return (
+        np.reshape(distances[sample_mask], (n_queries, n_neighbors)),
+        np.reshape(indices[sample_mask], (n_queries, n_neighbors)),
+    )
+
+
+class NeighbourFit:
+    """A neighbour search fitted on one set of rows, its neighbours of those rows (each row
+    left out of its own), and the last batch it was asked about.
+
+    A search scikit-learn runs on a KD or ball tree is asked through the tree directly, as
+    `kneighbors` asks it (one slice of rows with one job), without `kneighbors`'s validation
+    and joblib dispatch around it; a brute-force search (many features, or neighbourhoods of
+    half the rows or more) through `kneighbors`."""
+
+    def __init__(self, search: NearestNeighbors, n_neighbors: int) -> None:
+        self.search = search
+        self.n_neighbors = n_neighbors
+        self._tree = search._tree if search._fit_method in ("kd_tree", "ball_tree") else None
+        if (
+            self._tree is None
+            or search.n_jobs not in (None, 1)
+            or n_neighbors >= len(search._fit_X)
+        ):
+            self.distances, self.indices = search.kneighbors(n_neighbors=n_neighbors)
+        else:
+            distances, indices = self._tree.query(search._fit_X, n_neighbors + 1, True)
+            self.distances, self.indices = leave_self_out(distances, indices, n_neighbors)
+        self._density: np.ndarray | None = None
+        self._query_key: tuple | None = None
+        self._query: tuple[np.ndarray, np.ndarray] | None = None
+
+    @property
+    def density(self) -> np.ndarray:
+        """The training rows' reachability densities (LocalOutlierFactor's `_lrd`)."""
+        if self._density is None:
+            self._density = reachability_density(
+                self.distances, self.indices, self.distances, self.n_neighbors
+            )
+        return self._density
+
+    def query(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`kneighbors(X, n_neighbors)` of the search, asked once per batch (plain rows)."""
+        key = rows_key(X)
+        if key != self._query_key:
+            search = self.search
+            if (
+                self._tree is None
+                or search.n_jobs not in (None, 1)
+                or X.shape[1] != search.n_features_in_
+                or self.n_neighbors > len(search._fit_X)
+            ):
+                self._query = search.kneighbors(X, n_neighbors=self.n_neighbors)
+            else:
+                self._query = self._tree.query(X, self.n_neighbors, True)
+            self._query_key = key
+        return self._query
+
+
+class SharedNeighbours:
+    """The neighbour search of one neighbourhood size and settings, fitted once per set of
+    rows for every detector that holds it."""
+
+    def __init__(self, n_neighbors: int, settings: dict[str, Any]) -> None:
+        self.n_neighbors = n_neighbors
+        self.settings = settings
+        self._key: tuple | None = None
+        self._fit: NeighbourFit | None = None
+
+    def fit(self, X: np.ndarray) -> NeighbourFit:
+        key = rows_key(X)
+        if key != self._key or self._fit is None:
+            # NearestNeighbors as PyOD's KNN builds it (radius only matters to radius queries)
+            search = NearestNeighbors(n_neighbors=self.n_neighbors, radius=1.0, **self.settings)
+            self._fit = NeighbourFit(search.fit(X), self.n_neighbors)
+            self._key = key
+        return self._fit
+
+
+class LeanKNN(PyodKNN):
+    """PyOD's KNN ("largest") whose neighbour search comes from `neighbours`."""
+
+    # the search shared with the other detectors of its size (set by `lean_members`), and
+    # the fit it gave (None: PyOD's own fit)
+    neighbours: SharedNeighbours | None = None
+    neighbour_fit_: NeighbourFit | None = None
+
+    def fit(self, X, y=None):
+        self.neighbour_fit_ = None
+        if self.neighbours is None or self.method != "largest" or not plain_rows(X):
+            return super().fit(X, y)
+        self._set_n_classes(y)
+        # the shared search is not made the detector's `neigh_`: PyOD's fit refits that one
+        self.neighbour_fit_ = self.neighbours.fit(X)
+        self.decision_scores_ = self.neighbour_fit_.distances[:, -1].ravel()
+        self._process_decision_scores()
+        return self
+
+    def decision_function(self, X):
+        if self.neighbour_fit_ is None:
+            return super().decision_function(X)
+        if plain_rows(X):
+            distances, _ = self.neighbour_fit_.query(X)
+        else:
+            search = self.neighbour_fit_.search
+            distances, _ = search.kneighbors(check_array(X), n_neighbors=self.n_neighbors)
+        return distances[:, -1].ravel()
+
+
+class LeanLOF(PyodLOF):
+    """PyOD's LOF whose neighbour search comes from `neighbours`."""
+
+    # the search shared with the other detectors of its size (set by `lean_members`), and
+    # the fit it gave (None: PyOD's own fit)
+    neighbours: SharedNeighbours | None = None
+    neighbour_fit_: NeighbourFit | None = None
+
+    def fit(self, X, y=None):
+        self.neighbour_fit_ = None
+        # LocalOutlierFactor shrinks a neighbourhood of the rows' size or more: PyOD's own
+        if (
+            self.neighbours is None
+            or not self.novelty
+            or not plain_rows(X)
+            or self.n_neighbors >= X.shape[0]
+        ):
+            return super().fit(X, y)
+        self._set_n_classes(y)
+        fitted = self.neighbours.fit(X)
+        density = fitted.density
+        lrd_ratios_array = density[fitted.indices] / density[:, np.newaxis]
+        negative_outlier_factor = -np.mean(lrd_ratios_array, axis=1)
+        self.neighbour_fit_ = fitted
+        self.decision_scores_ = negative_outlier_factor.ravel() * -1  # invert_order
+        self._process_decision_scores()
+        return self
+
+    def decision_function(self, X):
+        if self.neighbour_fit_ is None:
+            return super().decision_function(X)
+        fitted = self.neighbour_fit_
+        if plain_rows(X):
+            distances, indices = fitted.query(X)
+        else:
+            # PyOD's and score_samples' validations, then score_samples' query
+            X = check_array(check_array(X, accept_sparse=True), accept_sparse="csr")
+            distances, indices = fitted.search.kneighbors(X, n_neighbors=self.n_neighbors)
+            if X.dtype == np.float32:
+                distances = distances.astype(X.dtype, copy=False)
+        X_lrd = reachability_density(distances, indices, fitted.distances, self.n_neighbors)
+        lrd_ratios_array = fitted.density[indices] / X_lrd[:, np.newaxis]
+        return (-np.mean(lrd_ratios_array, axis=1)).ravel() * -1  # invert_order
+
+
+class LeanOCSVM(PyodOCSVM):
+    """PyOD's OCSVM with an RBF kernel, libsvm called as OneClassSVM calls it."""
+
+    def _settings_valid(self) -> bool:
+        """Whether OneClassSVM's parameter validation accepts the settings (else PyOD's own
+        fit raises its error)."""
+        return (
+            isinstance(self.nu, numbers.Real)
+            and 0 < self.nu <= 1
+            and (
+                self.gamma in ("scale", "auto")
+                or (isinstance(self.gamma, numbers.Real) and self.gamma >= 0)
+            )
+            and isinstance(self.tol, numbers.Real)
+            and self.tol > 0
+            and isinstance(self.cache_size, numbers.Real)
+            and self.cache_size > 0
+            and isinstance(self.max_iter, numbers.Integral)
+            and self.max_iter >= -1
+            and isinstance(self.degree, numbers.Integral)
+            and self.degree >= 0
+            and isinstance(self.coef0, numbers.Real)
+            and isinstance(self.shrinking, bool | np.bool_)
+        )
+
+    def fit(self, X, y=None, sample_weight=None, **params):
+        self.model_: OneClassRbfSVM | None = None
+        if (
+            self.kernel != "rbf"
+            or self.verbose
+            or sample_weight is not None
+            or params
+            or not plain_rows(X)
+            or not self._settings_valid()
+        ):
+            return super().fit(X, y, sample_weight=sample_weight, **params)
+        self._set_n_classes(y)
+        X = np.ascontiguousarray(X)
+        self.model_ = fit_one_class_rbf(
+            X,
+            nu=self.nu,
+            gamma=self.gamma,
+            tol=self.tol,
+            shrinking=self.shrinking,
+            cache_size=self.cache_size,
+            max_iter=self.max_iter,
+            degree=self.degree,
+            coef0=self.coef0,
+        )
+        self.n_features_in_ = X.shape[1]
+        self.decision_scores_ = self.model_.decision_function(X).ravel() * -1  # invert_order
+        self._process_decision_scores()
+        return self
+
+    def decision_function(self, X):
+        if getattr(self, "model_", None) is None:
+            return super().decision_function(X)
+        if not plain_rows(X):
+            # PyOD's validation, then OneClassSVM's (dense rows only: it was fitted on dense)
+            X = check_array(
+                check_array(X),
+                dtype=np.float64,
+                order="C",
+                accept_sparse="csr",
+                accept_large_sparse=False,
+            )
+            if not isinstance(X, np.ndarray):
+                raise ValueError("cannot use sparse input in 'OneClassSVM' trained on dense data")
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but OneClassSVM is expecting "
+                f"{self.n_features_in_} features as input."
+            )
+        return self.model_.decision_function(X).ravel() * -1  # invert_order
+
+
+def isclose_to_one(total: float, atol: float) -> bool:
+    """`np.isclose(1, total, atol=atol)` for a float `total` (its default relative tolerance,
+    1e-05): the same double comparisons without building arrays."""
+    return (abs(1.0 - total) <= atol + 1e-05 * abs(total) and math.isfinite(total)) or total == 1
+
+
+class LeanHBOS(PyodHBOS):
+    """PyOD's HBOS with a number of bins: rows that are a finite float64 array used as
+    given (no check_array), the scores' order inverted and the histograms' areas checked
+    without scikit-learn's and numpy's per-call array checks; the same histograms and
+    compiled scores."""
+
+    def fit(self, X, y=None):
+        if type(self.n_bins) is not int or self.n_bins <= 2 or not plain_rows(X):
+            return super().fit(X, y)
+        self._set_n_classes(y)
+        n_features = X.shape[1]
+        self.hist_ = np.zeros([self.n_bins, n_features])
+        self.bin_edges_ = np.zeros([self.n_bins + 1, n_features])
+        for i in range(n_features):
+            self.hist_[:, i], self.bin_edges_[:, i] = np.histogram(
+                X[:, i], bins=self.n_bins, density=True
+            )
+            # PyOD's check that the histogram's area is 1 (an AssertionError as PyOD's)
+            area = float(np.sum(self.hist_[:, i] * np.diff(self.bin_edges_[:, i])))
+            assert isclose_to_one(area, atol=0.1)
+        outlier_scores = pyod_hbos._calculate_outlier_scores(
+            X, self.bin_edges_, self.hist_, self.n_bins, self.alpha, self.tol
+        )
+        self.decision_scores_ = np.sum(outlier_scores, axis=1) * -1  # invert_order
+        self._process_decision_scores()
+        return self
+
+    def decision_function(self, X):
+        if type(self.n_bins) is not int or self.n_bins <= 2 or not plain_rows(X):
+            return super().decision_function(X)
+        check_is_fitted(self, ["hist_", "bin_edges_"])
+        outlier_scores = pyod_hbos._calculate_outlier_scores(
+            X, self.bin_edges_, self.hist_, self.n_bins, self.alpha, self.tol
+        )
+        return np.sum(outlier_scores, axis=1) * -1  # invert_order
+
+
+def lean_members(estimators: list[Any]) -> list[Any]:
+    """`estimators` (a detector list) with every PyOD KNN, LOF, HBOS and OCSVM replaced by its lean
+    equivalent of the same parameters; KNN and LOF of the same neighbourhood size and search
+    settings share one SharedNeighbours."""
+    shared: dict[tuple, SharedNeighbours] = {}
+
+    def neighbours(estimator) -> SharedNeighbours:
+        settings = {name: getattr(estimator, name) for name in SEARCH_SETTINGS}
+        key = (estimator.n_neighbors, repr(sorted(settings.items())))
+        if key not in shared:
+            shared[key] = SharedNeighbours(estimator.n_neighbors, settings)
+        return shared[key]
+
+    out = []
+    for estimator in estimators:
+        if type(estimator) is PyodKNN:
+            lean = LeanKNN(**{name: getattr(estimator, name) for name in KNN_PARAMS})
+            lean.neighbours = neighbours(estimator)
+            estimator = lean
+        elif type(estimator) is PyodLOF:
+            lean = LeanLOF(**{name: getattr(estimator, name) for name in LOF_PARAMS})
+            lean.neighbours = neighbours(estimator)
+            estimator = lean
+        elif type(estimator) is PyodHBOS:
+            estimator = LeanHBOS(**{name: getattr(estimator, name) for name in HBOS_PARAMS})
+        elif type(estimator) is PyodOCSVM:
+            estimator = LeanOCSVM(**{name: getattr(estimator, name) for name in OCSVM_PARAMS})
+        out.append(estimator)
+    return out
+
+
+class LeanXGBOD(GrownXGBOD):
+    """PyOD's XGBOD whose detector list (its default one, isolation forests grown from one
+    another, or the list given to it) has lean KNN, LOF and OCSVM members (`lean_members`)."""
+
+    def _validate_estimator(self, X):
+        n_detectors = super()._validate_estimator(X)
+        self.estimator_list_ = lean_members(self.estimator_list_)
+        return n_detectors

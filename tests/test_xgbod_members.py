@@ -1,0 +1,327 @@
+"""XGBOD's lean members (stragglers/methods/_xgbod_members.py) give PyOD's KNN, LOF and
+OCSVM scores bit for bit, and XGBOD with them PyOD's XGBOD: the same augmented features,
+booster and predictions."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from stragglers.methods._xgbod_members import (
+    LeanHBOS,
+    LeanKNN,
+    LeanLOF,
+    LeanOCSVM,
+    LeanXGBOD,
+    SharedNeighbours,
+    isclose_to_one,
+    lean_members,
+)
+
+K_RANGE = (1, 3, 5, 10, 20, 30, 40, 50)  # PyOD's default XGBOD list
+NU_RANGE = (0.01, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99)
+
+
+def _rows(rng: np.random.Generator, n: int, d: int, kind: str) -> np.ndarray:
+    """Rows of `kind`: normal, with ties (values on a coarse grid), duplicate rows, a
+    constant column, or all rows equal."""
+    X = rng.normal(size=(n, d))
+    if kind == "ties":
+        X = np.round(X * 2) / 2
+    elif kind == "duplicates":
+        X[n // 2 :] = X[: n - n // 2]
+    elif kind == "constant_column":
+        X[:, 0] = 3.0
+    elif kind == "all_equal":
+        X[:] = X[0]
+    return X
+
+
+KINDS = ("normal", "ties", "duplicates", "constant_column", "all_equal")
+# every kind of rows at small sizes (2-5 rows) and a real job's; ties at the largest, and
+# with more than 15 features (scikit-learn's brute-force search)
+CASES = (
+    *[(shape, kind) for shape in ((2, 1), (3, 2), (5, 3), (40, 5)) for kind in KINDS],
+    ((12, 4), "ties"),
+    ((150, 6), "ties"),
+    ((150, 6), "duplicates"),
+    ((300, 4), "normal"),
+    ((30, 17), "normal"),
+    ((30, 17), "ties"),
+)
+
+
+# the search settings of PyOD's KNN and LOF
+PYOD_SEARCH = {
+    "algorithm": "auto",
+    "leaf_size": 30,
+    "metric": "minkowski",
+    "p": 2,
+    "metric_params": None,
+    "n_jobs": 1,
+}
+
+
+def _lean(detector, neighbours: SharedNeighbours):
+    detector.neighbours = neighbours
+    return detector
+
+
+def _same(a, b) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize(("shape", "kind"), CASES)
+def test_lean_knn_and_lof_equal_pyods(shape, kind):
+    """For every neighbourhood size below the rows' count: the training scores and the
+    scores of new rows (and of the training rows themselves) are PyOD's, KNN and LOF of
+    one size sharing one search; the brute-force searches (many features, large k) too."""
+    from pyod.models.knn import KNN
+    from pyod.models.lof import LOF
+
+    n, d = shape
+    rng = np.random.default_rng(n * 31 + d + len(kind))
+    X = _rows(rng, n, d, kind)
+    batches = (_rows(rng, 7, d, kind), X, np.round(rng.normal(size=(n + 3, d))))
+    for k in [k for k in K_RANGE if k < n]:
+        shared = SharedNeighbours(k, PYOD_SEARCH)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            knn, lof = KNN(n_neighbors=k, method="largest").fit(X), LOF(n_neighbors=k).fit(X)
+            lean_knn = _lean(LeanKNN(n_neighbors=k), shared).fit(X)
+            lean_lof = _lean(LeanLOF(n_neighbors=k), shared).fit(X)
+        assert lean_knn.neighbour_fit_ is lean_lof.neighbour_fit_
+        assert _same(lean_knn.decision_scores_, knn.decision_scores_)
+        assert _same(lean_lof.decision_scores_, lof.decision_scores_)
+        assert lean_knn.threshold_ == knn.threshold_ and lean_lof.threshold_ == lof.threshold_
+        for batch in batches:
+            assert _same(lean_knn.decision_function(batch), knn.decision_function(batch))
+            assert _same(lean_lof.decision_function(batch), lof.decision_function(batch))
+        # rows in another form take the library's validation
+        as_list = batches[0].tolist()
+        assert _same(lean_knn.decision_function(as_list), knn.decision_function(as_list))
+        assert _same(lean_lof.decision_function(as_list), lof.decision_function(as_list))
+
+
+def test_shared_search_refits_on_new_rows_and_keeps_old_fits():
+    """A member fitted on other rows gets its own search; the one fitted before keeps its."""
+    from pyod.models.knn import KNN
+
+    rng = np.random.default_rng(5)
+    X1, X2, test = rng.normal(size=(30, 3)), rng.normal(size=(30, 3)), rng.normal(size=(9, 3))
+    shared = SharedNeighbours(5, PYOD_SEARCH)
+    first = _lean(LeanKNN(n_neighbors=5), shared).fit(X1)
+    second = _lean(LeanKNN(n_neighbors=5), shared).fit(X2)
+    assert first.neighbour_fit_ is not second.neighbour_fit_
+    assert _same(first.decision_function(test), KNN(n_neighbors=5).fit(X1).decision_function(test))
+    assert _same(second.decision_function(test), KNN(n_neighbors=5).fit(X2).decision_function(test))
+    # the same rows again, as another array: the same fit
+    assert (
+        _lean(LeanKNN(n_neighbors=5), shared).fit(X2.copy()).neighbour_fit_ is second.neighbour_fit_
+    )
+    # a changed batch in the same array object is asked again
+    batch = test.copy()
+    before = first.decision_function(batch)
+    batch[0] += 5.0
+    assert _same(
+        first.decision_function(batch), KNN(n_neighbors=5).fit(X1).decision_function(batch)
+    )
+    assert not _same(before, first.decision_function(batch))
+
+
+def test_lean_neighbours_fall_back_to_pyod():
+    """Sizes of the rows' count or more (PyOD's LOF shrinks them, its KNN raises), other
+    methods and rows that are not finite float64 arrays: PyOD's own code."""
+    from pyod.models.knn import KNN
+    from pyod.models.lof import LOF
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(6, 2))
+    test = rng.normal(size=(4, 2))
+    shared = SharedNeighbours(10, PYOD_SEARCH)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lean_lof = _lean(LeanLOF(n_neighbors=10), shared).fit(X)
+        assert lean_lof.neighbour_fit_ is None
+        assert _same(
+            lean_lof.decision_function(test), LOF(n_neighbors=10).fit(X).decision_function(test)
+        )
+        with pytest.raises(ValueError) as theirs:
+            KNN(n_neighbors=10).fit(X)
+        with pytest.raises(ValueError) as ours:
+            _lean(LeanKNN(n_neighbors=10), shared).fit(X)
+        assert str(ours.value) == str(theirs.value)
+        mean = _lean(LeanKNN(n_neighbors=3, method="mean"), shared).fit(X)
+        assert mean.neighbour_fit_ is None
+        assert _same(
+            mean.decision_scores_, KNN(n_neighbors=3, method="mean").fit(X).decision_scores_
+        )
+        as_float32 = X.astype(np.float32)
+        lean = _lean(LeanKNN(n_neighbors=3), shared).fit(as_float32)
+        assert lean.neighbour_fit_ is None
+        assert _same(lean.decision_scores_, KNN(n_neighbors=3).fit(as_float32).decision_scores_)
+        with_nan = X.copy()
+        with_nan[0, 0] = np.nan
+        with pytest.raises(ValueError):
+            _lean(LeanLOF(n_neighbors=3), shared).fit(with_nan)
+
+
+@pytest.mark.parametrize(("shape", "kind"), CASES)
+def test_lean_ocsvm_equals_pyods_and_draws_the_same_seeds(shape, kind):
+    """Every nu of PyOD's list and every gamma setting: the same training scores, scores
+    of new rows and draws from numpy's global random state."""
+    from pyod.models.ocsvm import OCSVM
+
+    n, d = shape
+    rng = np.random.default_rng(n * 7 + d + len(kind))
+    X = _rows(rng, n, d, kind)
+    batches = (_rows(rng, 5, d, kind), X)
+    for gamma, nus in (("auto", NU_RANGE), ("scale", (0.1, 0.9)), (0.3, (0.5,))):
+        for nu in nus:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                np.random.seed(nu_seed := int(nu * 100))
+                theirs = OCSVM(nu=nu, gamma=gamma).fit(X)
+                after_theirs = np.random.rand()
+                np.random.seed(nu_seed)
+                ours = LeanOCSVM(nu=nu, gamma=gamma).fit(X)
+                assert np.random.rand() == after_theirs
+            assert ours.model_ is not None
+            assert _same(ours.decision_scores_, theirs.decision_scores_)
+            for batch in batches:
+                assert _same(ours.decision_function(batch), theirs.decision_function(batch))
+            assert _same(ours.decision_function(X.tolist()), theirs.decision_function(X))
+            with pytest.raises(ValueError):
+                ours.decision_function(batch[:, :-1] if d > 1 else np.hstack([batch, batch]))
+
+
+def test_lean_ocsvm_falls_back_to_pyod():
+    from pyod.models.ocsvm import OCSVM
+
+    X = np.random.default_rng(2).normal(size=(20, 3))
+    for settings in (
+        {"kernel": "linear"},
+        {"nu": 1.5},
+        {"gamma": -1.0},
+        {"tol": -1e-3},
+        {"cache_size": 0},
+        {"max_iter": -2},
+        {"degree": -1},
+        {"shrinking": 1},
+    ):
+        lean = LeanOCSVM(**settings)
+        try:
+            expected = OCSVM(**settings).fit(X).decision_scores_
+        except Exception as error:  # the library's rejection, raised by the fallback too
+            with pytest.raises(type(error)):
+                lean.fit(X)
+            continue
+        assert _same(lean.fit(X).decision_scores_, expected)
+        assert lean.model_ is None
+
+
+@pytest.mark.parametrize(("shape", "kind"), CASES)
+def test_lean_hbos_equals_pyods(shape, kind):
+    """Every bin count of PyOD's list: the same histograms, training scores and scores of
+    new rows (inside and outside the histograms' range)."""
+    from pyod.models.hbos import HBOS
+
+    n, d = shape
+    rng = np.random.default_rng(n * 11 + d + len(kind))
+    X = _rows(rng, n, d, kind)
+    batches = (_rows(rng, 6, d, kind), X, 3 * rng.normal(size=(5, d)))
+    for n_bins in (5, 10, 15, 20, 25, 30, 50):
+        theirs, ours = HBOS(n_bins=n_bins).fit(X), LeanHBOS(n_bins=n_bins).fit(X)
+        assert _same(ours.hist_, theirs.hist_) and _same(ours.bin_edges_, theirs.bin_edges_)
+        assert _same(ours.decision_scores_, theirs.decision_scores_)
+        assert ours.threshold_ == theirs.threshold_
+        for batch in batches:
+            assert _same(ours.decision_function(batch), theirs.decision_function(batch))
+        assert _same(ours.decision_function(X.tolist()), theirs.decision_function(X))
+
+
+def test_lean_hbos_falls_back_and_checks_areas_as_pyod():
+    from pyod.models.hbos import HBOS
+
+    X = np.random.default_rng(4).normal(size=(30, 3))
+    for settings in ({"n_bins": "auto"}, {"n_bins": 2}):
+        try:
+            expected = HBOS(**settings).fit(X).decision_scores_
+        except Exception as error:
+            with pytest.raises(type(error)):
+                LeanHBOS(**settings).fit(X)
+            continue
+        assert _same(LeanHBOS(**settings).fit(X).decision_scores_, expected)
+    for total in (1.0, 0.9, 1.1, 0.89999, 1.1000001, 1.10001, 0.0, -1.0, np.inf, -np.inf, np.nan):
+        for atol in (0.1, 0.0):
+            assert isclose_to_one(float(total), atol) == bool(np.isclose(1, total, atol=atol))
+
+
+def test_lean_members_replace_pyods_detectors_and_share_by_size():
+    from pyod.models.hbos import HBOS
+    from pyod.models.knn import KNN
+    from pyod.models.lof import LOF
+    from pyod.models.ocsvm import OCSVM
+
+    members = lean_members(
+        [
+            KNN(n_neighbors=5),
+            LOF(n_neighbors=5),
+            KNN(n_neighbors=7, leaf_size=10),
+            LOF(n_neighbors=7),
+            OCSVM(nu=0.3),
+            HBOS(),
+        ]
+    )
+    assert [type(m) for m in members[:5]] == [LeanKNN, LeanLOF, LeanKNN, LeanLOF, LeanOCSVM]
+    assert type(members[5]) is LeanHBOS
+    assert members[0].neighbours is members[1].neighbours
+    assert members[2].neighbours is not members[3].neighbours  # another leaf size
+    assert members[2].leaf_size == 10 and members[4].nu == 0.3
+
+
+@pytest.mark.parametrize(("n_rows", "n_features"), [(2, 2), (4, 3), (9, 5), (37, 4), (160, 6)])
+@pytest.mark.parametrize("listed", [False, True])
+def test_lean_xgbod_equals_pyods(n_rows, n_features, listed):
+    """PyOD's XGBOD (its default list, or a list given to it) and ours: the same augmented
+    features, booster bytes, scores and labels; ties and duplicate rows included."""
+    from pyod.models.hbos import HBOS
+    from pyod.models.knn import KNN
+    from pyod.models.lof import LOF
+    from pyod.models.ocsvm import OCSVM
+    from pyod.models.xgbod import XGBOD
+
+    def given():
+        if not listed:
+            return None
+        return [
+            KNN(n_neighbors=1),
+            KNN(n_neighbors=2),
+            LOF(n_neighbors=2),
+            HBOS(n_bins=10),
+            OCSVM(nu=0.1),
+        ]
+
+    rng = np.random.default_rng(n_rows)
+    X = np.round(rng.normal(size=(n_rows, n_features)) * 3) / 3
+    X[-1] = X[0]
+    y = (rng.random(n_rows) < 0.3).astype(int)
+    y[0] = 1
+    test = np.vstack([np.round(rng.normal(size=(11, n_features)) * 3) / 3, X[:2]])
+    if listed and n_rows <= 2:
+        pytest.skip("the given list needs three rows")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.random.seed(4)
+        theirs = XGBOD(estimator_list=given(), random_state=0, n_jobs=1).fit(X, y)
+        np.random.seed(4)
+        ours = LeanXGBOD(estimator_list=given(), random_state=0, n_jobs=1).fit(X, y)
+        assert _same(ours.X_train_add_, theirs.X_train_add_)
+        assert ours.clf_.get_booster().save_raw() == theirs.clf_.get_booster().save_raw()
+        assert _same(ours.decision_scores_, theirs.decision_scores_)
+        for batch in (test, test[:1], X):
+            assert _same(ours.decision_function(batch), theirs.decision_function(batch))
+            assert _same(ours.predict(batch), theirs.predict(batch))
