@@ -28,7 +28,6 @@ tests/test_pyod_kernels.py checks them against PyOD's loops, value for value.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 
 import numpy as np
@@ -38,6 +37,8 @@ from pyod.models.sod import SOD as PyodSOD
 from pyod.models.sos import SOS as PyodSOS
 from pyod.models.sos import _get_perplexity
 from sklearn.neighbors import NearestNeighbors
+
+from stragglers.methods._library_swap import swapped_attributes
 
 UINT32_MAX = np.iinfo(np.uint32).max
 
@@ -164,15 +165,10 @@ def angle_variance(curr_pt, X, X_ind):
 _PYOD_CALCULATE_WOCS = pyod_abod._calculate_wocs
 
 
-@contextlib.contextmanager
 def _compiled_angle_variance():
     """PyOD's ABOD module calling `angle_variance` for its `_calculate_wocs`, restored
     afterwards."""
-    pyod_abod._calculate_wocs = angle_variance
-    try:
-        yield
-    finally:
-        pyod_abod._calculate_wocs = _PYOD_CALCULATE_WOCS
+    return swapped_attributes(pyod_abod, _calculate_wocs=angle_variance)
 
 
 def sod_subspaces(X, reference_sets, ref_set, alpha):
