@@ -152,6 +152,35 @@ def test_angle_variance_equals_pyods_calculate_wocs():
                 assert ours.tobytes() == expected.tobytes(), trial
 
 
+def test_angle_variances_equal_pyods_calculate_wocs_row_by_row():
+    """All points at once, value for value against PyOD's per-point `_calculate_wocs`: every
+    neighbourhood size, points with no angle (NaN), NaN points, a real job's size."""
+    from pyod.models.abod import _calculate_wocs
+
+    from stragglers.methods._pyod_kernels import angle_variances
+
+    rng = np.random.default_rng(7)
+    cases = list(_abod_points())
+    big = varied_rows(rng, 5, 330, 13)
+    cases.append((99, big, np.vstack([big, rng.normal(size=(20, 13))]), 10))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for trial, train, queries, k in cases:
+            every = len(train) <= 60  # PyOD's pair loop over n - 1 neighbours: small n only
+            for k_used in sorted({1, k, len(train) - 1} if every else {k}):
+                ind = NearestNeighbors(n_neighbors=k_used).fit(train)
+                ind = ind.kneighbors(np.nan_to_num(queries))[1]
+                expected = np.array([_calculate_wocs(p, train, i) for p, i in zip(queries, ind)])
+                ours = angle_variances(queries, train, ind)
+                assert ours.tobytes() == expected.astype(np.float64).tobytes(), (trial, k_used)
+        # other dtypes: PyOD's own function, row by row
+        small = rng.normal(size=(40, 4)).astype(np.float32)
+        ind = NearestNeighbors(n_neighbors=5).fit(small).kneighbors(small[:5])[1]
+        expected = np.array([_calculate_wocs(p, small, i) for p, i in zip(small[:5], ind)])
+        ours = angle_variances(small[:5], small, ind)
+        assert not np.isnan(expected).any() and ours.tobytes() == expected.tobytes()
+
+
 def test_fast_abod_equals_pyods():
     """Training scores, threshold and query scores of the detector, PyOD's functions back
     in place afterwards."""

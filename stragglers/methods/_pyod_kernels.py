@@ -13,6 +13,8 @@
   neighbours with two `np.array_equal` calls and one call of PyOD's compiled `_wcos`, from
   Python. `weighted_cosines` runs the same pair loop, calling the same `_wcos`, compiled;
   `angle_variance` takes numpy's `np.var` of the same values, as PyOD does.
+  `angle_variances` does so for every point of PyOD's loop over points in one compiled
+  call, and numpy's variance of all points with as many values in one call (FastABOD).
 - SOD's scores (`SOD._sod`, Kriegel et al., 2009, section 3) loop over rows in Python, a
   dozen numpy calls per row on its small reference set. `sod_scores` does the same
   arithmetic for all rows at once: each row's column means and variances by the same
@@ -143,21 +145,27 @@ def weighted_cosines(curr_pt, X, X_ind):  # pragma: no cover (compiled)
     return found[:n_found]
 
 
+def _compiled_angle_inputs(points, X, neighbours, ndim: int) -> bool:
+    """Whether the compiled functions take these: float64 points (a row, ndim 1, or rows)
+    of X's width, float64 X, integer neighbour indices of the points' ndim."""
+    return (
+        type(points) is np.ndarray
+        and type(X) is np.ndarray
+        and type(neighbours) is np.ndarray
+        and points.dtype == np.float64
+        and X.dtype == np.float64
+        and neighbours.dtype.kind == "i"
+        and points.ndim == ndim
+        and X.ndim == 2
+        and neighbours.ndim == ndim
+        and points.shape[-1] == X.shape[1]
+    )
+
+
 def angle_variance(curr_pt, X, X_ind):
     """PyOD's `_calculate_wocs`: numpy's variance of `weighted_cosines` (NaN for none);
     arrays other than float64 ones of the expected shapes go to PyOD's own."""
-    if not (
-        type(curr_pt) is np.ndarray
-        and type(X) is np.ndarray
-        and type(X_ind) is np.ndarray
-        and curr_pt.dtype == np.float64
-        and X.dtype == np.float64
-        and X_ind.dtype.kind == "i"
-        and curr_pt.ndim == 1
-        and X.ndim == 2
-        and X_ind.ndim == 1
-        and curr_pt.shape[0] == X.shape[1]
-    ):
+    if not _compiled_angle_inputs(curr_pt, X, X_ind, 1):
         return _PYOD_CALCULATE_WOCS(curr_pt, X, X_ind)
     return np.var(weighted_cosines(curr_pt, X, X_ind))
 
@@ -165,10 +173,57 @@ def angle_variance(curr_pt, X, X_ind):
 _PYOD_CALCULATE_WOCS = pyod_abod._calculate_wocs
 
 
-def _compiled_angle_variance():
-    """PyOD's ABOD module calling `angle_variance` for its `_calculate_wocs`, restored
-    afterwards."""
-    return swapped_attributes(pyod_abod, _calculate_wocs=angle_variance)
+@njit(cache=True)
+def _weighted_cosine_rows(points, X, neighbours):  # pragma: no cover (compiled)
+    """`weighted_cosines(points[i], X, neighbours[i])` of every row i, side by side (row i's
+    first lengths[i] entries), and the lengths."""
+    n, k = neighbours.shape
+    values = np.zeros((n, max(k * (k - 1) // 2, 0)))
+    lengths = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        found = weighted_cosines(points[i], X, neighbours[i])
+        values[i, : found.shape[0]] = found
+        lengths[i] = found.shape[0]
+    return values, lengths
+
+
+def angle_variances(points, X, neighbours) -> np.ndarray:
+    """`angle_variance(points[i], X, neighbours[i])` of every row i: the weighted cosines of
+    all rows in one compiled call, and numpy's variance of the rows with as many values at
+    once (the same reduction over each row of that length as over a 1-D array)."""
+    if not (_compiled_angle_inputs(points, X, neighbours, 2) and len(points) == len(neighbours)):
+        return np.array([angle_variance(p, X, ind) for p, ind in zip(points, neighbours)])
+    values, lengths = _weighted_cosine_rows(points, X, neighbours)
+    variances = np.empty(len(points))
+    for length in np.unique(lengths).tolist():
+        rows = np.flatnonzero(lengths == length)
+        if length == 0:
+            variances[rows] = np.var(np.zeros(0))  # NaN, numpy's warning
+        else:
+            variances[rows] = np.var(np.ascontiguousarray(values[rows, :length]), axis=1)
+    return variances
+
+
+class _DeferredAngleVariances:
+    """A stand-in for PyOD's `_calculate_wocs` that keeps each call's point and neighbours
+    and answers 0; `variances()` then gives every call's true value at once."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, curr_pt, X, X_ind):
+        self.calls.append((curr_pt, X, X_ind))
+        return 0.0
+
+    def variances(self) -> np.ndarray:
+        if not self.calls:
+            return np.zeros(0)
+        data = self.calls[0][1]
+        if any(call[1] is not data for call in self.calls):
+            return np.array([angle_variance(*call) for call in self.calls])
+        points = np.array([call[0] for call in self.calls])
+        neighbours = np.array([call[2] for call in self.calls])
+        return angle_variances(points, data, neighbours)
 
 
 def sod_subspaces(X, reference_sets, ref_set, alpha):
@@ -229,13 +284,22 @@ class FastSOS(PyodSOS):
 class FastABOD(pyod_abod.ABOD):
     """PyOD's ABOD with each point's angle variance from `angle_variance` (fast method)."""
 
+    # PyOD's loops over rows run with `_DeferredAngleVariances` for `_calculate_wocs`: the
+    # variances are then computed together and put where PyOD's loop put each
+
     def _fit_fast(self):
-        with _compiled_angle_variance():
-            return super()._fit_fast()
+        deferred = _DeferredAngleVariances()
+        with swapped_attributes(pyod_abod, _calculate_wocs=deferred):
+            super()._fit_fast()
+        self.decision_scores_[:, 0] = deferred.variances()
+        return self
 
     def _decision_function_fast(self, X):
-        with _compiled_angle_variance():
-            return super()._decision_function_fast(X)
+        deferred = _DeferredAngleVariances()
+        with swapped_attributes(pyod_abod, _calculate_wocs=deferred):
+            scores = super()._decision_function_fast(X)
+        scores[:] = deferred.variances()
+        return scores
 
 
 class FastSOD(PyodSOD):
