@@ -18,17 +18,19 @@ from __future__ import annotations
 
 import numpy as np
 from pyod.models.cof import COF as PyodCOF
-from scipy.spatial import distance_matrix, minkowski_distance
+from scipy.spatial import distance_matrix
 
 # scipy's `distance_matrix` computes at most this many differences at once, else loops
 SCIPY_DISTANCE_THRESHOLD = 1000000
+ROWS_PER_BLOCK = 16  # the block's differences stay in the processor's cache
 
 
 def euclidean_distances(x, y) -> np.ndarray:
     """scipy's `distance_matrix(x, y)` for float64 matrices: above its threshold scipy calls
-    `minkowski_distance` once per column of the result, in Python; the same call on blocks
-    of rows computes each entry with the same operations (the squared differences summed by
-    numpy's reduction over a row of the same length, then the root)."""
+    `minkowski_distance` once per column of the result, in Python, each call making four
+    temporary arrays. Here blocks of rows go through the same operations in one buffer (the
+    differences y - x, their absolute values squared, numpy's sum over each row of the same
+    length, the square root), giving the same bits."""
     x = np.asarray(x)
     y = np.asarray(y)
     if not (
@@ -41,10 +43,14 @@ def euclidean_distances(x, y) -> np.ndarray:
     ):
         return distance_matrix(x, y)
     result = np.empty((len(x), len(y)), dtype=float)
-    rows = max(1, SCIPY_DISTANCE_THRESHOLD // (len(y) * x.shape[1]))
-    for start in range(0, len(x), rows):
-        block = x[start : start + rows]
-        result[start : start + rows] = minkowski_distance(block[:, None, :], y[None, :, :])
+    buffer = np.empty((ROWS_PER_BLOCK, len(y), x.shape[1]))
+    for start in range(0, len(x), ROWS_PER_BLOCK):
+        block = x[start : start + ROWS_PER_BLOCK]
+        differences = buffer[: len(block)]
+        np.subtract(y[None, :, :], block[:, None, :], out=differences)
+        np.abs(differences, out=differences)
+        np.square(differences, out=differences)
+        np.sqrt(np.sum(differences, axis=-1), out=result[start : start + ROWS_PER_BLOCK])
     return result
 
 
