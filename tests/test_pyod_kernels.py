@@ -31,6 +31,10 @@ def _samples():
         "rounded": rounded,
         "constant_column": constant,
         "tiny": rng.normal(size=(3, 2)),
+        "pair": rng.normal(size=(2, 3)),
+        "real_job_size": varied_rows(rng, 20, 330, 13),  # repeated rows, a constant column
+        "far_apart": rng.normal(size=(40, 3)) * 1e3,  # affinities underflow: NaN steps
+        "all_equal": np.ones((6, 2)),
     }
 
 
@@ -46,7 +50,41 @@ def test_sos_affinities_equal_pyods(name):
     assert FastSOS()._d2a(D).tobytes() == expected.tobytes()
     ours, theirs = FastSOS().fit(X), SOS().fit(X)
     assert ours.decision_scores_.tobytes() == theirs.decision_scores_.tobytes()
-    assert ours.threshold_ == theirs.threshold_
+    assert np.array_equal([ours.threshold_], [theirs.threshold_], equal_nan=True)
+
+
+def test_row_perplexity_equals_pyods_get_perplexity():
+    """Each bisection step's perplexity and affinity row, bit for bit: rows of squared
+    distances (ties, zeros, far apart) at the precisions the bisection visits (halved,
+    doubled, tenths, extreme)."""
+    from pyod.models.sos import _get_perplexity
+
+    from stragglers.methods._pyod_kernels import _row_perplexity
+
+    rng = np.random.default_rng(9)
+    rows = [
+        rng.exponential(size=int(rng.integers(1, 400))) * 10 ** rng.uniform(-3, 3)
+        for _ in range(200)
+    ]
+    rows += [
+        np.round(rng.exponential(size=50)),
+        np.zeros(7),
+        np.full(5, 1e6),
+        np.array([0.0, 1e300]),
+    ]
+    betas = [1.0, 0.5, 2.0, 0.1, 1e-3, 3.7, 1e3, 1e-300, 1e300, 0.0]
+    checked = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for row in rows:
+            for beta in betas + list(rng.uniform(0, 10, size=5)):
+                expected_h, expected_a = _get_perplexity(row, np.array([beta]))
+                affinities = np.empty_like(row)
+                h = _row_perplexity(row, float(beta), affinities)
+                assert np.float64(h).tobytes() == expected_h[0].tobytes(), (len(row), beta)
+                assert affinities.tobytes() == expected_a.tobytes()
+                checked += 1
+    assert checked > 3000
 
 
 def test_snn_reference_sets_equal_pyods():

@@ -2,8 +2,8 @@
 
 - SOS's affinity search (`SOS._d2a`) runs a bisection per row in Python, calling a small
   numba function up to dozens of times a row: at the replay's batch sizes that Python loop is
-  most of SOS's cost. `sos_affinities` runs the same bisection, calling the same numba
-  function with the same arguments, inside one compiled loop.
+  most of SOS's cost. `sos_affinities` runs the same bisection inside one compiled loop,
+  each step's perplexity by the same arithmetic as that numba function, in one buffer.
 - SOD's shared-neighbour count (`_snn_imp`) builds a Python-style set for every pair of
   rows, and PyOD compiles it with `parallel=True` in every process (seconds of compilation
   per job; threads beyond the job's one core). `snn_reference_sets` counts the shared
@@ -37,7 +37,6 @@ import pyod.models.abod as pyod_abod
 from numba import njit
 from pyod.models.sod import SOD as PyodSOD
 from pyod.models.sos import SOS as PyodSOS
-from pyod.models.sos import _get_perplexity
 from sklearn.neighbors import NearestNeighbors
 
 from stragglers.methods._library_swap import swapped_attributes
@@ -45,44 +44,59 @@ from stragglers.methods._library_swap import swapped_attributes
 UINT32_MAX = np.iinfo(np.uint32).max
 
 
+# numpy's division: 0 / 0 and x / 0 give NaN and infinities, as PyOD's array division does
+@njit(cache=True, error_model="numpy")
+def _row_perplexity(row, beta, affinities):  # pragma: no cover (compiled)
+    """PyOD's `_get_perplexity(row, beta)` for a float beta, its affinity row written into
+    `affinities`: each exp(-d * beta) as numba's `np.exp` of the array computes it, the two
+    sums in the same sequential order as numba's `ndarray.sum`, the same final expression;
+    without its three temporary arrays."""
+    total = 0.0
+    for j in range(row.shape[0]):
+        affinities[j] = np.exp(-row[j] * beta)
+        total += affinities[j]
+    weighted = 0.0
+    for j in range(row.shape[0]):
+        weighted += row[j] * affinities[j]
+    return np.log(total) + beta * weighted / total
+
+
 @njit(cache=True)
 def sos_affinities(D, perplexity, eps):  # pragma: no cover (compiled)
     """PyOD's `SOS._d2a` on the dissimilarity matrix D: per row, bisect the Gaussian's
     precision until the row's perplexity is within eps of `perplexity` (at most 5,000
-    steps), with the same arithmetic and the same `_get_perplexity` calls."""
+    steps), with the same arithmetic as its `_get_perplexity` calls (`_row_perplexity`)."""
     n = D.shape[0]
     A = np.zeros((n, n))
     log_u = np.log(perplexity)
     row = np.empty(n - 1)
-    beta = np.ones(1)
+    this_a = np.empty(n - 1)
     for i in range(n):
         for j in range(i):
             row[j] = D[i, j]
         for j in range(i + 1, n):
             row[j - 1] = D[i, j]
-        beta[0] = 1.0
+        beta = 1.0
         beta_min = -np.inf
         beta_max = np.inf
-        H, this_a = _get_perplexity(row, beta)
-        h_diff = H[0] - log_u
+        h_diff = _row_perplexity(row, beta, this_a) - log_u
         tries = 0
         while (np.isnan(h_diff) or np.abs(h_diff) > eps) and tries < 5000:
             if np.isnan(h_diff):
-                beta[0] = beta[0] / 10.0
+                beta = beta / 10.0
             elif h_diff > 0:
-                beta_min = beta[0]
+                beta_min = beta
                 if beta_max == np.inf or beta_max == -np.inf:
-                    beta[0] = beta[0] * 2.0
+                    beta = beta * 2.0
                 else:
-                    beta[0] = (beta[0] + beta_max) / 2.0
+                    beta = (beta + beta_max) / 2.0
             else:
-                beta_max = beta[0]
+                beta_max = beta
                 if beta_min == np.inf or beta_min == -np.inf:
-                    beta[0] = beta[0] / 2.0
+                    beta = beta / 2.0
                 else:
-                    beta[0] = (beta[0] + beta_min) / 2.0
-            H, this_a = _get_perplexity(row, beta)
-            h_diff = H[0] - log_u
+                    beta = (beta + beta_min) / 2.0
+            h_diff = _row_perplexity(row, beta, this_a) - log_u
             tries += 1
         for j in range(i):
             A[i, j] = this_a[j]
