@@ -259,6 +259,31 @@ def _smallest(values, indices, width):
     return np.take_along_axis(values, order, axis=1), np.take_along_axis(indices, order, axis=1)
 
 
+@njit(cache=True)
+def _merged_nearest(old_distances, old_nearest, to_new, new_rows, width):  # pragma: no cover
+    """Each row's `width` smallest of its sorted old values (`old_distances`, at the rows
+    `old_nearest`) and its values to the new rows (`to_new`, at `new_rows`), increasing; of
+    equal values the old come first, then the new in their order (a stable sort of the two
+    side by side)."""
+    n, n_old = old_distances.shape
+    distances = np.empty((n, width))
+    nearest = np.empty((n, width), dtype=np.intp)
+    for i in range(n):
+        order = np.argsort(to_new[i], kind="mergesort")
+        a = 0
+        b = 0
+        for out in range(width):
+            if b >= order.shape[0] or (a < n_old and old_distances[i, a] <= to_new[i, order[b]]):
+                distances[i, out] = old_distances[i, a]
+                nearest[i, out] = old_nearest[i, a]
+                a += 1
+            else:
+                distances[i, out] = to_new[i, order[b]]
+                nearest[i, out] = new_rows[order[b]]
+                b += 1
+    return distances, nearest
+
+
 def nearest_neighbours(data, query, k, known=None):
     """`KDTree(data).query(query, k)`'s indices (1 <= k <= len(data)), and each query row's
     min(k + 1, len(data)) smallest reduced distances and their data rows.
@@ -280,10 +305,8 @@ def nearest_neighbours(data, query, k, known=None):
         distances = np.empty((n, width))
         nearest = np.empty((n, width), dtype=np.intp)
         to_new = squared_distances(data[old_to_new], data[new_rows])
-        distances[old_to_new], nearest[old_to_new] = _smallest(
-            np.hstack([old_distances, to_new]),
-            np.hstack([old_to_new[old_nearest], np.broadcast_to(new_rows, to_new.shape)]),
-            width,
+        distances[old_to_new], nearest[old_to_new] = _merged_nearest(
+            old_distances, old_to_new[old_nearest], to_new, new_rows.astype(np.intp), width
         )
         if len(new_rows):
             values = squared_distances(data[new_rows], data)
