@@ -106,3 +106,52 @@ def test_fast_cof_fits_and_scores_as_pyods():
         assert ours.threshold_ == theirs.threshold_
         assert np.array_equal(ours.labels_, theirs.labels_)
         assert ours_batch.tobytes() == theirs_batch.tobytes()
+
+
+def test_euclidean_distances_equal_scipys_distance_matrix_above_its_threshold():
+    """scipy loops over the result's columns (or rows) above a million differences: the
+    blocks of rows give the same bits, on ties, repeated rows, constant columns, NaN,
+    infinities and overflow, square and not."""
+    from scipy.spatial import distance_matrix
+
+    from stragglers.methods._cof_kernel import euclidean_distances
+
+    rng = np.random.default_rng(17)
+    shapes = [(330, 330, 13), (1000, 90, 12), (90, 1000, 12), (400, 400, 7), (1500, 1500, 1)]
+    for trial, (m, n, k) in enumerate(shapes):
+        x = rng.normal(size=(m, k)) * 10 ** rng.uniform(-3, 3, size=k)
+        y = x[:n].copy() if n <= m else rng.normal(size=(n, k))
+        if trial % 2 == 0:
+            x = np.round(x)
+            y = np.round(y)
+        x[1:6] = x[0]  # repeated rows
+        x[:, 0] = 2.5 if k > 1 else x[:, 0]
+        x[7, -1] = np.nan
+        x[8, -1] = np.inf
+        x[9] *= 1e200
+        for a, b in ((x, y), (x, x), (y, x)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                expected = distance_matrix(a, b)
+                ours = euclidean_distances(a, b)
+            assert ours.dtype == expected.dtype and ours.shape == expected.shape
+            assert ours.tobytes() == expected.tobytes(), (trial, a.shape, b.shape)
+    # below the threshold and other dtypes: scipy's own call
+    small = rng.normal(size=(10, 3))
+    assert euclidean_distances(small, small).tobytes() == distance_matrix(small, small).tobytes()
+    ints = np.arange(3000).reshape(1000, 3)
+    assert euclidean_distances(ints, ints).tobytes() == distance_matrix(ints, ints).tobytes()
+
+
+def test_cof_scores_equal_pyods_at_real_job_sizes():
+    """Batches above scipy's threshold (a few hundred rows of 13 features, as a long job's
+    finished and running tasks)."""
+    rng = np.random.default_rng(19)
+    for trial in range(3):
+        X = rng.normal(size=(int(rng.integers(300, 420)), 13))
+        if trial == 1:
+            X = np.round(X)
+            X[:40] = X[0]
+        for k in (5, 15):
+            expected = _pyod_cof(X, k)
+            assert cof_scores(X, k).tobytes() == np.asarray(expected).tobytes(), (trial, k)

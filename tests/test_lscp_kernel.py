@@ -359,3 +359,142 @@ def test_fast_lscp_equals_pyods_on_many_batches():
             warnings.simplefilter("ignore")
             expected = theirs.decision_function(test)
             assert ours.decision_function(test).tobytes() == expected.tobytes(), trial
+
+
+def _neighbour_cases():
+    """Training and query rows as LSCP's local regions get them: normal, rounded (tied
+    distances), a constant column, repeated rows, tiny sets (k up to n), a real job's size."""
+    rng = np.random.default_rng(41)
+    for trial in range(160):
+        rows = int(rng.integers(1, 8)) if trial % 4 == 0 else int(rng.integers(8, 120))
+        if trial % 40 == 1:
+            rows = 330
+        columns = int(rng.integers(1, 14))
+        data = varied_rows(rng, trial, rows, columns)
+        if trial % 7 == 0:
+            data = np.round(data * 4) / 4  # coarse grid: many equal distances
+        query = np.vstack([varied_rows(rng, trial + 1, int(rng.integers(1, 20)), columns), data])
+        query = query[rng.permutation(len(query))[: int(rng.integers(1, len(query) + 1))]]
+        for k in sorted({1, min(2, rows), rows, int(rng.integers(1, rows + 1)), min(30, rows)}):
+            yield data, query, k
+
+
+def test_nearest_neighbours_equal_the_kd_trees():
+    """Every k from 1 to n, ties included: the KD-tree's indices in its order, and each row's
+    k + 1 smallest reduced distances (the tree's, squared) in increasing order."""
+    from sklearn.neighbors import KDTree
+
+    from stragglers.methods._lscp_kernel import nearest_neighbours
+
+    tied_rows = 0
+    for data, query, k in _neighbour_cases():
+        tree = KDTree(data)
+        expected_distances, expected = tree.query(query, k=k)
+        ours, distances, nearest = nearest_neighbours(data, query, k)
+        assert ours.dtype == expected.dtype and np.array_equal(ours, expected), (data.shape, k)
+        width = min(k + 1, len(data))
+        assert distances.shape == nearest.shape == (len(query), width)
+        assert np.array_equal(np.sqrt(distances[:, :k]), expected_distances)
+        wider = tree.query(query, k=width)[0] ** 2
+        assert np.allclose(distances, wider, rtol=1e-12, atol=0)
+        tied_rows += int(np.any(distances[:, 1:] == distances[:, :-1], axis=1).sum())
+    assert tied_rows > 100  # the tree's order of equals was exercised
+
+
+def _growing_fits(rng, trial):
+    """A job's successive training sets: rows added (at the end or anywhere), by trial a
+    repeated row, a row whose value moved (no reuse) or an unchanged set."""
+    columns = int(rng.integers(1, 14))
+    pool = varied_rows(rng, trial, int(rng.integers(12, 90)), columns)
+    if trial % 3 == 0:
+        pool = np.round(pool * 2) / 2
+    size = int(rng.integers(1, 40))
+    order = rng.permutation(len(pool)).tolist()
+    sets = []
+    while size <= len(pool):
+        chosen = sorted(order[:size]) if trial % 2 else order[:size]
+        sets.append(pool[chosen].copy())
+        size += int(rng.integers(0, 4))
+        if rng.random() < 0.1:
+            size += 1
+    if trial % 5 == 1 and len(sets) > 2:
+        sets[1] = np.vstack([sets[1], sets[1][:1]])  # a repeated row
+    if trial % 5 == 2 and len(sets) > 3:
+        sets[2] = sets[2].copy()
+        sets[2][0, 0] += 1.0  # a changed row: its old tables are not used
+    return sets
+
+
+def test_neighbour_tables_reused_across_fits_give_the_kd_trees_neighbours():
+    from sklearn.neighbors import KDTree
+
+    from stragglers.methods._lscp_kernel import NeighbourTables, nearest_neighbours
+
+    rng = np.random.default_rng(43)
+    reused = 0
+    for trial in range(60):
+        memory = NeighbourTables()
+        draws = [rng.permutation(14)[: int(rng.integers(1, 14))] for _ in range(3)]
+        for train in _growing_fits(rng, trial):
+            tables, previous = memory.start(train)
+            for draw in draws:
+                features = draw[draw < train.shape[1]]
+                if len(features) == 0:
+                    continue
+                data = train[:, features]
+                for k in {1, min(5, len(data)), min(30, len(data)), len(data)}:
+                    key = (tuple(features.tolist()), k)
+                    known = previous.known(key) if previous is not None else None
+                    reused += known is not None
+                    ours, distances, nearest = nearest_neighbours(data, data, k, known)
+                    expected = KDTree(data).query(data, k=k)[1]
+                    assert np.array_equal(ours, expected), (trial, len(data), k)
+                    fresh = nearest_neighbours(data, data, k)
+                    assert np.array_equal(distances, fresh[1])
+                    if tables is not None:
+                        tables.tables[key] = (distances, nearest)
+            if tables is not None:
+                memory.remember(tables)
+    assert reused > 500
+
+
+def test_fast_lscp_with_neighbour_tables_scores_as_without():
+    """Fits on growing training sets sharing one NeighbourTables: the same training scores,
+    threshold, test scores and random state as fits without it (themselves PyOD's)."""
+    from pyod.models.lof import LOF
+
+    from stragglers.methods._lscp_kernel import NeighbourTables
+
+    rng = np.random.default_rng(47)
+    compared = 0
+    for trial in range(12):
+        memory = NeighbourTables()
+        for train in _growing_fits(rng, trial)[:8]:
+            rows = len(train)
+            test = np.vstack([rng.normal(size=(5, train.shape[1])), train[:3]])
+            results = []
+            for tables in (None, memory):
+                base = [LOF(n_neighbors=max(1, min(k, rows - 1))) for k in (5, 10)]
+                detector = FastLSCP(
+                    base, contamination=0.1, random_state=42, local_region_size=min(30, rows)
+                )
+                detector.neighbour_tables = tables
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    try:
+                        detector.fit(train)
+                        scores = detector.decision_function(test)
+                    except (ValueError, AssertionError) as error:
+                        results.append(type(error))
+                        continue
+                results.append(
+                    (
+                        detector.decision_scores_.tobytes(),
+                        np.float64(detector.threshold_).tobytes(),
+                        scores.tobytes(),
+                        detector.random_state.randint(1 << 30),
+                    )
+                )
+            assert results[0] == results[1], (trial, rows)
+            compared += 1
+    assert compared > 40

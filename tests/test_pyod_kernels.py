@@ -31,6 +31,10 @@ def _samples():
         "rounded": rounded,
         "constant_column": constant,
         "tiny": rng.normal(size=(3, 2)),
+        "pair": rng.normal(size=(2, 3)),
+        "real_job_size": varied_rows(rng, 20, 330, 13),  # repeated rows, a constant column
+        "far_apart": rng.normal(size=(40, 3)) * 1e3,  # affinities underflow: NaN steps
+        "all_equal": np.ones((6, 2)),
     }
 
 
@@ -46,7 +50,41 @@ def test_sos_affinities_equal_pyods(name):
     assert FastSOS()._d2a(D).tobytes() == expected.tobytes()
     ours, theirs = FastSOS().fit(X), SOS().fit(X)
     assert ours.decision_scores_.tobytes() == theirs.decision_scores_.tobytes()
-    assert ours.threshold_ == theirs.threshold_
+    assert np.array_equal([ours.threshold_], [theirs.threshold_], equal_nan=True)
+
+
+def test_row_perplexity_equals_pyods_get_perplexity():
+    """Each bisection step's perplexity and affinity row, bit for bit: rows of squared
+    distances (ties, zeros, far apart) at the precisions the bisection visits (halved,
+    doubled, tenths, extreme)."""
+    from pyod.models.sos import _get_perplexity
+
+    from stragglers.methods._pyod_kernels import _row_perplexity
+
+    rng = np.random.default_rng(9)
+    rows = [
+        rng.exponential(size=int(rng.integers(1, 400))) * 10 ** rng.uniform(-3, 3)
+        for _ in range(200)
+    ]
+    rows += [
+        np.round(rng.exponential(size=50)),
+        np.zeros(7),
+        np.full(5, 1e6),
+        np.array([0.0, 1e300]),
+    ]
+    betas = [1.0, 0.5, 2.0, 0.1, 1e-3, 3.7, 1e3, 1e-300, 1e300, 0.0]
+    checked = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for row in rows:
+            for beta in betas + list(rng.uniform(0, 10, size=5)):
+                expected_h, expected_a = _get_perplexity(row, np.array([beta]))
+                affinities = np.empty_like(row)
+                h = _row_perplexity(row, float(beta), affinities)
+                assert np.float64(h).tobytes() == expected_h[0].tobytes(), (len(row), beta)
+                assert affinities.tobytes() == expected_a.tobytes()
+                checked += 1
+    assert checked > 3000
 
 
 def test_snn_reference_sets_equal_pyods():
@@ -150,6 +188,35 @@ def test_angle_variance_equals_pyods_calculate_wocs():
                 expected = np.float64(_calculate_wocs(point, train, chosen))
                 ours = np.float64(angle_variance(point, train, chosen))
                 assert ours.tobytes() == expected.tobytes(), trial
+
+
+def test_angle_variances_equal_pyods_calculate_wocs_row_by_row():
+    """All points at once, value for value against PyOD's per-point `_calculate_wocs`: every
+    neighbourhood size, points with no angle (NaN), NaN points, a real job's size."""
+    from pyod.models.abod import _calculate_wocs
+
+    from stragglers.methods._pyod_kernels import angle_variances
+
+    rng = np.random.default_rng(7)
+    cases = list(_abod_points())
+    big = varied_rows(rng, 5, 330, 13)
+    cases.append((99, big, np.vstack([big, rng.normal(size=(20, 13))]), 10))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for trial, train, queries, k in cases:
+            every = len(train) <= 60  # PyOD's pair loop over n - 1 neighbours: small n only
+            for k_used in sorted({1, k, len(train) - 1} if every else {k}):
+                ind = NearestNeighbors(n_neighbors=k_used).fit(train)
+                ind = ind.kneighbors(np.nan_to_num(queries))[1]
+                expected = np.array([_calculate_wocs(p, train, i) for p, i in zip(queries, ind)])
+                ours = angle_variances(queries, train, ind)
+                assert ours.tobytes() == expected.astype(np.float64).tobytes(), (trial, k_used)
+        # other dtypes: PyOD's own function, row by row
+        small = rng.normal(size=(40, 4)).astype(np.float32)
+        ind = NearestNeighbors(n_neighbors=5).fit(small).kneighbors(small[:5])[1]
+        expected = np.array([_calculate_wocs(p, small, i) for p, i in zip(small[:5], ind)])
+        ours = angle_variances(small[:5], small, ind)
+        assert not np.isnan(expected).any() and ours.tobytes() == expected.tobytes()
 
 
 def test_fast_abod_equals_pyods():

@@ -6,7 +6,8 @@ distance matrix in path order and takes the minimum over the first j+1 entries, 
 call per row and neighbour. At the replay's batch sizes those calls are most of COF's cost.
 `cof_scores` gathers, per row, only the k x k block of the distance matrix the minima read
 and takes them in one reduction (a minimum is exact whatever the order, NaN included). The
-rest is PyOD's arithmetic in PyOD's order: the same `distance_matrix`, the same `np.argsort`
+rest is PyOD's arithmetic in PyOD's order: scipy's `distance_matrix` (by blocks of rows
+rather than column by column, `euclidean_distances`), the same `np.argsort`
 of each row (a 2-D argsort sorts each row by the same routine, so ties fall the same way),
 the same weights, and each row's weighted costs and neighbours' average chaining distances
 summed by numpy's own reduction over a row of the same length.
@@ -19,11 +20,44 @@ import numpy as np
 from pyod.models.cof import COF as PyodCOF
 from scipy.spatial import distance_matrix
 
+# scipy's `distance_matrix` computes at most this many differences at once, else loops
+SCIPY_DISTANCE_THRESHOLD = 1000000
+ROWS_PER_BLOCK = 16  # the block's differences stay in the processor's cache
+
+
+def euclidean_distances(x, y) -> np.ndarray:
+    """scipy's `distance_matrix(x, y)` for float64 matrices: above its threshold scipy calls
+    `minkowski_distance` once per column of the result, in Python, each call making four
+    temporary arrays. Here blocks of rows go through the same operations in one buffer (the
+    differences y - x, their absolute values squared, numpy's sum over each row of the same
+    length, the square root), giving the same bits."""
+    x = np.asarray(x)
+    y = np.asarray(y)
+    if not (
+        x.ndim == 2
+        and y.ndim == 2
+        and x.dtype == np.float64
+        and y.dtype == np.float64
+        and x.shape[1] == y.shape[1]
+        and len(x) * len(y) * x.shape[1] > SCIPY_DISTANCE_THRESHOLD
+    ):
+        return distance_matrix(x, y)
+    result = np.empty((len(x), len(y)), dtype=float)
+    buffer = np.empty((ROWS_PER_BLOCK, len(y), x.shape[1]))
+    for start in range(0, len(x), ROWS_PER_BLOCK):
+        block = x[start : start + ROWS_PER_BLOCK]
+        differences = buffer[: len(block)]
+        np.subtract(y[None, :, :], block[:, None, :], out=differences)
+        np.abs(differences, out=differences)
+        np.square(differences, out=differences)
+        np.sqrt(np.sum(differences, axis=-1), out=result[start : start + ROWS_PER_BLOCK])
+    return result
+
 
 def cof_scores(X, n_neighbors: int) -> np.ndarray:
     """PyOD's `COF._cof_fast(X)` with `n_neighbors_ = n_neighbors`: every row's COF
     against the rows of X (NaN scores zero, infinite ones the largest float, as PyOD's)."""
-    dist = np.array(distance_matrix(X, X))
+    dist = np.array(euclidean_distances(X, X))
     n = dist.shape[0]
     k = int(n_neighbors)
     if n == 0:

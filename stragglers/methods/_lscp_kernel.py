@@ -15,9 +15,13 @@ input validation of a 1-D array at each call, the other large share.
 `FastLSCP` is PyOD's detector with its per-test-row loop (Zhao et al., 2019, section 3.3)
 done for all rows at once, same operations in the same order:
 - the local regions (`LSCP._get_local_region`): the same feature draws from the detector's
-  random state, the same KD-trees and queries, without scikit-learn's validation of every
-  tree's already validated input (`_validated_tree_inputs`); the neighbours kept (met more
-  than the threshold's times, in order of first meeting) are counted by a compiled loop
+  random state; each draw's k nearest training rows, the KD-tree's answer, read off the
+  distances the tree computes where they are all different (`nearest_neighbours`), the tree
+  asked (without scikit-learn's validation of its already validated input,
+  `_validated_tree_inputs`) for rows with tied distances; a refit's training rows found
+  among the last fit's nearest and the new rows (`NeighbourTables`: the replay refits on
+  the same rows plus new ones, with the same draws); the neighbours kept (met more than the
+  threshold's times, in order of first meeting) are counted by a compiled loop
   (`frequent_neighbours`) instead of a Counter per row;
 - the correlations (`pearson_statistics`): every region of one length at once;
 - the competent detectors (`LSCP._get_competent_detectors`): `np.histogram`'s bin edges and
@@ -30,7 +34,6 @@ tests/test_lscp_kernel.py checks each against scipy's, numpy's and PyOD's, value
 
 from __future__ import annotations
 
-import contextlib
 import numbers
 import warnings
 
@@ -42,6 +45,8 @@ from pyod.utils.utility import argmaxn as pyod_argmaxn
 from pyod.utils.utility import generate_bagging_indices, standardizer
 from scipy import stats
 from sklearn.neighbors import KDTree
+
+from stragglers.methods._library_swap import swapped_attributes
 
 
 def pearson_statistic(x, y) -> tuple[float, None]:
@@ -73,16 +78,10 @@ def top_n_indices(value_list, n, order="desc"):
     return np.where(np.less(values, threshold))[0]
 
 
-@contextlib.contextmanager
 def _fast_helpers():
     """PyOD's LSCP module calling `pearson_statistic` and `top_n_indices` for its `pearsonr`
     and `argmaxn` (the names it imported), restored afterwards."""
-    originals = pyod_lscp.pearsonr, pyod_lscp.argmaxn
-    pyod_lscp.pearsonr, pyod_lscp.argmaxn = pearson_statistic, top_n_indices
-    try:
-        yield
-    finally:
-        pyod_lscp.pearsonr, pyod_lscp.argmaxn = originals
+    return swapped_attributes(pyod_lscp, pearsonr=pearson_statistic, argmaxn=top_n_indices)
 
 
 def pearson_statistics(x, y) -> np.ndarray:
@@ -180,15 +179,10 @@ def _trusted_check_array(array, **kwargs):
 _SKLEARN_CHECK_ARRAY = sklearn_kd_tree.check_array
 
 
-@contextlib.contextmanager
 def _validated_tree_inputs():
     """scikit-learn's KD-tree module calling `_trusted_check_array` for its `check_array`
     (the name it imported), restored afterwards."""
-    sklearn_kd_tree.check_array = _trusted_check_array
-    try:
-        yield
-    finally:
-        sklearn_kd_tree.check_array = _SKLEARN_CHECK_ARRAY
+    return swapped_attributes(sklearn_kd_tree, check_array=_trusted_check_array)
 
 
 def _uniform_bins(scores, n_bins):
@@ -245,6 +239,133 @@ def competent_detector_masks(scores, n_bins, n_selected):
     return masks, np.flatnonzero(other)
 
 
+def squared_distances(query, data):
+    """The KD-tree's reduced Euclidean distance of every query row to every data row: the
+    squared differences summed column by column, in the columns' order, as its `rdist`."""
+    total = np.zeros((len(query), len(data)))
+    for column in range(query.shape[1]):
+        difference = query[:, column, None] - data[None, :, column]
+        total += difference * difference
+    return total
+
+
+def _smallest(values, indices, width):
+    """Each row's `width` smallest values, increasing, and the indices beside them."""
+    if width < values.shape[1]:
+        picked = np.argpartition(values, width - 1, axis=1)[:, :width]
+        values = np.take_along_axis(values, picked, axis=1)
+        indices = np.take_along_axis(indices, picked, axis=1)
+    order = np.argsort(values, axis=1, kind="stable")
+    return np.take_along_axis(values, order, axis=1), np.take_along_axis(indices, order, axis=1)
+
+
+@njit(cache=True)
+def _merged_nearest(old_distances, old_nearest, to_new, new_rows, width):  # pragma: no cover
+    """Each row's `width` smallest of its sorted old values (`old_distances`, at the rows
+    `old_nearest`) and its values to the new rows (`to_new`, at `new_rows`), increasing; of
+    equal values the old come first, then the new in their order (a stable sort of the two
+    side by side)."""
+    n, n_old = old_distances.shape
+    distances = np.empty((n, width))
+    nearest = np.empty((n, width), dtype=np.intp)
+    for i in range(n):
+        order = np.argsort(to_new[i], kind="mergesort")
+        a = 0
+        b = 0
+        for out in range(width):
+            if b >= order.shape[0] or (a < n_old and old_distances[i, a] <= to_new[i, order[b]]):
+                distances[i, out] = old_distances[i, a]
+                nearest[i, out] = old_nearest[i, a]
+                a += 1
+            else:
+                distances[i, out] = to_new[i, order[b]]
+                nearest[i, out] = new_rows[order[b]]
+                b += 1
+    return distances, nearest
+
+
+def nearest_neighbours(data, query, k, known=None):
+    """`KDTree(data).query(query, k)`'s indices (1 <= k <= len(data)), and each query row's
+    min(k + 1, len(data)) smallest reduced distances and their data rows.
+
+    The tree returns the k nearest rows by increasing distance: where a row's k + 1 smallest
+    distances all differ, that is one answer, read off the distances computed as the tree
+    computes them (`squared_distances`); a row with a tie among them (duplicate rows, equal
+    distances) is left to the tree, whose order of equals is its own. `known` (query = data):
+    the last fit's tables of these rows, `NeighbourTables.known`; a row's nearest are then
+    among its last nearest and the new rows, whose distances alone are computed."""
+    n = len(data)
+    width = min(k + 1, n)
+    if known is None:
+        values = squared_distances(query, data)
+        distances, nearest = _smallest(values, np.broadcast_to(np.arange(n), values.shape), width)
+    else:
+        old_distances, old_nearest, old_to_new = known
+        new_rows = np.setdiff1d(np.arange(n), old_to_new)
+        distances = np.empty((n, width))
+        nearest = np.empty((n, width), dtype=np.intp)
+        to_new = squared_distances(data[old_to_new], data[new_rows])
+        distances[old_to_new], nearest[old_to_new] = _merged_nearest(
+            old_distances, old_to_new[old_nearest], to_new, new_rows.astype(np.intp), width
+        )
+        if len(new_rows):
+            values = squared_distances(data[new_rows], data)
+            distances[new_rows], nearest[new_rows] = _smallest(
+                values, np.broadcast_to(np.arange(n), values.shape), width
+            )
+    neighbours = nearest[:, :k].copy()
+    tied = np.flatnonzero(np.any(distances[:, 1:] == distances[:, :-1], axis=1))
+    if len(tied):
+        with _validated_tree_inputs():
+            neighbours[tied] = KDTree(data).query(query[tied], k=k)[1]
+    return neighbours, distances, nearest
+
+
+class NeighbourTables:
+    """A job's last LSCP fit's training rows and, per local region draw (features, k), each
+    row's `nearest_neighbours` tables. The replay refits LSCP whenever a task finished, on
+    the same rows plus the new ones, with the same draws (the same random state): a row's
+    nearest are then among its last nearest and the new rows. Rows are matched by their bytes;
+    a fit with repeated rows neither reuses nor leaves tables."""
+
+    def __init__(self):
+        self.rows: list[bytes] | None = None
+        self.tables: dict = {}
+
+    def start(self, X):
+        """For a fit on X: tables to fill for the next fit, and the last fit's (or None)."""
+        rows = [row.tobytes() for row in X]
+        if len(set(rows)) < len(rows):
+            self.rows, self.tables = None, {}
+            return None, None
+        previous = None
+        if self.rows is not None:
+            position = {row: i for i, row in enumerate(rows)}
+            old_to_new = np.array([position.get(row, -1) for row in self.rows], dtype=np.intp)
+            if len(old_to_new) and (old_to_new >= 0).all():
+                previous = _LastFit(old_to_new, self.tables)
+        fresh = NeighbourTables()
+        fresh.rows = rows
+        return fresh, previous
+
+    def remember(self, fit: NeighbourTables) -> None:
+        self.rows, self.tables = fit.rows, fit.tables
+
+
+class _LastFit:
+    """The last fit's tables, with the new position of each of its rows."""
+
+    def __init__(self, old_to_new, tables):
+        self.old_to_new = old_to_new
+        self.tables = tables
+
+    def known(self, key):
+        if key not in self.tables:
+            return None
+        distances, nearest = self.tables[key]
+        return distances, nearest, self.old_to_new
+
+
 class FastLSCP(pyod_lscp.LSCP):
     """PyOD's LSCP with its per-test-row loop over all rows at once (module docstring)."""
 
@@ -286,6 +407,13 @@ class FastLSCP(pyod_lscp.LSCP):
         if n_features * self.local_min_features < 1:
             warnings.warn("Local min features smaller than 1, increasing to 1.0", stacklevel=2)
             self.local_min_features = 1.0
+        # the training rows' own regions (the fit's) may reuse the last fit's nearest
+        # neighbours (`NeighbourTables`): `tables` collects this fit's for the next
+        training = X_test_norm is self.X_train_norm_
+        memory = getattr(self, "neighbour_tables", None)
+        tables = previous = None
+        if training and memory is not None:
+            tables, previous = memory.start(self.X_train_norm_)
         found = []
         for _ in range(self.local_region_iterations):
             if self.local_max_features == self.local_min_features:
@@ -302,10 +430,9 @@ class FastLSCP(pyod_lscp.LSCP):
                     min_features=int(n_features * self.local_min_features),
                     max_features=int(n_features * self.local_max_features),
                 )
-            with _validated_tree_inputs():
-                tree = KDTree(self.X_train_norm_[:, features])
-                _, neighbours = tree.query(X_test_norm[:, features], k=self.local_region_size)
-            found.append(neighbours)
+            found.append(self._region_neighbours(X_test_norm, features, tables, previous))
+        if tables is not None:
+            self.neighbour_tables.remember(tables)
         if n_test == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64)
         side_by_side = np.hstack(found) if found else np.zeros((n_test, 0))
@@ -317,6 +444,23 @@ class FastLSCP(pyod_lscp.LSCP):
         if len(starts) == 1 and starts[0] < 0:
             raise AssertionError  # PyOD's assertion on a region of fewer than two neighbours
         return members, starts
+
+    def _region_neighbours(self, X_test_norm, features, tables, previous):
+        """One iteration's `KDTree(X_train[:, features]).query(X_test[:, features], k)`
+        neighbour indices, by `nearest_neighbours`; `tables` (a fit's training rows only)
+        collects each row's nearest for the next fit, `previous` holds the last fit's."""
+        k = self.local_region_size
+        data = self.X_train_norm_[:, features]
+        if not (isinstance(k, numbers.Integral) and 1 <= k <= len(data) and len(X_test_norm) > 0):
+            with _validated_tree_inputs():  # the tree's own answer or error
+                return KDTree(data).query(X_test_norm[:, features], k=k)[1]
+        key = (tuple(np.asarray(features).tolist()), int(k))
+        if tables is None:
+            return nearest_neighbours(data, X_test_norm[:, features], int(k))[0]
+        known = previous.known(key) if previous is not None else None
+        neighbours, distances, nearest = nearest_neighbours(data, data, int(k), known)
+        tables.tables[key] = (distances, nearest)
+        return neighbours
 
     def _competent_means(self, correlations, test_scores_norm):
         """PyOD's score of each test row: the mean of its competent detectors' scores."""

@@ -2,8 +2,8 @@
 
 - SOS's affinity search (`SOS._d2a`) runs a bisection per row in Python, calling a small
   numba function up to dozens of times a row: at the replay's batch sizes that Python loop is
-  most of SOS's cost. `sos_affinities` runs the same bisection, calling the same numba
-  function with the same arguments, inside one compiled loop.
+  most of SOS's cost. `sos_affinities` runs the same bisection inside one compiled loop,
+  each step's perplexity by the same arithmetic as that numba function, in one buffer.
 - SOD's shared-neighbour count (`_snn_imp`) builds a Python-style set for every pair of
   rows, and PyOD compiles it with `parallel=True` in every process (seconds of compilation
   per job; threads beyond the job's one core). `snn_reference_sets` counts the shared
@@ -13,6 +13,8 @@
   neighbours with two `np.array_equal` calls and one call of PyOD's compiled `_wcos`, from
   Python. `weighted_cosines` runs the same pair loop, calling the same `_wcos`, compiled;
   `angle_variance` takes numpy's `np.var` of the same values, as PyOD does.
+  `angle_variances` does so for every point of PyOD's loop over points in one compiled
+  call, and numpy's variance of all points with as many values in one call (FastABOD).
 - SOD's scores (`SOD._sod`, Kriegel et al., 2009, section 3) loop over rows in Python, a
   dozen numpy calls per row on its small reference set. `sod_scores` does the same
   arithmetic for all rows at once: each row's column means and variances by the same
@@ -28,7 +30,6 @@ tests/test_pyod_kernels.py checks them against PyOD's loops, value for value.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 
 import numpy as np
@@ -36,50 +37,66 @@ import pyod.models.abod as pyod_abod
 from numba import njit
 from pyod.models.sod import SOD as PyodSOD
 from pyod.models.sos import SOS as PyodSOS
-from pyod.models.sos import _get_perplexity
 from sklearn.neighbors import NearestNeighbors
 
+from stragglers.methods._library_swap import swapped_attributes
+
 UINT32_MAX = np.iinfo(np.uint32).max
+
+
+# numpy's division: 0 / 0 and x / 0 give NaN and infinities, as PyOD's array division does
+@njit(cache=True, error_model="numpy")
+def _row_perplexity(row, beta, affinities):  # pragma: no cover (compiled)
+    """PyOD's `_get_perplexity(row, beta)` for a float beta, its affinity row written into
+    `affinities`: each exp(-d * beta) as numba's `np.exp` of the array computes it, the two
+    sums in the same sequential order as numba's `ndarray.sum`, the same final expression;
+    without its three temporary arrays."""
+    total = 0.0
+    for j in range(row.shape[0]):
+        affinities[j] = np.exp(-row[j] * beta)
+        total += affinities[j]
+    weighted = 0.0
+    for j in range(row.shape[0]):
+        weighted += row[j] * affinities[j]
+    return np.log(total) + beta * weighted / total
 
 
 @njit(cache=True)
 def sos_affinities(D, perplexity, eps):  # pragma: no cover (compiled)
     """PyOD's `SOS._d2a` on the dissimilarity matrix D: per row, bisect the Gaussian's
     precision until the row's perplexity is within eps of `perplexity` (at most 5,000
-    steps), with the same arithmetic and the same `_get_perplexity` calls."""
+    steps), with the same arithmetic as its `_get_perplexity` calls (`_row_perplexity`)."""
     n = D.shape[0]
     A = np.zeros((n, n))
     log_u = np.log(perplexity)
     row = np.empty(n - 1)
-    beta = np.ones(1)
+    this_a = np.empty(n - 1)
     for i in range(n):
         for j in range(i):
             row[j] = D[i, j]
         for j in range(i + 1, n):
             row[j - 1] = D[i, j]
-        beta[0] = 1.0
+        beta = 1.0
         beta_min = -np.inf
         beta_max = np.inf
-        H, this_a = _get_perplexity(row, beta)
-        h_diff = H[0] - log_u
+        h_diff = _row_perplexity(row, beta, this_a) - log_u
         tries = 0
         while (np.isnan(h_diff) or np.abs(h_diff) > eps) and tries < 5000:
             if np.isnan(h_diff):
-                beta[0] = beta[0] / 10.0
+                beta = beta / 10.0
             elif h_diff > 0:
-                beta_min = beta[0]
+                beta_min = beta
                 if beta_max == np.inf or beta_max == -np.inf:
-                    beta[0] = beta[0] * 2.0
+                    beta = beta * 2.0
                 else:
-                    beta[0] = (beta[0] + beta_max) / 2.0
+                    beta = (beta + beta_max) / 2.0
             else:
-                beta_max = beta[0]
+                beta_max = beta
                 if beta_min == np.inf or beta_min == -np.inf:
-                    beta[0] = beta[0] / 2.0
+                    beta = beta / 2.0
                 else:
-                    beta[0] = (beta[0] + beta_min) / 2.0
-            H, this_a = _get_perplexity(row, beta)
-            h_diff = H[0] - log_u
+                    beta = (beta + beta_min) / 2.0
+            h_diff = _row_perplexity(row, beta, this_a) - log_u
             tries += 1
         for j in range(i):
             A[i, j] = this_a[j]
@@ -142,21 +159,27 @@ def weighted_cosines(curr_pt, X, X_ind):  # pragma: no cover (compiled)
     return found[:n_found]
 
 
+def _compiled_angle_inputs(points, X, neighbours, ndim: int) -> bool:
+    """Whether the compiled functions take these: float64 points (a row, ndim 1, or rows)
+    of X's width, float64 X, integer neighbour indices of the points' ndim."""
+    return (
+        type(points) is np.ndarray
+        and type(X) is np.ndarray
+        and type(neighbours) is np.ndarray
+        and points.dtype == np.float64
+        and X.dtype == np.float64
+        and neighbours.dtype.kind == "i"
+        and points.ndim == ndim
+        and X.ndim == 2
+        and neighbours.ndim == ndim
+        and points.shape[-1] == X.shape[1]
+    )
+
+
 def angle_variance(curr_pt, X, X_ind):
     """PyOD's `_calculate_wocs`: numpy's variance of `weighted_cosines` (NaN for none);
     arrays other than float64 ones of the expected shapes go to PyOD's own."""
-    if not (
-        type(curr_pt) is np.ndarray
-        and type(X) is np.ndarray
-        and type(X_ind) is np.ndarray
-        and curr_pt.dtype == np.float64
-        and X.dtype == np.float64
-        and X_ind.dtype.kind == "i"
-        and curr_pt.ndim == 1
-        and X.ndim == 2
-        and X_ind.ndim == 1
-        and curr_pt.shape[0] == X.shape[1]
-    ):
+    if not _compiled_angle_inputs(curr_pt, X, X_ind, 1):
         return _PYOD_CALCULATE_WOCS(curr_pt, X, X_ind)
     return np.var(weighted_cosines(curr_pt, X, X_ind))
 
@@ -164,15 +187,57 @@ def angle_variance(curr_pt, X, X_ind):
 _PYOD_CALCULATE_WOCS = pyod_abod._calculate_wocs
 
 
-@contextlib.contextmanager
-def _compiled_angle_variance():
-    """PyOD's ABOD module calling `angle_variance` for its `_calculate_wocs`, restored
-    afterwards."""
-    pyod_abod._calculate_wocs = angle_variance
-    try:
-        yield
-    finally:
-        pyod_abod._calculate_wocs = _PYOD_CALCULATE_WOCS
+@njit(cache=True)
+def _weighted_cosine_rows(points, X, neighbours):  # pragma: no cover (compiled)
+    """`weighted_cosines(points[i], X, neighbours[i])` of every row i, side by side (row i's
+    first lengths[i] entries), and the lengths."""
+    n, k = neighbours.shape
+    values = np.zeros((n, max(k * (k - 1) // 2, 0)))
+    lengths = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        found = weighted_cosines(points[i], X, neighbours[i])
+        values[i, : found.shape[0]] = found
+        lengths[i] = found.shape[0]
+    return values, lengths
+
+
+def angle_variances(points, X, neighbours) -> np.ndarray:
+    """`angle_variance(points[i], X, neighbours[i])` of every row i: the weighted cosines of
+    all rows in one compiled call, and numpy's variance of the rows with as many values at
+    once (the same reduction over each row of that length as over a 1-D array)."""
+    if not (_compiled_angle_inputs(points, X, neighbours, 2) and len(points) == len(neighbours)):
+        return np.array([angle_variance(p, X, ind) for p, ind in zip(points, neighbours)])
+    values, lengths = _weighted_cosine_rows(points, X, neighbours)
+    variances = np.empty(len(points))
+    for length in np.unique(lengths).tolist():
+        rows = np.flatnonzero(lengths == length)
+        if length == 0:
+            variances[rows] = np.var(np.zeros(0))  # NaN, numpy's warning
+        else:
+            variances[rows] = np.var(np.ascontiguousarray(values[rows, :length]), axis=1)
+    return variances
+
+
+class _DeferredAngleVariances:
+    """A stand-in for PyOD's `_calculate_wocs` that keeps each call's point and neighbours
+    and answers 0; `variances()` then gives every call's true value at once."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, curr_pt, X, X_ind):
+        self.calls.append((curr_pt, X, X_ind))
+        return 0.0
+
+    def variances(self) -> np.ndarray:
+        if not self.calls:
+            return np.zeros(0)
+        data = self.calls[0][1]
+        if any(call[1] is not data for call in self.calls):
+            return np.array([angle_variance(*call) for call in self.calls])
+        points = np.array([call[0] for call in self.calls])
+        neighbours = np.array([call[2] for call in self.calls])
+        return angle_variances(points, data, neighbours)
 
 
 def sod_subspaces(X, reference_sets, ref_set, alpha):
@@ -233,13 +298,22 @@ class FastSOS(PyodSOS):
 class FastABOD(pyod_abod.ABOD):
     """PyOD's ABOD with each point's angle variance from `angle_variance` (fast method)."""
 
+    # PyOD's loops over rows run with `_DeferredAngleVariances` for `_calculate_wocs`: the
+    # variances are then computed together and put where PyOD's loop put each
+
     def _fit_fast(self):
-        with _compiled_angle_variance():
-            return super()._fit_fast()
+        deferred = _DeferredAngleVariances()
+        with swapped_attributes(pyod_abod, _calculate_wocs=deferred):
+            super()._fit_fast()
+        self.decision_scores_[:, 0] = deferred.variances()
+        return self
 
     def _decision_function_fast(self, X):
-        with _compiled_angle_variance():
-            return super()._decision_function_fast(X)
+        deferred = _DeferredAngleVariances()
+        with swapped_attributes(pyod_abod, _calculate_wocs=deferred):
+            scores = super()._decision_function_fast(X)
+        scores[:] = deferred.variances()
+        return scores
 
 
 class FastSOD(PyodSOD):

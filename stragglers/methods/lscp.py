@@ -1,6 +1,7 @@
 """LSCP (Zhao et al., 2019): locally selective combination of LOF detectors; its per-test-row
 loop (local regions, correlations, competent detectors) runs for all rows at once, without
-scipy's and scikit-learn's per-call overhead (stragglers/methods/_lscp_kernel.py, same
+scipy's and scikit-learn's per-call overhead, and a refit finds its training rows' nearest
+neighbours among the last fit's and the new rows (stragglers/methods/_lscp_kernel.py, same
 numbers)."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from stragglers.methods._outlier import OutlierDetectionMethod
-from stragglers.methods.base import Param
+from stragglers.methods.base import JobInfo, Param
 
 if TYPE_CHECKING:  # annotations only: the library is imported where it is used
     from pyod.models.lscp import LSCP as PyodLSCP
@@ -30,19 +31,30 @@ class LSCP(OutlierDetectionMethod):
     # the local regions, correlations and competent detectors (imported where used)
     lazy_modules: ClassVar[tuple[str, ...]] = ("stragglers.methods._lscp_kernel",)
 
+    def start_job(self, job: JobInfo) -> None:
+        super().start_job(job)
+        self._neighbour_tables = None  # the job's fits' nearest neighbours (NeighbourTables)
+
     def make_detector(self, n_train: int, seed: int) -> PyodLSCP:
         from pyod.models.lof import LOF as PyodLOF
 
-        from stragglers.methods._lscp_kernel import FastLSCP
+        from stragglers.methods._lscp_kernel import FastLSCP, NeighbourTables
+
+        if getattr(self, "_neighbour_tables", None) is None:
+            self._neighbour_tables = NeighbourTables()
 
         base = [
             PyodLOF(n_neighbors=self.neighbours(k, n_train)) for k in self.params["lof_neighbors"]
         ]
         # the local region is a set of training neighbours: at most n_train of them
         region = self.neighbours(self.params["local_region_size"], n_train + 1)
-        return FastLSCP(
+        detector = FastLSCP(
             base,
             local_region_size=region,
             contamination=self.params["contamination"],
             random_state=seed,
         )
+        # a refit's training rows are mostly the last fit's: their regions' nearest
+        # neighbours are found among the last ones and the new rows
+        detector.neighbour_tables = self._neighbour_tables
+        return detector
