@@ -198,7 +198,7 @@ def main() -> None:
         "gather_all_shards_cpu_seconds": gather["cpu_seconds"],
         "gather_peak_rss_mb": gather["peak_rss_mb"],
         # the three scattered stages' CPU over the raw data they read (this part and every
-        # task_events part): what bench/project_cost.py charges per compressed GB
+        # task_events part), beside the single process's below
         "scattered_cpu_seconds_per_gb": round(
             (prepare["cpu_seconds"] + part["cpu_seconds"] + gather["cpu_seconds"])
             / ((usage_part.stat().st_size + events_bytes) / 1e9),
@@ -206,6 +206,11 @@ def main() -> None:
         ),
         "single_process_seconds": single["seconds"],
         "single_process_cpu_seconds": single["cpu_seconds"],
+        # the whole conversion in one process over the raw data it reads: what
+        # bench/project_cost.py charges per compressed GB by default
+        "single_process_cpu_seconds_per_gb": round(
+            single["cpu_seconds"] / ((usage_part.stat().st_size + events_bytes) / 1e9), 1
+        ),
         "single_process_ratio": round(single["seconds"] / gzip_seconds, 2),
         "single_process_peak_rss_mb": single["peak_rss_mb"],
         "jobs_kept": counts.get("jobs_kept"),

@@ -1,6 +1,6 @@
 """The cost of a full reproduction, projected from measurements (not a test).
 
-    python bench/project_cost.py WORKDIR [--configfile CONFIG] [--import-seconds FILE] [--out FILE] [--cores 1 16 64 256] [--convert-seconds-per-gb 133]
+    python bench/project_cost.py WORKDIR [--configfile CONFIG] [--import-seconds FILE] [--out FILE] [--cores 1 16 64 256] [--convert-seconds-per-gb 91.4]
 
 WORKDIR is a finished run of the workflow (e.g. the default config, every method). From it:
 
@@ -30,7 +30,10 @@ WORKDIR is a finished run of the workflow (e.g. the default config, every method
   without the `rule cpu:` lines is projected from the `cpu_time` alone, as before: that
   start-up, a fixed cost per job, then scales with the tasks;
 - conversion: CPU seconds per compressed GB of raw trace, from bench/bench_convert.py
-  (--convert-seconds-per-gb; default the per-part job's 11.25 CPU s on its 129.5 MB part);
+  (--convert-seconds-per-gb; default its `single_process_cpu_seconds_per_gb`: the whole
+  conversion in one process, 13.9 CPU s over its 129.5 MB task_usage part and 23.2 MB of
+  task_events, the mean of two runs; the per-part job alone, 5.0-5.2 CPU s, leaves out the
+  task_events and the writing of the jobs' files);
 - per submitted job start-up: --startup-seconds, CPU seconds paid once per submitted job
   (prediction jobs grouped --group at a time). Default 2.6 s: measured on SLURM
   (docs/cluster.md, "Cost per submitted job": the CPU of a submitted job's own Snakemake
@@ -383,7 +386,7 @@ def main() -> None:
         help="the config WORKDIR was run with",
     )
     parser.add_argument("--cores", type=int, nargs="+", default=[1, 16, 64, 256])
-    parser.add_argument("--convert-seconds-per-gb", type=float, default=11.25 / 0.1295)
+    parser.add_argument("--convert-seconds-per-gb", type=float, default=13.95 / 0.1527)
     parser.add_argument(
         "--startup-seconds", type=float, default=2.6, help="CPU s per submitted job (SLURM)"
     )
