@@ -136,11 +136,41 @@ def test_euclidean_distances_equal_scipys_distance_matrix_above_its_threshold():
                 ours = euclidean_distances(a, b)
             assert ours.dtype == expected.dtype and ours.shape == expected.shape
             assert ours.tobytes() == expected.tobytes(), (trial, a.shape, b.shape)
-    # below the threshold and other dtypes: scipy's own call
+    # below the threshold (compiled) and other dtypes (scipy's own call)
     small = rng.normal(size=(10, 3))
     assert euclidean_distances(small, small).tobytes() == distance_matrix(small, small).tobytes()
     ints = np.arange(3000).reshape(1000, 3)
     assert euclidean_distances(ints, ints).tobytes() == distance_matrix(ints, ints).tobytes()
+
+
+def test_compiled_distances_equal_scipys_for_every_column_count():
+    """Each column count from 1 past numpy's pairwise block (eight partial sums from 8
+    columns, a split beyond 128): the same bits as `distance_matrix`, whose `np.sum` of the
+    squares the compiled pass reproduces, on values of mixed magnitudes (where the order of
+    the additions shows), rounded values, NaN and infinities."""
+    from scipy.spatial import distance_matrix
+
+    from stragglers.methods._cof_kernel import PAIRWISE_BLOCK, _numpy_row_sum, euclidean_distances
+
+    rng = np.random.default_rng(71)
+    for k in range(1, PAIRWISE_BLOCK + 13):
+        rows = int(rng.integers(1, 40))
+        x = rng.normal(size=(rows, k)) * 10.0 ** rng.integers(-8, 9, size=k)
+        y = rng.normal(size=(int(rng.integers(1, 25)), k)) * 10.0 ** rng.integers(-8, 9, size=k)
+        if k % 3 == 0:
+            x = np.round(x)
+        if k % 5 == 0:
+            x[0, -1] = np.nan
+            y[-1, 0] = np.inf
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for a, b in ((x, y), (x, x), (y, x)):
+                expected = distance_matrix(a, b)
+                ours = euclidean_distances(a, b)
+                assert ours.shape == expected.shape and ours.tobytes() == expected.tobytes(), k
+        if k <= PAIRWISE_BLOCK:
+            values = rng.random(k) * 10.0 ** rng.integers(-12, 12, size=k)
+            assert _numpy_row_sum(values, k) == np.sum(values), k
 
 
 def test_cof_scores_equal_pyods_at_real_job_sizes():

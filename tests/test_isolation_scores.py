@@ -351,3 +351,34 @@ def test_fast_iforest_decision_function_validates_as_pyods():
         # the forest's class is named in the feature-count message
         our_message = str(our_error.value).replace("SequentialIsolationForest", "IsolationForest")
         assert our_message == str(their_error.value)
+
+
+def test_per_tree_path_lengths_equal_each_trees_own():
+    """All trees' node sizes and depths in one call: each tree's values those of scikit-learn's
+    `_average_path_length` of its sizes, and of its own `depths + lengths - 1.0` (one node,
+    sizes 0 to 2, repeated sizes, trees of every length up to a real forest's)."""
+    from stragglers.methods._isolation_scores import (
+        per_tree_average_path_lengths,
+        per_tree_node_path_lengths,
+    )
+
+    rng = np.random.default_rng(61)
+    assert per_tree_average_path_lengths([]) == []
+    assert per_tree_node_path_lengths((), ()) == ()
+    for trial in range(120):
+        n_trees = int(rng.integers(1, 110))
+        largest = 3 if trial % 4 == 0 else 300
+        sizes = [
+            rng.integers(0, largest, size=int(rng.integers(1, 520))).astype(np.intp)
+            for _ in range(n_trees)
+        ]
+        depths = [rng.integers(0, 9, size=len(size)).astype(np.int64) for size in sizes]
+        lengths = per_tree_average_path_lengths(sizes)
+        assert len(lengths) == n_trees
+        for ours, size in zip(lengths, sizes, strict=True):
+            theirs = _average_path_length(size)
+            assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+            assert ours.tobytes() == theirs.tobytes()
+        nodes = per_tree_node_path_lengths(tuple(lengths), tuple(depths))
+        for ours, length, depth in zip(nodes, lengths, depths, strict=True):
+            assert ours.tobytes() == (depth + length - 1.0).tobytes()

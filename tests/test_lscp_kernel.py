@@ -498,3 +498,128 @@ def test_fast_lscp_with_neighbour_tables_scores_as_without():
             assert results[0] == results[1], (trial, rows)
             compared += 1
     assert compared > 40
+
+
+def _numpy_squared_distances(query, data):
+    """The reduced distances as numpy computes them column by column (the KD-tree's order)."""
+    total = np.zeros((len(query), len(data)))
+    for column in range(query.shape[1]):
+        difference = query[:, column, None] - data[None, :, column]
+        total += difference * difference
+    return total
+
+
+def test_compiled_squared_distances_equal_numpys_bits():
+    from stragglers.methods._lscp_kernel import squared_distances
+
+    cases = 0
+    for data, query, _ in _neighbour_cases():
+        ours = squared_distances(query, data)
+        assert ours.tobytes() == _numpy_squared_distances(query, data).tobytes(), data.shape
+        cases += 1
+    # non-contiguous column picks (LSCP's feature draws), float32 rows, no columns
+    rng = np.random.default_rng(53)
+    rows = rng.normal(size=(40, 9)) * 1e3
+    picked = rows[:, [7, 2, 5]]
+    assert (
+        squared_distances(picked[:5], picked).tobytes()
+        == _numpy_squared_distances(picked[:5], picked).tobytes()
+    )
+    small = rows.astype(np.float32)
+    assert (
+        squared_distances(small, small).tobytes()
+        == _numpy_squared_distances(small, small).tobytes()
+    )
+    empty = np.zeros((4, 0))
+    assert squared_distances(empty, empty).tobytes() == np.zeros((4, 4)).tobytes()
+    assert cases > 500
+
+
+def _smallest_cases():
+    """Distance rows: distinct, tied inside and at the boundary of the k + 1 smallest, every
+    value equal, NaN and infinities, a single column, width up to the row length."""
+    rng = np.random.default_rng(59)
+    for trial in range(400):
+        columns = int(rng.integers(1, 6)) if trial % 5 == 0 else int(rng.integers(6, 140))
+        rows = int(rng.integers(1, 40))
+        values = rng.random((rows, columns))
+        if trial % 3 == 1:
+            values = np.round(values * 8) / 8  # many ties
+        if trial % 11 == 2:
+            values[:] = 0.25
+        if trial % 13 == 3:
+            values[rng.random(values.shape) < 0.05] = np.nan
+        if trial % 17 == 4:
+            values[rng.random(values.shape) < 0.1] = np.inf
+        for width in sorted({1, columns, int(rng.integers(1, columns + 1)), min(31, columns)}):
+            yield values, width
+
+
+def test_smallest_distances_equal_numpys_partition_and_stable_sort():
+    from stragglers.methods._lscp_kernel import _smallest, smallest_distances
+
+    compiled_rows = 0
+    for values, width in _smallest_cases():
+        indices = np.broadcast_to(np.arange(values.shape[1]), values.shape)
+        expected_distances, expected_nearest = _smallest(values, indices, width)
+        distances, nearest = smallest_distances(values, width)
+        assert distances.tobytes() == expected_distances.tobytes(), (values.shape, width)
+        assert nearest.dtype == expected_nearest.dtype
+        assert np.array_equal(nearest, expected_nearest), (values.shape, width)
+        kept = np.sort(values, axis=1)[:, : min(width + 1, values.shape[1])]
+        distinct = ~np.any(kept[:, 1:] == kept[:, :-1], axis=1) & ~np.isnan(kept).any(axis=1)
+        compiled_rows += int(distinct.sum())
+    assert compiled_rows > 2000  # the compiled pass, not only numpy's, was compared
+
+
+def test_standardized_pair_equals_pyods_standardizer():
+    """Random, constant, nearly constant, huge and tiny columns, one row, Fortran-ordered and
+    sliced arrays: the same bits and layout as PyOD's `standardizer`; NaN, infinities, other
+    dtypes, empty or mismatched arrays get PyOD's own answer or error."""
+    from pyod.utils.utility import standardizer
+
+    from stragglers.methods._lscp_kernel import standardized_pair
+
+    rng = np.random.default_rng(67)
+    compared = 0
+    for trial in range(300):
+        rows, columns = int(rng.integers(1, 60)), int(rng.integers(1, 12))
+        train = rng.normal(size=(rows, columns)) * 10.0 ** rng.integers(-8, 9, size=columns)
+        if trial % 3 == 0:
+            train[:, rng.integers(0, columns)] = rng.normal()  # a constant column
+        if trial % 5 == 1:
+            train[:, 0] = 1.0 + rng.integers(0, 2, size=rows) * 1e-15  # nearly constant
+        if trial % 7 == 2:
+            train = np.round(train)
+        if trial % 8 == 6:
+            # a large column varying in its last bit: constant by the scaler's relative bound
+            train[:, -1] = 1e8 + rng.integers(0, 2, size=rows) * 1.5e-8
+        test = rng.normal(size=(int(rng.integers(1, 30)), columns))
+        if trial % 4 == 3:
+            train, test = np.asfortranarray(train), np.asfortranarray(test)
+        if trial % 6 == 5 and columns > 1:
+            train, test = train[:, ::2], test[:, ::2]
+        expected = standardizer(train, test)
+        ours = standardized_pair(train, test)
+        for mine, theirs in zip(ours, expected, strict=True):
+            assert mine.dtype == theirs.dtype and mine.shape == theirs.shape
+            assert mine.flags.c_contiguous == theirs.flags.c_contiguous
+            assert mine.tobytes(order="A") == theirs.tobytes(order="A"), trial
+        compared += 1
+    assert compared == 300
+    train = rng.normal(size=(10, 3))
+    for bad_train, bad_test in [
+        (np.where(train > 1, np.nan, train), train),
+        (train, np.where(train > 1, np.inf, train)),
+        (train[:, :2], train),
+        (train[:0], train),
+    ]:
+        with pytest.raises(ValueError):
+            standardizer(bad_train, bad_test)
+        with pytest.raises(ValueError):
+            standardized_pair(bad_train, bad_test)
+    small = train.astype(np.float32)
+    for mine, theirs in zip(
+        standardized_pair(small, small), standardizer(small, small), strict=True
+    ):
+        assert mine.dtype == theirs.dtype and mine.tobytes() == theirs.tobytes()

@@ -95,3 +95,53 @@ def test_fast_mcd_equals_pyods(seed, centred):
             probe = np.vstack([X, X[::-1] * 1.5 + 0.25])
             assert _same(ours.decision_function(probe), expected.decision_function(probe))
             assert _same(ours.predict(probe), expected.predict(probe))
+
+
+def _symmetric_matrices(rng):
+    """Covariances as FastMCD's steps make them (full rank, rank deficient, a zero row and
+    column, duplicated rows), 1 x 1 ones, indefinite symmetric ones, all zero."""
+    for trial in range(400):
+        n = int(rng.integers(1, 16))
+        rows = rng.normal(size=(int(rng.integers(1, 40)), n)) * 10.0 ** rng.integers(-6, 7)
+        if trial % 5 == 1:
+            rows[:, 0] = 3.0
+        if trial % 7 == 2:
+            rows = np.repeat(rows[:2], 5, axis=0)
+        matrix = np.cov(rows.T, bias=1).reshape(n, n)
+        if trial % 11 == 3:
+            other = rng.normal(size=(n, n))
+            matrix = other + other.T
+        if trial % 13 == 4:
+            matrix = np.zeros((n, n))
+        yield matrix
+
+
+def test_symmetric_pseudo_inverse_equals_scipys_pinvh():
+    from scipy import linalg
+
+    from stragglers.methods._robust_covariance import symmetric_pseudo_inverse
+
+    rng = np.random.default_rng(73)
+    for matrix in _symmetric_matrices(rng):
+        expected = linalg.pinvh(matrix)
+        ours = symmetric_pseudo_inverse(matrix)
+        assert ours.dtype == expected.dtype and ours.shape == expected.shape
+        assert ours.tobytes() == expected.tobytes(), matrix.shape
+        assert symmetric_pseudo_inverse(matrix, check_finite=False).tobytes() == ours.tobytes()
+    # scipy's own call: other tolerances, the upper triangle, float32, rank, its errors
+    matrix = np.cov(rng.normal(size=(9, 4)).T)
+    for kwargs in ({"atol": 1e-3}, {"rtol": 0.5}, {"lower": False}):
+        assert (
+            symmetric_pseudo_inverse(matrix, **kwargs).tobytes()
+            == linalg.pinvh(matrix, **kwargs).tobytes()
+        )
+    single = matrix.astype(np.float32)
+    assert symmetric_pseudo_inverse(single).tobytes() == linalg.pinvh(single).tobytes()
+    ours, rank = symmetric_pseudo_inverse(matrix, return_rank=True)
+    theirs, their_rank = linalg.pinvh(matrix, return_rank=True)
+    assert ours.tobytes() == theirs.tobytes() and rank == their_rank
+    for bad in (np.where(matrix > 0.1, np.nan, matrix), np.full((3, 3), np.inf), np.ones((2, 3))):
+        with pytest.raises(ValueError):
+            linalg.pinvh(bad)
+        with pytest.raises(ValueError):
+            symmetric_pseudo_inverse(bad)

@@ -16,7 +16,9 @@ input validation of a 1-D array at each call, the other large share.
 done for all rows at once, same operations in the same order:
 - the local regions (`LSCP._get_local_region`): the same feature draws from the detector's
   random state; each draw's k nearest training rows, the KD-tree's answer, read off the
-  distances the tree computes where they are all different (`nearest_neighbours`), the tree
+  distances the tree computes where they are all different (`nearest_neighbours`; the
+  distances and each row's smallest by compiled passes, `squared_distances` and
+  `smallest_distances`, numpy's partition where they tie), the tree
   asked (without scikit-learn's validation of its already validated input,
   `_validated_tree_inputs`) for rows with tied distances; a refit's training rows found
   among the last fit's nearest and the new rows (`NeighbourTables`: the replay refits on
@@ -45,6 +47,8 @@ from pyod.utils.utility import argmaxn as pyod_argmaxn
 from pyod.utils.utility import generate_bagging_indices, standardizer
 from scipy import stats
 from sklearn.neighbors import KDTree
+from sklearn.preprocessing._data import _handle_zeros_in_scale, _is_constant_feature
+from sklearn.utils.extmath import _incremental_mean_and_var
 
 from stragglers.methods._library_swap import swapped_attributes
 
@@ -242,10 +246,30 @@ def competent_detector_masks(scores, n_bins, n_selected):
 def squared_distances(query, data):
     """The KD-tree's reduced Euclidean distance of every query row to every data row: the
     squared differences summed column by column, in the columns' order, as its `rdist`."""
+    if query.dtype == data.dtype == np.float64:
+        return _compiled_squared_distances(query, data)
     total = np.zeros((len(query), len(data)))
     for column in range(query.shape[1]):
         difference = query[:, column, None] - data[None, :, column]
         total += difference * difference
+    return total
+
+
+@njit(cache=True)
+def _compiled_squared_distances(query, data):  # pragma: no cover (compiled)
+    """`squared_distances` of float64 rows: per pair, the same subtraction, product and sum
+    from 0.0 over the columns in order (no fused multiply-add: numba contracts nothing
+    without fastmath)."""
+    n_query, n_columns = query.shape
+    n_data = data.shape[0]
+    total = np.empty((n_query, n_data))
+    for i in range(n_query):
+        for j in range(n_data):
+            sum_ = 0.0
+            for column in range(n_columns):
+                difference = query[i, column] - data[j, column]
+                sum_ += difference * difference
+            total[i, j] = sum_
     return total
 
 
@@ -257,6 +281,64 @@ def _smallest(values, indices, width):
         indices = np.take_along_axis(indices, picked, axis=1)
     order = np.argsort(values, axis=1, kind="stable")
     return np.take_along_axis(values, order, axis=1), np.take_along_axis(indices, order, axis=1)
+
+
+@njit(cache=True)
+def _distinct_smallest(values, width):  # pragma: no cover (compiled)
+    """Each row's `width` smallest values, increasing, and their columns, where the row's
+    min(width + 1, columns) smallest values are all different and it has no NaN: then the
+    `width` smallest are one set in one order, whatever argpartition's and the stable sort's
+    handling of equals, so `_smallest`'s answer. `unsure` marks the other rows, unfilled."""
+    n, m = values.shape
+    kept = min(width + 1, m)
+    distances = np.empty((n, width))
+    nearest = np.empty((n, width), dtype=np.intp)
+    unsure = np.zeros(n, dtype=np.bool_)
+    best = np.empty(kept)
+    where = np.empty(kept, dtype=np.intp)
+    for i in range(n):
+        size = 0
+        for j in range(m):
+            value = values[i, j]
+            if np.isnan(value):
+                unsure[i] = True
+                break
+            if size == kept and value >= best[kept - 1]:
+                continue  # not among the smallest (a tie here decides nothing)
+            # insert, keeping best increasing; an equal value already kept makes a tie
+            position = size if size < kept else kept - 1
+            while position > 0 and best[position - 1] > value:
+                if position < kept:
+                    best[position] = best[position - 1]
+                    where[position] = where[position - 1]
+                position -= 1
+            if position > 0 and best[position - 1] == value:
+                unsure[i] = True
+            best[position] = value
+            where[position] = j
+            if size < kept:
+                size += 1
+        if unsure[i]:
+            continue
+        for out in range(width):
+            distances[i, out] = best[out]
+            nearest[i, out] = where[out]
+    return distances, nearest, unsure
+
+
+def smallest_distances(values, width):
+    """`_smallest(values, column indices, width)`: rows with distinct smallest values by one
+    compiled pass (`_distinct_smallest`), the others by numpy's partition and stable sort."""
+    if values.dtype != np.float64 or width < 1 or values.shape[1] == 0:
+        return _smallest(values, np.broadcast_to(np.arange(values.shape[1]), values.shape), width)
+    distances, nearest, unsure = _distinct_smallest(values, width)
+    rows = np.flatnonzero(unsure)
+    if len(rows):
+        picked = values[rows]
+        distances[rows], nearest[rows] = _smallest(
+            picked, np.broadcast_to(np.arange(values.shape[1]), picked.shape), width
+        )
+    return distances, nearest
 
 
 @njit(cache=True)
@@ -297,8 +379,7 @@ def nearest_neighbours(data, query, k, known=None):
     n = len(data)
     width = min(k + 1, n)
     if known is None:
-        values = squared_distances(query, data)
-        distances, nearest = _smallest(values, np.broadcast_to(np.arange(n), values.shape), width)
+        distances, nearest = smallest_distances(squared_distances(query, data), width)
     else:
         old_distances, old_nearest, old_to_new = known
         new_rows = np.setdiff1d(np.arange(n), old_to_new)
@@ -309,9 +390,8 @@ def nearest_neighbours(data, query, k, known=None):
             old_distances, old_to_new[old_nearest], to_new, new_rows.astype(np.intp), width
         )
         if len(new_rows):
-            values = squared_distances(data[new_rows], data)
-            distances[new_rows], nearest[new_rows] = _smallest(
-                values, np.broadcast_to(np.arange(n), values.shape), width
+            distances[new_rows], nearest[new_rows] = smallest_distances(
+                squared_distances(data[new_rows], data), width
             )
     neighbours = nearest[:, :k].copy()
     tied = np.flatnonzero(np.any(distances[:, 1:] == distances[:, :-1], axis=1))
@@ -319,6 +399,43 @@ def nearest_neighbours(data, query, k, known=None):
         with _validated_tree_inputs():
             neighbours[tied] = KDTree(data).query(query[tied], k=k)[1]
     return neighbours, distances, nearest
+
+
+def standardized_pair(X, X_t):
+    """PyOD's `standardizer(X, X_t)` (both standardised by a StandardScaler fitted on X) for
+    two finite float64 matrices of the same columns, by the scaler's own steps on a dense
+    array: its incremental mean and variance from zero, the constant-feature mask, the
+    zero-safe scale, then `-= mean`, `/= scale` on copies; without the scaler's and
+    `check_array`'s validation of each array. Anything else goes to PyOD's own."""
+    usable = (
+        isinstance(X, np.ndarray)
+        and isinstance(X_t, np.ndarray)
+        and X.dtype == X_t.dtype == np.float64
+        and X.ndim == X_t.ndim == 2
+        and X.shape[0] >= 1
+        and X_t.shape[0] >= 1
+        and X.shape[1] >= 1
+        and X.shape[1] == X_t.shape[1]
+        and np.isfinite(X).all()
+        and np.isfinite(X_t).all()
+    )
+    if not usable:
+        return standardizer(X, X_t)
+    mean, variance, seen = _incremental_mean_and_var(
+        X, 0.0, 0.0, np.zeros(X.shape[1], dtype=np.int64), sample_weight=None
+    )
+    if seen.max() == seen.min():
+        seen = seen[0]
+    scale = _handle_zeros_in_scale(
+        np.sqrt(variance), copy=False, constant_mask=_is_constant_feature(variance, mean, seen)
+    )
+    standardized = []
+    for rows in (X, X_t):
+        rows = rows.copy(order="K")  # as the scaler's copy: the same memory layout
+        rows -= mean
+        rows /= scale
+        standardized.append(rows)
+    return tuple(standardized)
 
 
 class NeighbourTables:
@@ -383,7 +500,7 @@ class FastLSCP(pyod_lscp.LSCP):
         test_scores = np.zeros([X.shape[0], self.n_clf])
         for k, detector in enumerate(self.detector_list):
             test_scores[:, k] = detector.decision_function(X)
-        train_scores_norm, test_scores_norm = standardizer(self.train_scores_, test_scores)
+        train_scores_norm, test_scores_norm = standardized_pair(self.train_scores_, test_scores)
         self.training_pseudo_label_ = np.max(train_scores_norm, axis=1).reshape(-1, 1)
         pseudo_label = self.training_pseudo_label_.ravel()
         correlations = np.zeros([X.shape[0], self.n_clf])
