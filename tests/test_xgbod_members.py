@@ -285,9 +285,12 @@ def test_lean_members_replace_pyods_detectors_and_share_by_size():
 
 @pytest.mark.parametrize(("n_rows", "n_features"), [(2, 2), (4, 3), (9, 5), (37, 4), (160, 6)])
 @pytest.mark.parametrize("listed", [False, True])
-def test_lean_xgbod_equals_pyods(n_rows, n_features, listed):
+@pytest.mark.parametrize("single_class", [False, True])
+def test_lean_xgbod_equals_pyods(n_rows, n_features, listed, single_class):
     """PyOD's XGBOD (its default list, or a list given to it) and ours: the same augmented
-    features, booster bytes, scores and labels; ties and duplicate rows included."""
+    features, booster bytes, scores and labels, its training predictions read after its
+    predictions of new rows; ties, duplicate rows and a single class (the script's fits
+    before a straggler finishes) included."""
     from pyod.models.hbos import HBOS
     from pyod.models.knn import KNN
     from pyod.models.lof import LOF
@@ -310,6 +313,8 @@ def test_lean_xgbod_equals_pyods(n_rows, n_features, listed):
     X[-1] = X[0]
     y = (rng.random(n_rows) < 0.3).astype(int)
     y[0] = 1
+    if single_class:
+        y[:] = 0
     test = np.vstack([np.round(rng.normal(size=(11, n_features)) * 3) / 3, X[:2]])
     if listed and n_rows <= 2:
         pytest.skip("the given list needs three rows")
@@ -321,7 +326,63 @@ def test_lean_xgbod_equals_pyods(n_rows, n_features, listed):
         ours = LeanXGBOD(estimator_list=given(), random_state=0, n_jobs=1).fit(X, y)
         assert _same(ours.X_train_add_, theirs.X_train_add_)
         assert ours.clf_.get_booster().save_raw() == theirs.clf_.get_booster().save_raw()
-        assert _same(ours.decision_scores_, theirs.decision_scores_)
         for batch in (test, test[:1], X):
             assert _same(ours.decision_function(batch), theirs.decision_function(batch))
             assert _same(ours.predict(batch), theirs.predict(batch))
+        assert _same(ours.decision_scores_, theirs.decision_scores_)
+        assert _same(ours.labels_, theirs.labels_)
+        assert _same(ours.fit_predict(X, y), theirs.fit_predict(X, y))
+
+
+def test_xgbod_defers_what_it_never_reads():
+    """After LeanXGBOD's fit and predictions, neither its members' training thresholds nor
+    its own training predictions have been computed; read, they are PyOD's."""
+    from pyod.models.xgbod import XGBOD
+
+    rng = np.random.default_rng(8)
+    X = np.round(rng.normal(size=(60, 4)) * 3) / 3
+    y = (rng.random(60) < 0.2).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.random.seed(1)
+        ours = LeanXGBOD(random_state=0, n_jobs=1).fit(X, y)
+        ours.predict(X[:7])
+        assert "decision_scores_" not in vars(ours) and "labels_" not in vars(ours)
+        for member in ours.estimator_list_:
+            assert "decision_scores_" in vars(member)
+            assert not {"threshold_", "labels_", "_mu", "_sigma"} & set(vars(member))
+        np.random.seed(1)
+        theirs = XGBOD(random_state=0, n_jobs=1).fit(X, y)
+    for ind, (mine, pyods) in enumerate(zip(ours.estimator_list_, theirs.estimator_list_)):
+        rows = ours._scalar.transform(X) if ours.standardization_flag_list_[ind] else X
+        assert mine.threshold_ == pyods.threshold_
+        assert _same(mine.labels_, pyods.labels_)
+        assert mine._mu == pyods._mu and mine._sigma == pyods._sigma
+        assert _same(mine.predict(rows[:9]), pyods.predict(rows[:9]))
+    assert _same(ours.labels_, theirs.labels_)
+    assert _same(ours.decision_scores_, theirs.decision_scores_)
+    with pytest.raises(AttributeError):
+        LeanXGBOD().decision_scores_  # noqa: B018 (unfitted: no training scores)
+
+
+@pytest.mark.parametrize("defer", [False, True])
+def test_deferred_threshold_equals_pyods(defer):
+    """A lean member with its threshold deferred or not: PyOD's threshold, labels, mean and
+    deviation when read, after a refit on other rows too; unfitted, none of them."""
+    from pyod.models.knn import KNN
+
+    rng = np.random.default_rng(5)
+    member = LeanKNN(n_neighbors=3)
+    member.neighbours = SharedNeighbours(3, dict(PYOD_SEARCH))
+    member.defer_threshold = defer
+    with pytest.raises(AttributeError):
+        member.threshold_  # noqa: B018
+    for X in (rng.normal(size=(20, 3)), np.round(rng.normal(size=(31, 2)))):
+        member.fit(X)
+        assert ("threshold_" in vars(member)) is not defer
+        theirs = KNN(n_neighbors=3).fit(X)
+        assert member.threshold_ == theirs.threshold_
+        assert _same(member.labels_, theirs.labels_)
+        assert (member._mu, member._sigma) == (theirs._mu, theirs._sigma)
+        assert _same(member.predict(X[:5]), theirs.predict(X[:5]))
+        assert _same(member.predict_proba(X[:5]), theirs.predict_proba(X[:5]))

@@ -23,6 +23,13 @@ with ties a query for more neighbours may list different tied neighbours.
 `LeanHBOS` is PyOD's HBOS computing the same histograms and compiled scores without the
 array checks around them (rows that are already a finite float64 array).
 
+`LeanXGBOD` fits PyOD's XGBOD with these members and its classifier through
+`fit_classifier` (stragglers/methods/_xgb_training.py). PyOD's fit also computes, for every
+member, its training threshold, labels, mean and deviation, and, for XGBOD itself, its
+classifier's scores and labels of the training rows; the replay reads none of them (it calls
+`predict` on new rows, which reads the members' `decision_function` only), so they are
+computed when first read (`DeferredThreshold`, `DeferredAttributes`), with PyOD's values.
+
 Each falls back to PyOD's own code for what it does not cover (rows that are not a finite
 float64 array at fit, other settings). tests/test_xgbod_members.py checks them against PyOD
 value for value.
@@ -44,7 +51,13 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted
 
-from stragglers.methods._grown_forests import GrownXGBOD, plain_rows, rows_key
+from stragglers.methods._grown_forests import (
+    DeferredAttributes,
+    DeferredThreshold,
+    GrownXGBOD,
+    plain_rows,
+    rows_key,
+)
 from stragglers.methods._platt_svm import OneClassRbfSVM, fit_one_class_rbf
 
 # the detectors' constructor parameters (get_params reads each one's signature again)
@@ -158,7 +171,7 @@ class SharedNeighbours:
         return self._fit
 
 
-class LeanKNN(PyodKNN):
+class LeanKNN(DeferredThreshold, PyodKNN):
     """PyOD's KNN ("largest") whose neighbour search comes from `neighbours`."""
 
     # the search shared with the other detectors of its size (set by `lean_members`), and
@@ -188,7 +201,7 @@ class LeanKNN(PyodKNN):
         return distances[:, -1].ravel()
 
 
-class LeanLOF(PyodLOF):
+class LeanLOF(DeferredThreshold, PyodLOF):
     """PyOD's LOF whose neighbour search comes from `neighbours`."""
 
     # the search shared with the other detectors of its size (set by `lean_members`), and
@@ -233,7 +246,7 @@ class LeanLOF(PyodLOF):
         return (-np.mean(lrd_ratios_array, axis=1)).ravel() * -1  # invert_order
 
 
-class LeanOCSVM(PyodOCSVM):
+class LeanOCSVM(DeferredThreshold, PyodOCSVM):
     """PyOD's OCSVM with an RBF kernel, libsvm called as OneClassSVM calls it."""
 
     def _settings_valid(self) -> bool:
@@ -315,7 +328,7 @@ def isclose_to_one(total: float, atol: float) -> bool:
     return (abs(1.0 - total) <= atol + 1e-05 * abs(total) and math.isfinite(total)) or total == 1
 
 
-class LeanHBOS(PyodHBOS):
+class LeanHBOS(DeferredThreshold, PyodHBOS):
     """PyOD's HBOS with a number of bins: rows that are a finite float64 array used as
     given (no check_array), the scores' order inverted and the histograms' areas checked
     without scikit-learn's and numpy's per-call array checks; the same histograms and
@@ -383,11 +396,84 @@ def lean_members(estimators: list[Any]) -> list[Any]:
     return out
 
 
-class LeanXGBOD(GrownXGBOD):
+# what PyOD's XGBOD.fit sets from its own training rows' predictions
+TRAINING_PREDICTIONS = ("decision_scores_", "labels_")
+
+
+class LeanXGBOD(DeferredAttributes, GrownXGBOD):
     """PyOD's XGBOD whose detector list (its default one, isolation forests grown from one
-    another, or the list given to it) has lean KNN, LOF and OCSVM members (`lean_members`)."""
+    another, or the list given to it) has lean KNN, LOF, HBOS and OCSVM members
+    (`lean_members`), whose members' training thresholds are computed only if read
+    (`DeferredThreshold`), whose classifier is fitted by `fit_classifier`, and whose own
+    training scores and labels (its classifier's predictions of the training rows) are
+    computed when first read: the replay reads only `predict` of new rows."""
 
     def _validate_estimator(self, X):
         n_detectors = super()._validate_estimator(X)
         self.estimator_list_ = lean_members(self.estimator_list_)
+        for estimator in self.estimator_list_:
+            if isinstance(estimator, DeferredThreshold):
+                estimator.defer_threshold = True
         return n_detectors
+
+    def fit(self, X, y):
+        """PyOD's XGBOD.fit: the same checks, members, augmented rows and classifier."""
+        from pyod.utils.utility import standardizer
+        from sklearn.utils import check_X_y
+        from xgboost import XGBClassifier
+
+        from stragglers.methods._xgb_training import fit_classifier
+
+        X, y = check_X_y(X, y)
+        X = check_array(X)
+        self._set_n_classes(y)
+        self.n_detector_ = self._validate_estimator(X)
+        self.X_train_add_ = np.zeros([X.shape[0], self.n_detector_])
+        X_norm, self._scalar = standardizer(X, keep_scalar=True)
+        for ind, estimator in enumerate(self.estimator_list_):
+            estimator.fit(X_norm if self.standardization_flag_list_[ind] else X)
+            self.X_train_add_[:, ind] = estimator.decision_scores_
+        self.X_train_new_ = np.concatenate((X, self.X_train_add_), axis=1)
+        self.clf_ = XGBClassifier(
+            max_depth=self.max_depth,
+            learning_rate=self.learning_rate,
+            n_estimators=self.n_estimators,
+            silent=self.silent,
+            objective=self.objective,
+            booster=self.booster,
+            n_jobs=self.n_jobs,
+            nthread=self.nthread,
+            gamma=self.gamma,
+            min_child_weight=self.min_child_weight,
+            max_delta_step=self.max_delta_step,
+            subsample=self.subsample,
+            colsample_bytree=self.colsample_bytree,
+            colsample_bylevel=self.colsample_bylevel,
+            reg_alpha=self.reg_alpha,
+            reg_lambda=self.reg_lambda,
+            scale_pos_weight=self.scale_pos_weight,
+            base_score=self.base_score,
+            random_state=self.random_state,
+            **self.kwargs,
+        )
+        fit_classifier(self.clf_, self.X_train_new_, y)
+        self._defer(TRAINING_PREDICTIONS, "_predict_training_rows")
+        return self
+
+    def _predict_training_rows(self) -> None:
+        """The end of PyOD's XGBOD.fit: its classifier's scores and labels of the rows."""
+        self.decision_scores_ = self.clf_.predict_proba(self.X_train_new_)[:, 1]
+        self.labels_ = self.clf_.predict(self.X_train_new_).ravel()
+
+    def _augmented_rows(self, X) -> np.ndarray:
+        """PyOD's XGBOD.predict's rows for its classifier: X and its members' scores of X
+        (fitted: its classifier and scaler; the training predictions are not needed)."""
+        check_is_fitted(self, ["clf_", "_scalar"])
+        X = check_array(X)
+        return np.concatenate((X, self._generate_new_features(X)), axis=1)
+
+    def decision_function(self, X):
+        return self.clf_.predict_proba(self._augmented_rows(X))[:, 1].ravel()
+
+    def predict(self, X):
+        return self.clf_.predict(self._augmented_rows(X)).ravel()
