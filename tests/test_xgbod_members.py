@@ -17,6 +17,7 @@ from stragglers.methods._xgbod_members import (
     LeanXGBOD,
     SharedNeighbours,
     isclose_to_one,
+    leading_neighbours,
     lean_members,
 )
 
@@ -386,3 +387,76 @@ def test_deferred_threshold_equals_pyods(defer):
         assert (member._mu, member._sigma) == (theirs._mu, theirs._sigma)
         assert _same(member.predict(X[:5]), theirs.predict(X[:5]))
         assert _same(member.predict_proba(X[:5]), theirs.predict_proba(X[:5]))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_leading_neighbours_equal_narrower_tree_queries(kind):
+    """Read off a wider query, a KD or ball tree's query is the one the tree gives for fewer
+    neighbours, of the rows it was fitted on and of new rows; with ties, left to the tree."""
+    from sklearn.neighbors import BallTree, KDTree
+
+    rng = np.random.default_rng(len(kind))
+    read_off = 0
+    for n, d in ((3, 1), (12, 2), (80, 3), (200, 5)):
+        X = _rows(rng, n, d, kind)
+        for batch in (X, _rows(rng, 9, d, kind)):
+            for tree in (KDTree(X, leaf_size=30), BallTree(X, leaf_size=4)):
+                width = min(n, 52)
+                widest = tree.query(batch, width, True)
+                for k in range(1, width + 1):
+                    answer = leading_neighbours(widest, k)
+                    if answer is None:
+                        continue
+                    read_off += 1
+                    expected = tree.query(batch, k, True)
+                    assert _same(answer[0], expected[0]) and _same(answer[1], expected[1])
+                    assert answer[0].flags.c_contiguous and answer[1].flags.c_contiguous
+    if kind == "normal":
+        assert read_off > 100  # no ties: every narrower query read off
+
+
+def test_lean_neighbours_read_narrower_queries_off_the_widest():
+    """PyOD's default sizes on rows without ties: one tree query of the training rows and
+    one of each batch for all sizes, the same scores as PyOD's KNN and LOF."""
+    from pyod.models.knn import KNN
+    from pyod.models.lof import LOF
+    from sklearn.neighbors import KDTree
+
+    rng = np.random.default_rng(12)
+    X, batch = rng.normal(size=(150, 4)), rng.normal(size=(17, 4))
+    sizes = (1, 3, 5, 10, 20, 30, 40, 50)
+    pyods = [d for k in sizes for d in (KNN(n_neighbors=k, method="largest"), LOF(n_neighbors=k))]
+    members = lean_members(pyods)
+    assert len({id(m.neighbours.widest) for m in members}) == 1
+    assert members[0].neighbours.widest.widest_size == 50
+    calls = []
+    query = KDTree.query
+
+    class CountingKDTree(KDTree):
+        def query(self, *args, **kwargs):
+            calls.append(args[1])
+            return query(self, *args, **kwargs)
+
+    import sklearn.neighbors._base as neighbours_base
+
+    expected = [(d.fit(X).decision_scores_, d.decision_function(batch)) for d in pyods]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(neighbours_base, "KDTree", CountingKDTree)
+        for ours, (scores, batch_scores) in zip(members, expected):
+            ours.fit(X)
+            assert _same(ours.decision_scores_, scores)
+            assert _same(ours.decision_function(batch), batch_scores)
+    assert calls == [51, 50]  # the widest query of the training rows and of the batch
+
+
+def test_leading_neighbours_leave_a_tie_at_the_cut_to_the_tree():
+    """A tie between the last neighbour kept and the first left out, or before it: the tree
+    may keep another of the tied neighbours, so nothing is read off."""
+    distances = np.array([[0.0, 1.0, 2.0, 2.0, 3.0], [0.0, 0.5, 1.0, 1.5, 2.5]])
+    indices = np.array([[0, 1, 2, 3, 4], [1, 0, 2, 3, 4]])
+    for n_columns in (1, 2):
+        answer = leading_neighbours((distances, indices), n_columns)
+        assert answer is not None and _same(answer[1], indices[:, :n_columns])
+    for n_columns in (3, 4, 5):  # a tie at the cut (3), before it (4), no wider query (5)
+        assert leading_neighbours((distances, indices), n_columns) is None
+    assert leading_neighbours((distances[:, [0, 0, 1]], indices[:, :3]), 1) is None

@@ -14,9 +14,11 @@ and asked once per batch of rows, the scikit-learn calls each of them would make
 with the same arguments (`NearestNeighbors.fit`, then the KD or ball tree's `query` as
 `kneighbors` makes it, or `kneighbors` itself for a brute-force search), so their distances
 and neighbours are the same arrays. LOF's densities and ratios are then computed
-with scikit-learn's operations (`LocalOutlierFactor.fit` and `score_samples`). Only the
-neighbourhood size and search settings are shared, never one size's query for another's:
-with ties a query for more neighbours may list different tied neighbours.
+with scikit-learn's operations (`LocalOutlierFactor.fit` and `score_samples`). The sizes
+of one search setting also share one tree query of each set of rows (`WidestQueries`): the
+widest size's, whose leading columns are a narrower size's query where no distances tie at
+or before the cut (`leading_neighbours`); with ties a query for more neighbours may list
+other tied neighbours, and the narrower size asks its own tree.
 
 `LeanOCSVM` is PyOD's OCSVM with an RBF kernel calling libsvm as OneClassSVM does
 (stragglers/methods/_platt_svm.py), with the same seed drawn from numpy's global random state.
@@ -98,6 +100,57 @@ def leave_self_out(
     )
 
 
+def leading_neighbours(
+    widest: tuple[np.ndarray, np.ndarray], n_columns: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """A KD or ball tree's `query(rows, n_columns)` read off its wider query `widest` of the
+    same rows: its leading columns, when each row's first n_columns + 1 distances strictly
+    increase. The tree keeps the smallest distances, each computed for its pair alone, so
+    without a tie at or before the cut the narrower query lists the same neighbours at the
+    same distances in the same order; with a tie it may list other tied neighbours (None:
+    ask the tree)."""
+    distances, indices = widest
+    if distances.shape[1] <= n_columns:
+        return None
+    head = distances[:, : n_columns + 1]
+    if not (head[:, 1:] > head[:, :-1]).all():
+        return None
+    return (
+        np.ascontiguousarray(distances[:, :n_columns]),
+        np.ascontiguousarray(indices[:, :n_columns]),
+    )
+
+
+class WidestQueries:
+    """The tree queries of the widest neighbourhood among the sizes that share search
+    settings: of the rows a search was fitted on, and of the last batch, each asked once
+    for every size (`leading_neighbours`) instead of once per size."""
+
+    def __init__(self) -> None:
+        self.widest_size = 0
+        self._answers: dict[str, tuple[tuple, type, tuple[np.ndarray, np.ndarray]]] = {}
+
+    def query(
+        self, tree: Any, n_fit: int, rows: np.ndarray, key: tuple, n_columns: int, purpose: str
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """`tree.query(rows, n_columns, True)` of a tree fitted on n_fit rows: read off the
+        widest query of the same rows on a tree of the same kind (built on the same rows
+        with the same settings: the same tree) when it can be, else asked. `purpose`: the
+        rows the tree was fitted on ("fit", each row its own nearest too) or a "batch"."""
+        width = min(self.widest_size + (1 if purpose == "fit" else 0), n_fit)
+        cached = self._answers.get(purpose)
+        if cached is None or cached[0] != key or cached[1] is not type(tree):
+            if width < n_columns:
+                return tree.query(rows, n_columns, True)
+            cached = (key, type(tree), tree.query(rows, width, True))
+            self._answers[purpose] = cached
+        widest = cached[2]
+        if widest[0].shape[1] == n_columns:
+            return widest
+        answer = leading_neighbours(widest, n_columns)
+        return tree.query(rows, n_columns, True) if answer is None else answer
+
+
 class NeighbourFit:
     """A neighbour search fitted on one set of rows, its neighbours of those rows (each row
     left out of its own), and the last batch it was asked about.
@@ -107,9 +160,13 @@ class NeighbourFit:
     and joblib dispatch around it; a brute-force search (many features, or neighbourhoods of
     half the rows or more) through `kneighbors`."""
 
-    def __init__(self, search: NearestNeighbors, n_neighbors: int) -> None:
+    def __init__(
+        self, search: NearestNeighbors, n_neighbors: int, widest: WidestQueries | None = None
+    ) -> None:
         self.search = search
         self.n_neighbors = n_neighbors
+        self.widest = widest
+        self._fit_key: tuple | None = None
         self._tree = search._tree if search._fit_method in ("kd_tree", "ball_tree") else None
         if (
             self._tree is None
@@ -118,11 +175,24 @@ class NeighbourFit:
         ):
             self.distances, self.indices = search.kneighbors(n_neighbors=n_neighbors)
         else:
-            distances, indices = self._tree.query(search._fit_X, n_neighbors + 1, True)
+            distances, indices = self._tree_query(search._fit_X, n_neighbors + 1, "fit")
             self.distances, self.indices = leave_self_out(distances, indices, n_neighbors)
         self._density: np.ndarray | None = None
         self._query_key: tuple | None = None
         self._query: tuple[np.ndarray, np.ndarray] | None = None
+
+    def _tree_query(
+        self, rows: np.ndarray, n_columns: int, purpose: str, key: tuple | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The tree's `query(rows, n_columns)`, through the widest query when shared."""
+        if self.widest is None:
+            return self._tree.query(rows, n_columns, True)
+        if self._fit_key is None:
+            self._fit_key = rows_key(self.search._fit_X)
+        # a batch's answer is the tree's: the rows it was fitted on are part of its key
+        key = (self._fit_key, rows_key(rows) if key is None else key)
+        n_fit = len(self.search._fit_X)
+        return self.widest.query(self._tree, n_fit, rows, key, n_columns, purpose)
 
     @property
     def density(self) -> np.ndarray:
@@ -146,7 +216,7 @@ class NeighbourFit:
             ):
                 self._query = search.kneighbors(X, n_neighbors=self.n_neighbors)
             else:
-                self._query = self._tree.query(X, self.n_neighbors, True)
+                self._query = self._tree_query(X, self.n_neighbors, "batch", key)
             self._query_key = key
         return self._query
 
@@ -155,9 +225,12 @@ class SharedNeighbours:
     """The neighbour search of one neighbourhood size and settings, fitted once per set of
     rows for every detector that holds it."""
 
-    def __init__(self, n_neighbors: int, settings: dict[str, Any]) -> None:
+    def __init__(
+        self, n_neighbors: int, settings: dict[str, Any], widest: WidestQueries | None = None
+    ) -> None:
         self.n_neighbors = n_neighbors
         self.settings = settings
+        self.widest = widest
         self._key: tuple | None = None
         self._fit: NeighbourFit | None = None
 
@@ -166,7 +239,7 @@ class SharedNeighbours:
         if key != self._key or self._fit is None:
             # NearestNeighbors as PyOD's KNN builds it (radius only matters to radius queries)
             search = NearestNeighbors(n_neighbors=self.n_neighbors, radius=1.0, **self.settings)
-            self._fit = NeighbourFit(search.fit(X), self.n_neighbors)
+            self._fit = NeighbourFit(search.fit(X), self.n_neighbors, self.widest)
             self._key = key
         return self._fit
 
@@ -368,14 +441,20 @@ class LeanHBOS(DeferredThreshold, PyodHBOS):
 def lean_members(estimators: list[Any]) -> list[Any]:
     """`estimators` (a detector list) with every PyOD KNN, LOF, HBOS and OCSVM replaced by its lean
     equivalent of the same parameters; KNN and LOF of the same neighbourhood size and search
-    settings share one SharedNeighbours."""
+    settings share one SharedNeighbours, and all sizes of the same settings one
+    WidestQueries."""
     shared: dict[tuple, SharedNeighbours] = {}
+    widest: dict[str, WidestQueries] = {}
 
     def neighbours(estimator) -> SharedNeighbours:
         settings = {name: getattr(estimator, name) for name in SEARCH_SETTINGS}
-        key = (estimator.n_neighbors, repr(sorted(settings.items())))
+        settings_key = repr(sorted(settings.items()))
+        queries = widest.setdefault(settings_key, WidestQueries())
+        if isinstance(estimator.n_neighbors, numbers.Integral):
+            queries.widest_size = max(queries.widest_size, int(estimator.n_neighbors))
+        key = (estimator.n_neighbors, settings_key)
         if key not in shared:
-            shared[key] = SharedNeighbours(estimator.n_neighbors, settings)
+            shared[key] = SharedNeighbours(estimator.n_neighbors, settings, queries)
         return shared[key]
 
     out = []
