@@ -17,6 +17,7 @@ from stragglers.methods._xgbod_members import (
     LeanXGBOD,
     SharedNeighbours,
     isclose_to_one,
+    leading_neighbours,
     lean_members,
 )
 
@@ -285,9 +286,12 @@ def test_lean_members_replace_pyods_detectors_and_share_by_size():
 
 @pytest.mark.parametrize(("n_rows", "n_features"), [(2, 2), (4, 3), (9, 5), (37, 4), (160, 6)])
 @pytest.mark.parametrize("listed", [False, True])
-def test_lean_xgbod_equals_pyods(n_rows, n_features, listed):
+@pytest.mark.parametrize("single_class", [False, True])
+def test_lean_xgbod_equals_pyods(n_rows, n_features, listed, single_class):
     """PyOD's XGBOD (its default list, or a list given to it) and ours: the same augmented
-    features, booster bytes, scores and labels; ties and duplicate rows included."""
+    features, booster bytes, scores and labels, its training predictions read after its
+    predictions of new rows; ties, duplicate rows and a single class (the script's fits
+    before a straggler finishes) included."""
     from pyod.models.hbos import HBOS
     from pyod.models.knn import KNN
     from pyod.models.lof import LOF
@@ -310,6 +314,8 @@ def test_lean_xgbod_equals_pyods(n_rows, n_features, listed):
     X[-1] = X[0]
     y = (rng.random(n_rows) < 0.3).astype(int)
     y[0] = 1
+    if single_class:
+        y[:] = 0
     test = np.vstack([np.round(rng.normal(size=(11, n_features)) * 3) / 3, X[:2]])
     if listed and n_rows <= 2:
         pytest.skip("the given list needs three rows")
@@ -321,7 +327,136 @@ def test_lean_xgbod_equals_pyods(n_rows, n_features, listed):
         ours = LeanXGBOD(estimator_list=given(), random_state=0, n_jobs=1).fit(X, y)
         assert _same(ours.X_train_add_, theirs.X_train_add_)
         assert ours.clf_.get_booster().save_raw() == theirs.clf_.get_booster().save_raw()
-        assert _same(ours.decision_scores_, theirs.decision_scores_)
         for batch in (test, test[:1], X):
             assert _same(ours.decision_function(batch), theirs.decision_function(batch))
             assert _same(ours.predict(batch), theirs.predict(batch))
+        assert _same(ours.decision_scores_, theirs.decision_scores_)
+        assert _same(ours.labels_, theirs.labels_)
+        assert _same(ours.fit_predict(X, y), theirs.fit_predict(X, y))
+
+
+def test_xgbod_defers_what_it_never_reads():
+    """After LeanXGBOD's fit and predictions, neither its members' training thresholds nor
+    its own training predictions have been computed; read, they are PyOD's."""
+    from pyod.models.xgbod import XGBOD
+
+    rng = np.random.default_rng(8)
+    X = np.round(rng.normal(size=(60, 4)) * 3) / 3
+    y = (rng.random(60) < 0.2).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.random.seed(1)
+        ours = LeanXGBOD(random_state=0, n_jobs=1).fit(X, y)
+        ours.predict(X[:7])
+        assert "decision_scores_" not in vars(ours) and "labels_" not in vars(ours)
+        for member in ours.estimator_list_:
+            assert "decision_scores_" in vars(member)
+            assert not {"threshold_", "labels_", "_mu", "_sigma"} & set(vars(member))
+        np.random.seed(1)
+        theirs = XGBOD(random_state=0, n_jobs=1).fit(X, y)
+    for ind, (mine, pyods) in enumerate(zip(ours.estimator_list_, theirs.estimator_list_)):
+        rows = ours._scalar.transform(X) if ours.standardization_flag_list_[ind] else X
+        assert mine.threshold_ == pyods.threshold_
+        assert _same(mine.labels_, pyods.labels_)
+        assert mine._mu == pyods._mu and mine._sigma == pyods._sigma
+        assert _same(mine.predict(rows[:9]), pyods.predict(rows[:9]))
+    assert _same(ours.labels_, theirs.labels_)
+    assert _same(ours.decision_scores_, theirs.decision_scores_)
+    with pytest.raises(AttributeError):
+        LeanXGBOD().decision_scores_  # noqa: B018 (unfitted: no training scores)
+
+
+@pytest.mark.parametrize("defer", [False, True])
+def test_deferred_threshold_equals_pyods(defer):
+    """A lean member with its threshold deferred or not: PyOD's threshold, labels, mean and
+    deviation when read, after a refit on other rows too; unfitted, none of them."""
+    from pyod.models.knn import KNN
+
+    rng = np.random.default_rng(5)
+    member = LeanKNN(n_neighbors=3)
+    member.neighbours = SharedNeighbours(3, dict(PYOD_SEARCH))
+    member.defer_threshold = defer
+    with pytest.raises(AttributeError):
+        member.threshold_  # noqa: B018
+    for X in (rng.normal(size=(20, 3)), np.round(rng.normal(size=(31, 2)))):
+        member.fit(X)
+        assert ("threshold_" in vars(member)) is not defer
+        theirs = KNN(n_neighbors=3).fit(X)
+        assert member.threshold_ == theirs.threshold_
+        assert _same(member.labels_, theirs.labels_)
+        assert (member._mu, member._sigma) == (theirs._mu, theirs._sigma)
+        assert _same(member.predict(X[:5]), theirs.predict(X[:5]))
+        assert _same(member.predict_proba(X[:5]), theirs.predict_proba(X[:5]))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_leading_neighbours_equal_narrower_tree_queries(kind):
+    """Read off a wider query, a KD or ball tree's query is the one the tree gives for fewer
+    neighbours, of the rows it was fitted on and of new rows; with ties, left to the tree."""
+    from sklearn.neighbors import BallTree, KDTree
+
+    rng = np.random.default_rng(len(kind))
+    read_off = 0
+    for n, d in ((3, 1), (12, 2), (80, 3), (200, 5)):
+        X = _rows(rng, n, d, kind)
+        for batch in (X, _rows(rng, 9, d, kind)):
+            for tree in (KDTree(X, leaf_size=30), BallTree(X, leaf_size=4)):
+                width = min(n, 52)
+                widest = tree.query(batch, width, True)
+                for k in range(1, width + 1):
+                    answer = leading_neighbours(widest, k)
+                    if answer is None:
+                        continue
+                    read_off += 1
+                    expected = tree.query(batch, k, True)
+                    assert _same(answer[0], expected[0]) and _same(answer[1], expected[1])
+                    assert answer[0].flags.c_contiguous and answer[1].flags.c_contiguous
+    if kind == "normal":
+        assert read_off > 100  # no ties: every narrower query read off
+
+
+def test_lean_neighbours_read_narrower_queries_off_the_widest():
+    """PyOD's default sizes on rows without ties: one tree query of the training rows and
+    one of each batch for all sizes, the same scores as PyOD's KNN and LOF."""
+    from pyod.models.knn import KNN
+    from pyod.models.lof import LOF
+    from sklearn.neighbors import KDTree
+
+    rng = np.random.default_rng(12)
+    X, batch = rng.normal(size=(150, 4)), rng.normal(size=(17, 4))
+    sizes = (1, 3, 5, 10, 20, 30, 40, 50)
+    pyods = [d for k in sizes for d in (KNN(n_neighbors=k, method="largest"), LOF(n_neighbors=k))]
+    members = lean_members(pyods)
+    assert len({id(m.neighbours.widest) for m in members}) == 1
+    assert members[0].neighbours.widest.widest_size == 50
+    calls = []
+    query = KDTree.query
+
+    class CountingKDTree(KDTree):
+        def query(self, *args, **kwargs):
+            calls.append(args[1])
+            return query(self, *args, **kwargs)
+
+    import sklearn.neighbors._base as neighbours_base
+
+    expected = [(d.fit(X).decision_scores_, d.decision_function(batch)) for d in pyods]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(neighbours_base, "KDTree", CountingKDTree)
+        for ours, (scores, batch_scores) in zip(members, expected):
+            ours.fit(X)
+            assert _same(ours.decision_scores_, scores)
+            assert _same(ours.decision_function(batch), batch_scores)
+    assert calls == [51, 50]  # the widest query of the training rows and of the batch
+
+
+def test_leading_neighbours_leave_a_tie_at_the_cut_to_the_tree():
+    """A tie between the last neighbour kept and the first left out, or before it: the tree
+    may keep another of the tied neighbours, so nothing is read off."""
+    distances = np.array([[0.0, 1.0, 2.0, 2.0, 3.0], [0.0, 0.5, 1.0, 1.5, 2.5]])
+    indices = np.array([[0, 1, 2, 3, 4], [1, 0, 2, 3, 4]])
+    for n_columns in (1, 2):
+        answer = leading_neighbours((distances, indices), n_columns)
+        assert answer is not None and _same(answer[1], indices[:, :n_columns])
+    for n_columns in (3, 4, 5):  # a tie at the cut (3), before it (4), no wider query (5)
+        assert leading_neighbours((distances, indices), n_columns) is None
+    assert leading_neighbours((distances[:, [0, 0, 1]], indices[:, :3]), 1) is None

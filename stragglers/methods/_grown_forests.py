@@ -158,7 +158,52 @@ class ForestGrower:
         return grown
 
 
-class GrownIForest(FastIForest):
+# PyOD's `_process_decision_scores`: a detector's training threshold, labels and the mean
+# and deviation of its training scores
+TRAINING_THRESHOLD = ("threshold_", "labels_", "_mu", "_sigma")
+
+
+class DeferredAttributes:
+    """An object some of whose attributes, set together by one of its methods, are computed
+    when one of them is first read (`_defer`) rather than when they are made."""
+
+    def _defer(self, names: tuple[str, ...], compute: str) -> None:
+        """Unset `names`, to be set by the method named `compute` on first read."""
+        for name in names:
+            self.__dict__.pop(name, None)
+        self.__dict__["_deferred"] = (names, compute)
+
+    def __getattr__(self, name: str):
+        # reached only for attributes not set
+        deferred = self.__dict__.get("_deferred")
+        if deferred is not None and name in deferred[0]:
+            del self.__dict__["_deferred"]
+            getattr(self, deferred[1])()
+            return getattr(self, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
+class DeferredThreshold(DeferredAttributes):
+    """A PyOD detector whose `_process_decision_scores` (its training scores' percentile,
+    labels, mean and deviation) runs when one of those is first read, once
+    `defer_threshold` is set: XGBOD reads its members' training scores and their scores of
+    new rows, never these (Zhao & Hryniewicki, 2018, Section 3.1). The values read are
+    the ones PyOD's fit sets."""
+
+    defer_threshold: bool = False
+
+    def _process_decision_scores(self):
+        self.__dict__.pop("_deferred", None)
+        if not self.defer_threshold or not isinstance(self.contamination, float | int):
+            return super()._process_decision_scores()
+        self._defer(TRAINING_THRESHOLD, "_training_threshold")
+        return self
+
+    def _training_threshold(self) -> None:
+        super()._process_decision_scores()
+
+
+class GrownIForest(DeferredThreshold, FastIForest):
     """PyOD's IForest whose forest comes from a shared `ForestGrower` (`grower`): the same
     forest, decision scores and threshold as PyOD's own fit, when its random state is a
     seed and its rows a finite float64 array (else fitted afresh, as a FastIForest: a
@@ -210,7 +255,9 @@ class GrownIForest(FastIForest):
         the other sizes of the nested forest in one pass."""
         if self.nested_ is None or not plain_rows(X):
             return super().decision_function(X)
-        check_is_fitted(self, ["decision_scores_", "threshold_", "labels_"])
+        # fit sets the threshold and labels with the scores (or defers them): checking the
+        # scores does not compute a deferred threshold
+        check_is_fitted(self, ["decision_scores_"])
         rows = np.asarray(X, dtype=np.float32)
         _check_n_features(self.detector_, rows, reset=False)
         scores = self.nested_.score_samples(rows, self.n_estimators)

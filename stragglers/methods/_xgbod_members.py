@@ -14,14 +14,23 @@ and asked once per batch of rows, the scikit-learn calls each of them would make
 with the same arguments (`NearestNeighbors.fit`, then the KD or ball tree's `query` as
 `kneighbors` makes it, or `kneighbors` itself for a brute-force search), so their distances
 and neighbours are the same arrays. LOF's densities and ratios are then computed
-with scikit-learn's operations (`LocalOutlierFactor.fit` and `score_samples`). Only the
-neighbourhood size and search settings are shared, never one size's query for another's:
-with ties a query for more neighbours may list different tied neighbours.
+with scikit-learn's operations (`LocalOutlierFactor.fit` and `score_samples`). The sizes
+of one search setting also share one tree query of each set of rows (`WidestQueries`): the
+widest size's, whose leading columns are a narrower size's query where no distances tie at
+or before the cut (`leading_neighbours`); with ties a query for more neighbours may list
+other tied neighbours, and the narrower size asks its own tree.
 
 `LeanOCSVM` is PyOD's OCSVM with an RBF kernel calling libsvm as OneClassSVM does
 (stragglers/methods/_platt_svm.py), with the same seed drawn from numpy's global random state.
 `LeanHBOS` is PyOD's HBOS computing the same histograms and compiled scores without the
 array checks around them (rows that are already a finite float64 array).
+
+`LeanXGBOD` fits PyOD's XGBOD with these members and its classifier through
+`fit_classifier` (stragglers/methods/_xgb_training.py). PyOD's fit also computes, for every
+member, its training threshold, labels, mean and deviation, and, for XGBOD itself, its
+classifier's scores and labels of the training rows; the replay reads none of them (it calls
+`predict` on new rows, which reads the members' `decision_function` only), so they are
+computed when first read (`DeferredThreshold`, `DeferredAttributes`), with PyOD's values.
 
 Each falls back to PyOD's own code for what it does not cover (rows that are not a finite
 float64 array at fit, other settings). tests/test_xgbod_members.py checks them against PyOD
@@ -44,7 +53,13 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted
 
-from stragglers.methods._grown_forests import GrownXGBOD, plain_rows, rows_key
+from stragglers.methods._grown_forests import (
+    DeferredAttributes,
+    DeferredThreshold,
+    GrownXGBOD,
+    plain_rows,
+    rows_key,
+)
 from stragglers.methods._platt_svm import OneClassRbfSVM, fit_one_class_rbf
 
 # the detectors' constructor parameters (get_params reads each one's signature again)
@@ -85,6 +100,57 @@ def leave_self_out(
     )
 
 
+def leading_neighbours(
+    widest: tuple[np.ndarray, np.ndarray], n_columns: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """A KD or ball tree's `query(rows, n_columns)` read off its wider query `widest` of the
+    same rows: its leading columns, when each row's first n_columns + 1 distances strictly
+    increase. The tree keeps the smallest distances, each computed for its pair alone, so
+    without a tie at or before the cut the narrower query lists the same neighbours at the
+    same distances in the same order; with a tie it may list other tied neighbours (None:
+    ask the tree)."""
+    distances, indices = widest
+    if distances.shape[1] <= n_columns:
+        return None
+    head = distances[:, : n_columns + 1]
+    if not (head[:, 1:] > head[:, :-1]).all():
+        return None
+    return (
+        np.ascontiguousarray(distances[:, :n_columns]),
+        np.ascontiguousarray(indices[:, :n_columns]),
+    )
+
+
+class WidestQueries:
+    """The tree queries of the widest neighbourhood among the sizes that share search
+    settings: of the rows a search was fitted on, and of the last batch, each asked once
+    for every size (`leading_neighbours`) instead of once per size."""
+
+    def __init__(self) -> None:
+        self.widest_size = 0
+        self._answers: dict[str, tuple[tuple, type, tuple[np.ndarray, np.ndarray]]] = {}
+
+    def query(
+        self, tree: Any, n_fit: int, rows: np.ndarray, key: tuple, n_columns: int, purpose: str
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """`tree.query(rows, n_columns, True)` of a tree fitted on n_fit rows: read off the
+        widest query of the same rows on a tree of the same kind (built on the same rows
+        with the same settings: the same tree) when it can be, else asked. `purpose`: the
+        rows the tree was fitted on ("fit", each row its own nearest too) or a "batch"."""
+        width = min(self.widest_size + (1 if purpose == "fit" else 0), n_fit)
+        cached = self._answers.get(purpose)
+        if cached is None or cached[0] != key or cached[1] is not type(tree):
+            if width < n_columns:
+                return tree.query(rows, n_columns, True)
+            cached = (key, type(tree), tree.query(rows, width, True))
+            self._answers[purpose] = cached
+        widest = cached[2]
+        if widest[0].shape[1] == n_columns:
+            return widest
+        answer = leading_neighbours(widest, n_columns)
+        return tree.query(rows, n_columns, True) if answer is None else answer
+
+
 class NeighbourFit:
     """A neighbour search fitted on one set of rows, its neighbours of those rows (each row
     left out of its own), and the last batch it was asked about.
@@ -94,9 +160,13 @@ class NeighbourFit:
     and joblib dispatch around it; a brute-force search (many features, or neighbourhoods of
     half the rows or more) through `kneighbors`."""
 
-    def __init__(self, search: NearestNeighbors, n_neighbors: int) -> None:
+    def __init__(
+        self, search: NearestNeighbors, n_neighbors: int, widest: WidestQueries | None = None
+    ) -> None:
         self.search = search
         self.n_neighbors = n_neighbors
+        self.widest = widest
+        self._fit_key: tuple | None = None
         self._tree = search._tree if search._fit_method in ("kd_tree", "ball_tree") else None
         if (
             self._tree is None
@@ -105,11 +175,24 @@ class NeighbourFit:
         ):
             self.distances, self.indices = search.kneighbors(n_neighbors=n_neighbors)
         else:
-            distances, indices = self._tree.query(search._fit_X, n_neighbors + 1, True)
+            distances, indices = self._tree_query(search._fit_X, n_neighbors + 1, "fit")
             self.distances, self.indices = leave_self_out(distances, indices, n_neighbors)
         self._density: np.ndarray | None = None
         self._query_key: tuple | None = None
         self._query: tuple[np.ndarray, np.ndarray] | None = None
+
+    def _tree_query(
+        self, rows: np.ndarray, n_columns: int, purpose: str, key: tuple | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The tree's `query(rows, n_columns)`, through the widest query when shared."""
+        if self.widest is None:
+            return self._tree.query(rows, n_columns, True)
+        if self._fit_key is None:
+            self._fit_key = rows_key(self.search._fit_X)
+        # a batch's answer is the tree's: the rows it was fitted on are part of its key
+        key = (self._fit_key, rows_key(rows) if key is None else key)
+        n_fit = len(self.search._fit_X)
+        return self.widest.query(self._tree, n_fit, rows, key, n_columns, purpose)
 
     @property
     def density(self) -> np.ndarray:
@@ -133,7 +216,7 @@ class NeighbourFit:
             ):
                 self._query = search.kneighbors(X, n_neighbors=self.n_neighbors)
             else:
-                self._query = self._tree.query(X, self.n_neighbors, True)
+                self._query = self._tree_query(X, self.n_neighbors, "batch", key)
             self._query_key = key
         return self._query
 
@@ -142,9 +225,12 @@ class SharedNeighbours:
     """The neighbour search of one neighbourhood size and settings, fitted once per set of
     rows for every detector that holds it."""
 
-    def __init__(self, n_neighbors: int, settings: dict[str, Any]) -> None:
+    def __init__(
+        self, n_neighbors: int, settings: dict[str, Any], widest: WidestQueries | None = None
+    ) -> None:
         self.n_neighbors = n_neighbors
         self.settings = settings
+        self.widest = widest
         self._key: tuple | None = None
         self._fit: NeighbourFit | None = None
 
@@ -153,12 +239,12 @@ class SharedNeighbours:
         if key != self._key or self._fit is None:
             # NearestNeighbors as PyOD's KNN builds it (radius only matters to radius queries)
             search = NearestNeighbors(n_neighbors=self.n_neighbors, radius=1.0, **self.settings)
-            self._fit = NeighbourFit(search.fit(X), self.n_neighbors)
+            self._fit = NeighbourFit(search.fit(X), self.n_neighbors, self.widest)
             self._key = key
         return self._fit
 
 
-class LeanKNN(PyodKNN):
+class LeanKNN(DeferredThreshold, PyodKNN):
     """PyOD's KNN ("largest") whose neighbour search comes from `neighbours`."""
 
     # the search shared with the other detectors of its size (set by `lean_members`), and
@@ -188,7 +274,7 @@ class LeanKNN(PyodKNN):
         return distances[:, -1].ravel()
 
 
-class LeanLOF(PyodLOF):
+class LeanLOF(DeferredThreshold, PyodLOF):
     """PyOD's LOF whose neighbour search comes from `neighbours`."""
 
     # the search shared with the other detectors of its size (set by `lean_members`), and
@@ -233,7 +319,7 @@ class LeanLOF(PyodLOF):
         return (-np.mean(lrd_ratios_array, axis=1)).ravel() * -1  # invert_order
 
 
-class LeanOCSVM(PyodOCSVM):
+class LeanOCSVM(DeferredThreshold, PyodOCSVM):
     """PyOD's OCSVM with an RBF kernel, libsvm called as OneClassSVM calls it."""
 
     def _settings_valid(self) -> bool:
@@ -315,7 +401,7 @@ def isclose_to_one(total: float, atol: float) -> bool:
     return (abs(1.0 - total) <= atol + 1e-05 * abs(total) and math.isfinite(total)) or total == 1
 
 
-class LeanHBOS(PyodHBOS):
+class LeanHBOS(DeferredThreshold, PyodHBOS):
     """PyOD's HBOS with a number of bins: rows that are a finite float64 array used as
     given (no check_array), the scores' order inverted and the histograms' areas checked
     without scikit-learn's and numpy's per-call array checks; the same histograms and
@@ -355,14 +441,20 @@ class LeanHBOS(PyodHBOS):
 def lean_members(estimators: list[Any]) -> list[Any]:
     """`estimators` (a detector list) with every PyOD KNN, LOF, HBOS and OCSVM replaced by its lean
     equivalent of the same parameters; KNN and LOF of the same neighbourhood size and search
-    settings share one SharedNeighbours."""
+    settings share one SharedNeighbours, and all sizes of the same settings one
+    WidestQueries."""
     shared: dict[tuple, SharedNeighbours] = {}
+    widest: dict[str, WidestQueries] = {}
 
     def neighbours(estimator) -> SharedNeighbours:
         settings = {name: getattr(estimator, name) for name in SEARCH_SETTINGS}
-        key = (estimator.n_neighbors, repr(sorted(settings.items())))
+        settings_key = repr(sorted(settings.items()))
+        queries = widest.setdefault(settings_key, WidestQueries())
+        if isinstance(estimator.n_neighbors, numbers.Integral):
+            queries.widest_size = max(queries.widest_size, int(estimator.n_neighbors))
+        key = (estimator.n_neighbors, settings_key)
         if key not in shared:
-            shared[key] = SharedNeighbours(estimator.n_neighbors, settings)
+            shared[key] = SharedNeighbours(estimator.n_neighbors, settings, queries)
         return shared[key]
 
     out = []
@@ -383,11 +475,84 @@ def lean_members(estimators: list[Any]) -> list[Any]:
     return out
 
 
-class LeanXGBOD(GrownXGBOD):
+# what PyOD's XGBOD.fit sets from its own training rows' predictions
+TRAINING_PREDICTIONS = ("decision_scores_", "labels_")
+
+
+class LeanXGBOD(DeferredAttributes, GrownXGBOD):
     """PyOD's XGBOD whose detector list (its default one, isolation forests grown from one
-    another, or the list given to it) has lean KNN, LOF and OCSVM members (`lean_members`)."""
+    another, or the list given to it) has lean KNN, LOF, HBOS and OCSVM members
+    (`lean_members`), whose members' training thresholds are computed only if read
+    (`DeferredThreshold`), whose classifier is fitted by `fit_classifier`, and whose own
+    training scores and labels (its classifier's predictions of the training rows) are
+    computed when first read: the replay reads only `predict` of new rows."""
 
     def _validate_estimator(self, X):
         n_detectors = super()._validate_estimator(X)
         self.estimator_list_ = lean_members(self.estimator_list_)
+        for estimator in self.estimator_list_:
+            if isinstance(estimator, DeferredThreshold):
+                estimator.defer_threshold = True
         return n_detectors
+
+    def fit(self, X, y):
+        """PyOD's XGBOD.fit: the same checks, members, augmented rows and classifier."""
+        from pyod.utils.utility import standardizer
+        from sklearn.utils import check_X_y
+        from xgboost import XGBClassifier
+
+        from stragglers.methods._xgb_training import fit_classifier
+
+        X, y = check_X_y(X, y)
+        X = check_array(X)
+        self._set_n_classes(y)
+        self.n_detector_ = self._validate_estimator(X)
+        self.X_train_add_ = np.zeros([X.shape[0], self.n_detector_])
+        X_norm, self._scalar = standardizer(X, keep_scalar=True)
+        for ind, estimator in enumerate(self.estimator_list_):
+            estimator.fit(X_norm if self.standardization_flag_list_[ind] else X)
+            self.X_train_add_[:, ind] = estimator.decision_scores_
+        self.X_train_new_ = np.concatenate((X, self.X_train_add_), axis=1)
+        self.clf_ = XGBClassifier(
+            max_depth=self.max_depth,
+            learning_rate=self.learning_rate,
+            n_estimators=self.n_estimators,
+            silent=self.silent,
+            objective=self.objective,
+            booster=self.booster,
+            n_jobs=self.n_jobs,
+            nthread=self.nthread,
+            gamma=self.gamma,
+            min_child_weight=self.min_child_weight,
+            max_delta_step=self.max_delta_step,
+            subsample=self.subsample,
+            colsample_bytree=self.colsample_bytree,
+            colsample_bylevel=self.colsample_bylevel,
+            reg_alpha=self.reg_alpha,
+            reg_lambda=self.reg_lambda,
+            scale_pos_weight=self.scale_pos_weight,
+            base_score=self.base_score,
+            random_state=self.random_state,
+            **self.kwargs,
+        )
+        fit_classifier(self.clf_, self.X_train_new_, y)
+        self._defer(TRAINING_PREDICTIONS, "_predict_training_rows")
+        return self
+
+    def _predict_training_rows(self) -> None:
+        """The end of PyOD's XGBOD.fit: its classifier's scores and labels of the rows."""
+        self.decision_scores_ = self.clf_.predict_proba(self.X_train_new_)[:, 1]
+        self.labels_ = self.clf_.predict(self.X_train_new_).ravel()
+
+    def _augmented_rows(self, X) -> np.ndarray:
+        """PyOD's XGBOD.predict's rows for its classifier: X and its members' scores of X
+        (fitted: its classifier and scaler; the training predictions are not needed)."""
+        check_is_fitted(self, ["clf_", "_scalar"])
+        X = check_array(X)
+        return np.concatenate((X, self._generate_new_features(X)), axis=1)
+
+    def decision_function(self, X):
+        return self.clf_.predict_proba(self._augmented_rows(X))[:, 1].ravel()
+
+    def predict(self, X):
+        return self.clf_.predict(self._augmented_rows(X)).ravel()

@@ -17,7 +17,10 @@ state (0), labels latency > tau (strict), and a fit on a single class too. PyOD'
 isolation forests are grown from one another (stragglers/methods/_grown_forests.py): the
 same forests for a third of the trees built. In either list, KNN and LOF of one neighbourhood
 size share one neighbour search and the one-class SVMs call libsvm directly
-(stragglers/methods/_xgbod_members.py): the same scores.
+(stragglers/methods/_xgbod_members.py), the XGBoost classifier's rounds run without
+`XGBClassifier.fit`'s per-round Python (stragglers/methods/_xgb_training.py), and what the
+replay never reads (the members' training thresholds, XGBOD's predictions of its training
+rows) is computed only if read: the same scores and booster.
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ class XGBOD(OutlierDetectionMethod):
         "stragglers.methods._xgbod_members",
         "stragglers.methods._platt_svm",
         "stragglers.methods._isolation_scores",
+        "stragglers.methods._xgb_training",
     )
     protocol_rules: ClassVar[tuple[str, ...]] = ("xgbod",)
     defaults: ClassVar[dict[str, Any]] = {
