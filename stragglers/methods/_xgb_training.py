@@ -1,4 +1,5 @@
-"""XGBoost's boosting rounds without its per-round Python overhead (Grabit, XGBOD).
+"""XGBoost's boosting rounds without its per-round Python overhead (Grabit, XGBOD, the NURD
+family's XGBoost regressor).
 
 `xgboost.train(params, dtrain, rounds, obj=objective)` runs, per round, a margin prediction
 on the training matrix, the custom objective and one boosting step, and checks the matrix's
@@ -87,10 +88,14 @@ def train_with_objective(
     return _train_rounds(params, dtrain, num_boost_round, boost_round, needs_rows=True)
 
 
-def train_builtin(params: dict, dtrain: xgb.DMatrix, num_boost_round: int) -> xgb.Booster:
+def train_builtin(
+    params: dict, dtrain: xgb.DMatrix, num_boost_round: int, reset: bool = True
+) -> xgb.Booster:
     """`xgboost.train(params, dtrain, num_boost_round)` (no evals, callbacks, early stopping,
     custom objective or metric): the objective named in `params`, each round XGBoost's
-    `XGBoosterUpdateOneIter` as `Booster.update` calls it."""
+    `XGBoosterUpdateOneIter` as `Booster.update` calls it. `reset=False` keeps the training
+    caches xgboost.train's final reset frees (the same model: a caller refitting at every
+    checkpoint saves the reset's cost)."""
     from xgboost.core import _LIB, _check_call
 
     def boost_round(booster: xgb.Booster, iteration: int) -> None:
@@ -98,7 +103,7 @@ def train_builtin(params: dict, dtrain: xgb.DMatrix, num_boost_round: int) -> xg
             _LIB.XGBoosterUpdateOneIter(booster.handle, ctypes.c_int(iteration), dtrain.handle)
         )
 
-    return _train_rounds(params, dtrain, num_boost_round, boost_round, needs_rows=False)
+    return _train_rounds(params, dtrain, num_boost_round, boost_round, False, reset)
 
 
 def _train_rounds(
@@ -107,6 +112,7 @@ def _train_rounds(
     num_boost_round: int,
     boost_round: Callable[[xgb.Booster, int], None],
     needs_rows: bool,
+    reset: bool = True,
 ) -> xgb.Booster:
     """xgboost.train's booster and loop around `boost_round` (one round's library calls)."""
     import xgboost as xgb
@@ -119,7 +125,7 @@ def _train_rounds(
     for iteration in range(int(num_boost_round)):
         boost_round(booster, iteration)
         booster.eval_set([], iteration)  # what xgboost.train's callbacks run with no evals
-    return booster.reset()
+    return booster.reset() if reset else booster
 
 
 def fit_classifier(classifier: xgb.XGBClassifier, X: np.ndarray, y: np.ndarray):

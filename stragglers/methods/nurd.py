@@ -158,14 +158,12 @@ class BoostedLatencyModel:
     def fit(self, features: np.ndarray, latency: np.ndarray) -> BoostedLatencyModel:
         import xgboost
 
+        from stragglers.methods._xgb_training import train_builtin
+
         data = xgboost.DMatrix(features, label=latency, nthread=1)
-        # xgboost.train's own loop without its callback container, which evaluates the
-        # booster on no data after every round, and without its final reset, which frees the
-        # training caches: the same rounds on the same booster, at less cost per fit
-        booster = xgboost.Booster(self.params, [data])
-        for iteration in range(self.rounds):
-            booster.update(data, iteration)
-        self.booster = booster
+        # xgboost.train's rounds, without its final reset (which frees the training caches):
+        # the same booster, at less cost per fit
+        self.booster = train_builtin(self.params, data, self.rounds, reset=False)
         return self
 
     def predict(self, features: np.ndarray) -> np.ndarray:
@@ -179,7 +177,10 @@ class NURD(Method):
     family: ClassVar[str] = "Ours"
     weighting: ClassVar[str] = "calibrated"  # "calibrated" | "propensity" | "none"
     protocol_rules: ClassVar[tuple[str, ...]] = ("regressor",)  # under regressor "protocol"
-    lazy_modules: ClassVar[tuple[str, ...]] = ("stragglers.methods._gradient_boosting",)
+    lazy_modules: ClassVar[tuple[str, ...]] = (
+        "stragglers.methods._gradient_boosting",
+        "stragglers.methods._xgb_training",
+    )
     defaults: ClassVar[dict[str, Any]] = {
         "alpha": Param(
             0.5,
