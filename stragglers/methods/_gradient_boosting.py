@@ -100,9 +100,7 @@ class DirectTreeGradientBoostingRegressor(GradientBoostingRegressor):
             random_state=random_state,
             ccp_alpha=self.ccp_alpha,
         )
-        grow_best_split_tree(
-            tree, X, neg_g_view[:, 0], sample_weight, random_state, self.min_weight_fraction_leaf
-        )
+        grow_best_split_tree(tree, X, neg_g_view[:, 0], sample_weight)
         _update_terminal_regions(
             self._loss,
             tree.tree_,
@@ -119,11 +117,11 @@ class DirectTreeGradientBoostingRegressor(GradientBoostingRegressor):
         return raw_predictions
 
 
-def grow_best_split_tree(tree, X, targets, sample_weight, random_state, min_weight_fraction):
+def grow_best_split_tree(tree, X, targets, sample_weight):
     """`tree.fit(X, targets, sample_weight, check_input=False)` for a `DecisionTreeRegressor`
     with the squared-error criterion, the best splitter, every feature, integer leaf and split
-    sizes and no pruning, on validated float32 rows and float64 weights: the steps of
-    `BaseDecisionTree._fit` for those settings."""
+    sizes, no pruning and a RandomState object as its random state, on validated float32 rows
+    and float64 weights: the steps of `BaseDecisionTree._fit` for those settings."""
     n_samples, n_features = X.shape
     targets = np.reshape(targets, (-1, 1))
     if targets.dtype != np.float64 or not targets.flags.contiguous:
@@ -133,11 +131,11 @@ def grow_best_split_tree(tree, X, targets, sample_weight, random_state, min_weig
     tree.max_features_ = n_features
     min_samples_leaf = tree.min_samples_leaf
     min_samples_split = max(tree.min_samples_split, 2 * min_samples_leaf)
-    min_weight_leaf = min_weight_fraction * np.sum(sample_weight)
+    min_weight_leaf = tree.min_weight_fraction_leaf * np.sum(sample_weight)
     max_depth = UNLIMITED_DEPTH if tree.max_depth is None else tree.max_depth
-    # the splitter draws its seed from the shared random state, as the tree's own would
+    # the splitter draws its seed from the tree's random state (the boosting's, shared)
     splitter = BestSplitter(
-        MSE(1, n_samples), n_features, min_samples_leaf, min_weight_leaf, random_state, None
+        MSE(1, n_samples), n_features, min_samples_leaf, min_weight_leaf, tree.random_state, None
     )
     tree.tree_ = Tree(n_features, np.array([1], dtype=np.intp), 1)
     builder = DepthFirstTreeBuilder(
