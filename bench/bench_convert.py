@@ -44,17 +44,18 @@ def _cpu(usage) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_measured(code: str) -> dict:
-    """Run `code` in a fresh Python process: wall seconds, CPU seconds (all its threads) and
-    peak RSS (through /usr/bin/time-like wait4 accounting of that one child)."""
+def run_measured(arguments: list[str]) -> dict:
+    """Run Python with `arguments` (["-c", code], or a script and its arguments) in a fresh
+    process: wall seconds, CPU seconds (all its threads), peak RSS (through /usr/bin/time-like
+    wait4 accounting of that one child) and what it printed."""
     began = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen([sys.executable, *arguments], stdout=subprocess.PIPE, text=True)
     _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - began
     stdout = process.stdout.read()
     process.stdout.close()
     if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"benchmark step failed: {code}")
+        raise RuntimeError(f"benchmark step failed: {' '.join(arguments)}")
     return {
         "seconds": round(seconds, 2),
         "cpu_seconds": round(_cpu(usage), 2),
@@ -147,7 +148,7 @@ def main() -> None:
         f"s = convert_google({str(raw)!r}, {str(out)!r}, dataset='bench', n_shards=8); "
         "print(json.dumps({**s['counts'], 'phases': s['seconds']}))"
     )
-    single = run_measured(code)
+    single = run_measured(["-c", code])
     counts = json.loads(single.pop("stdout").strip().splitlines()[-1])
 
     # the scattered stages, each as its Snakemake job runs it
@@ -159,24 +160,33 @@ def main() -> None:
     )
     common = "dataset='bench', min_tasks=100"
     prepare = run_measured(
-        "from stragglers.convert import layout; "
-        f"layout.prepare(raw_dir={str(raw)!r}, event_parts={events!r}, out_dir={str(stages / 'prepared')!r}, "
-        f"n_shards=8, priorities=[9, 10, 11], machine_event_parts={machine_events!r}, {common})"
+        [
+            "-c",
+            "from stragglers.convert import layout; "
+            f"layout.prepare(raw_dir={str(raw)!r}, event_parts={events!r}, out_dir={str(stages / 'prepared')!r}, "
+            f"n_shards=8, priorities=[9, 10, 11], machine_event_parts={machine_events!r}, {common})",
+        ]
     )
     part = run_measured(
-        "from stragglers.convert import layout; "
-        f"layout.convert_part(kind='google-2011', raw_dir={str(raw)!r}, "
-        f"parts=[{str(usage_part.relative_to(raw))!r}], out_dir={str(stages / 'spill' / 'group-0')!r}, "
-        f"out_report={str(stages / 'group-0.json')!r}, n_shards=8, priorities=[9, 10, 11], grid={{}}, "
-        f"prepared_dir={str(stages / 'prepared')!r}, {common})"
+        [
+            "-c",
+            "from stragglers.convert import layout; "
+            f"layout.convert_part(kind='google-2011', raw_dir={str(raw)!r}, "
+            f"parts=[{str(usage_part.relative_to(raw))!r}], out_dir={str(stages / 'spill' / 'group-0')!r}, "
+            f"out_report={str(stages / 'group-0.json')!r}, n_shards=8, priorities=[9, 10, 11], grid={{}}, "
+            f"prepared_dir={str(stages / 'prepared')!r}, {common})",
+        ]
     )
     gather = run_measured(
-        "from stragglers.convert import layout\n"
-        "for shard in range(8):\n"
-        f"    layout.gather(kind='google-2011', spill_dirs=[{str(stages / 'spill' / 'group-0')!r}], shard=shard, "
-        f"jobs_dir={str(stages / 'jobs')!r} + f'/shard-{{shard}}', out_manifest={str(stages)!r} + f'/shard-{{shard}}.parquet', "
-        f"out_report={str(stages)!r} + f'/shard-{{shard}}.json', latency_definition='schedule_to_finish', "
-        f"prepared_dir={str(stages / 'prepared')!r}, {common})"
+        [
+            "-c",
+            "from stragglers.convert import layout\n"
+            "for shard in range(8):\n"
+            f"    layout.gather(kind='google-2011', spill_dirs=[{str(stages / 'spill' / 'group-0')!r}], shard=shard, "
+            f"jobs_dir={str(stages / 'jobs')!r} + f'/shard-{{shard}}', out_manifest={str(stages)!r} + f'/shard-{{shard}}.parquet', "
+            f"out_report={str(stages)!r} + f'/shard-{{shard}}.json', latency_definition='schedule_to_finish', "
+            f"prepared_dir={str(stages / 'prepared')!r}, {common})",
+        ]
     )
     events_bytes = sum(p.stat().st_size for p in (raw / "task_events").glob("*.gz"))
     result = {

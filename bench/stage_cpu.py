@@ -35,13 +35,15 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import cProfile  # noqa: E402
 import pstats  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import yaml  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_convert import run_measured  # noqa: E402
 
 from stragglers.formats.dataset_spec import dataset_specs  # noqa: E402
 from stragglers.rules import rule_function  # noqa: E402
@@ -74,16 +76,6 @@ def tile_predictions(dataset: str, method: str, n_shards: int, copies: int, root
             )
             Path(target).parent.mkdir(parents=True, exist_ok=True)
             tiled.to_parquet(target, index=False)
-
-
-def run_measured(arguments: list[str]) -> tuple[float, float]:
-    """CPU seconds (user + system) and peak RSS in MB of this script run with `arguments` in
-    a fresh process."""
-    process = subprocess.Popen([sys.executable, __file__, *arguments])
-    _, status, usage = os.wait4(process.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"stage_cpu: {' '.join(arguments)} failed")
-    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0
 
 
 def simulate_job(
@@ -189,13 +181,13 @@ def main() -> None:
         root = out / "tiled"
         for method in chosen:
             tile_predictions(args.dataset, method, specs[args.dataset].n_shards, args.tile, root)
-            cpu, peak = run_measured(
-                ["simulate", args.dataset, method, "--configfile", args.configfile]
+            measured = run_measured(
+                [__file__, "simulate", args.dataset, method, "--configfile", args.configfile]
                 + ["--out", str(out), "--predictions", str(root)]
             )
             print(
-                f"simulate {args.dataset} {method} x{args.tile}: process cpu_s={cpu:.2f} "
-                f"peak_rss_mb={peak:.0f}",
+                f"{measured['stdout']}simulate {args.dataset} {method} x{args.tile}: process "
+                f"cpu_s={measured['cpu_seconds']:.2f} peak_rss_mb={measured['peak_rss_mb']}",
                 flush=True,
             )
         return
