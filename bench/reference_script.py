@@ -119,6 +119,7 @@ from stragglers.formats.datasets import (  # noqa: E402
 )
 from stragglers.formats.jobs import iter_shard_jobs, read_manifest  # noqa: E402
 from stragglers.methods import _gradient_boosting  # noqa: E402
+from stragglers.methods._library_swap import swapped_attributes  # noqa: E402
 from stragglers.replay import aligned  # noqa: E402
 from stragglers.replay.core import dataset_replay  # noqa: E402
 from stragglers.replay.service import (  # noqa: E402
@@ -607,8 +608,7 @@ def tasks_differing(script: dict, ours: dict) -> int:
     return sum(script.get(task) != ours.get(task) for task in set(script) | set(ours))
 
 
-@contextlib.contextmanager
-def timed_tree_growing(spent: list[float]):
+def timed_tree_growing(spent: list[float]) -> contextlib.AbstractContextManager[None]:
     """Adds to `spent` the CPU seconds scikit-learn's tree builder takes to grow the gradient
     boosting's trees (`grow_best_split_tree`, under `paper` for the NURD family): work the
     pipeline repeats exactly to keep the script's trees, so the script's CPU over it bounds
@@ -622,11 +622,7 @@ def timed_tree_growing(spent: list[float]):
         finally:
             spent[0] += time.process_time() - began
 
-    _gradient_boosting.grow_best_split_tree = timed
-    try:
-        yield
-    finally:
-        _gradient_boosting.grow_best_split_tree = grow
+    return swapped_attributes(_gradient_boosting, grow_best_split_tree=timed)
 
 
 def pipeline_step0(
