@@ -609,11 +609,11 @@ def tasks_differing(script: dict, ours: dict) -> int:
 
 
 def timed_tree_growing(spent: list[float]) -> contextlib.AbstractContextManager[None]:
-    """Adds to `spent` the CPU seconds scikit-learn's tree builder takes to grow the gradient
-    boosting's trees (`grow_best_split_tree`, under `paper` for the NURD family): work the
-    pipeline repeats exactly to keep the script's trees, so the script's CPU over it bounds
-    the pipeline's ratio."""
-    grow = _gradient_boosting.grow_best_split_tree
+    """Adds to `spent` the CPU seconds the gradient boosting's stages take to grow their
+    trees (`grow_boosting_stages`, under `paper` for the NURD family): work the pipeline
+    repeats exactly to keep the script's trees, so the script's CPU over it bounds the
+    pipeline's ratio while that code stays as it is."""
+    grow = _gradient_boosting.grow_boosting_stages
 
     def timed(*args, **kwargs):
         began = time.process_time()
@@ -622,7 +622,7 @@ def timed_tree_growing(spent: list[float]) -> contextlib.AbstractContextManager[
         finally:
             spent[0] += time.process_time() - began
 
-    return swapped_attributes(_gradient_boosting, grow_best_split_tree=timed)
+    return swapped_attributes(_gradient_boosting, grow_boosting_stages=timed)
 
 
 def pipeline_step0(
@@ -631,7 +631,7 @@ def pipeline_step0(
     """Per job: step 0's metrics (under `protocol: paper` on `replay`, the dataset's grid), its
     per-task flags in the scripts' test order ("flags": stragglers first, each group by task
     index), the same by task index ("flags_by_task") and the CPU seconds of the job's replay
-    ("cpu_s"), of which growing scikit-learn's gradient-boosted trees ("tree_builder_cpu_s")."""
+    ("cpu_s"), of which growing the gradient-boosted trees ("tree_builder_cpu_s")."""
     frames = []
     for job in jobs:
         builder = [0.0]
@@ -809,8 +809,8 @@ def speed(frame: pd.DataFrame) -> pd.DataFrame:
     propensity fit) against the pipeline's replay of the job with that method.
     The ratio script / pipeline and whether it reaches SPEED_TARGET; jobs the script raised
     on are left out. `ratio_bound_same_trees`: the script's CPU over the pipeline's CPU in
-    scikit-learn's tree builder (NURD, NURD-NC, GBTR; empty for the others), the ratio the
-    pipeline would reach if growing the script's gradient-boosted trees were all it did."""
+    growing the script's gradient-boosted trees (NURD, NURD-NC, GBTR; empty for the others),
+    the ratio the pipeline would reach if growing them were all it did."""
     if "script_job_cpu_s" not in frame:
         return pd.DataFrame()
     rows = []
@@ -904,8 +904,8 @@ def speed_summary(table: pd.DataFrame) -> list[str]:
 
 
 def tree_builder_cells(rows: pd.DataFrame) -> str:
-    """The pipeline's CPU seconds in scikit-learn's tree builder and the script's CPU over
-    them (the highest ratio reachable while growing the same trees), or dashes when the
+    """The pipeline's CPU seconds growing the script's trees and the script's CPU over
+    them (the highest ratio reachable while growing them at that cost), or dashes when the
     pipeline grew none."""
     builder = rows["pipeline_tree_builder_cpu_s"].sum()
     if not builder > 0:

@@ -1,7 +1,8 @@
 """NURD's latency regressors fitted with less Python around them, against the library calls
 they replace, model for model: BoostedLatencyModel's rounds against `xgboost.train` (the
 saved model's bytes and the predictions), `DirectTreeGradientBoostingRegressor` against
-`GradientBoostingRegressor` (every tree's nodes, the training scores and the predictions).
+`GradientBoostingRegressor` (every tree's nodes, the training scores and the predictions),
+and the compiled sort its trees use against scikit-learn's.
 """
 
 from __future__ import annotations
@@ -23,6 +24,17 @@ def regression_inputs():
     tied = np.round(rng.random((80, 6)) * 3) / 3
     tied[:, 2] = 1.0  # a constant column
     cases.append((tied, np.round(rng.random(80) * 4)))
+    # as real task usage: mostly distinct values, a few tied ones, a coarse column, columns
+    # within FEATURE_THRESHOLD of constant
+    usage = np.round(rng.random((330, 7)), 3)
+    usage[:, 4] = np.round(usage[:, 4] * 12)
+    usage[:, 5] = 0.5 + rng.random(330) * 1e-8
+    usage[rng.random(330) < 0.3, 6] = 0.0
+    cases.append((usage, rng.lognormal(6, 1.5, 330)))
+    # tied columns twice over: equal splits whose proxies differ only by the rounding of
+    # sums taken in the two sorts' orders
+    twins = np.round(rng.random((200, 3)), 2)
+    cases.append((np.c_[twins, twins, twins[:, ::-1]], rng.lognormal(0, 3, 200)))
     duplicated = np.repeat(rng.random((10, 4)), 5, axis=0)
     cases.append((duplicated, np.repeat(rng.random(10), 5)))
     cases.append((rng.random((40, 3)), np.full(40, 5.0)))
@@ -55,8 +67,10 @@ def tree_arrays(regressor) -> list[np.ndarray]:
     arrays = []
     for (tree,) in regressor.estimators_:
         t = tree.tree_
-        arrays += [t.feature, t.threshold, t.value, t.children_left, t.n_node_samples]
-        arrays += [t.impurity, t.missing_go_to_left]
+        arrays += [t.feature, t.threshold, t.value, t.children_left, t.children_right]
+        arrays += [t.n_node_samples, t.weighted_n_node_samples, t.impurity]
+        # scikit-learn's builder leaves a leaf's missing_go_to_left unset
+        arrays += [np.where(t.children_left == -1, 0, t.missing_go_to_left), np.array(t.max_depth)]
     return arrays
 
 
@@ -129,6 +143,7 @@ def test_direct_tree_boosting_equals_scikit_learn(case, params, monkeypatch):
         ({"n_estimators": 12, "min_samples_leaf": 0.1, "random_state": 5}, False),
         ({"n_estimators": 12, "ccp_alpha": 0.01, "random_state": 6}, False),
         ({"n_estimators": 12, "random_state": 7}, True),
+        ({"n_estimators": 12, "n_iter_no_change": 3, "random_state": 8}, False),
     ],
 )
 def test_direct_tree_boosting_leaves_other_stages_to_scikit_learn(params, weighted):
@@ -155,3 +170,62 @@ def test_direct_tree_boosting_warm_start_adds_the_same_trees():
         model.set_params(n_estimators=25)
         models.append(model.fit(features, latency))
     assert_same_boosting(models[1], models[0], features, 1)
+
+
+@pytest.mark.parametrize("case", [4, 6, 9])
+@pytest.mark.parametrize("weights", ["ragged", "some zero"])
+def test_direct_tree_boosting_equals_scikit_learn_with_weights(case, weights, monkeypatch):
+    """Weights other than 1 take every search exactly (no bound on the rounding), zero
+    weights leave rows out of the trees but not out of the raw predictions."""
+    from sklearn.ensemble import GradientBoostingRegressor
+    from sklearn.tree import DecisionTreeRegressor
+
+    features, latency = regression_inputs()[case]
+    rng = np.random.default_rng(case)
+    weight = rng.uniform(0.5, 2.0, len(latency))
+    if weights == "some zero":
+        weight = np.where(rng.random(len(latency)) < 0.2, 0.0, 1.0)
+    params = {"n_estimators": 30, "random_state": case}
+    theirs = GradientBoostingRegressor(**params).fit(features, latency, sample_weight=weight)
+    monkeypatch.setattr(DecisionTreeRegressor, "fit", None)
+    ours = DirectTreeGradientBoostingRegressor(**params).fit(
+        features, latency, sample_weight=weight
+    )
+    assert_same_boosting(ours, theirs, features, case)
+
+
+def sort_inputs():
+    rng = np.random.default_rng(3)
+    inputs = [np.zeros(0), np.ones(1), np.arange(16.0), np.arange(16.0)[::-1]]
+    for n in (2, 15, 16, 17, 40, 327, 1000):
+        inputs.append(rng.random(n))
+        inputs.append(np.round(rng.random(n) * 5))  # a few distinct values
+        inputs.append(np.full(n, 2.5))
+        inputs.append(np.sort(np.round(rng.random(n), 2)))
+        inputs.append(np.sort(np.round(rng.random(n), 2))[::-1])
+        inputs.append(np.r_[np.arange(n // 2), np.arange(n - n // 2)[::-1]])  # organ pipe
+        inputs.append(np.where(rng.random(n) < 0.5, 0.0, -0.0))  # zeros of both signs
+    return [x.astype(np.float32) for x in inputs]
+
+
+@pytest.mark.parametrize("case", range(len(sort_inputs())))
+def test_simultaneous_sort_equals_scikit_learn(case):
+    from sklearn.utils._sorting import _py_simultaneous_sort
+
+    from stragglers.methods._boosting_kernel import simultaneous_sort
+
+    values = sort_inputs()[case]
+    n = len(values)
+    rng = np.random.default_rng(case)
+    for samples in (np.arange(n), rng.permutation(n)):
+        theirs_values, theirs_samples = values.copy(), samples.astype(np.intp)
+        if n:
+            _py_simultaneous_sort(theirs_values, theirs_samples, n, use_three_way_partition=True)
+        # a slice of longer arrays, as a node's rows sit in the splitter's
+        ours_values = np.r_[np.float32(9), values, np.float32(-9)]
+        ours_samples = np.r_[-1, samples, -1].astype(np.int64)
+        segments = np.empty((n // 2 + 2, 3), dtype=np.int64)
+        simultaneous_sort(ours_values, ours_samples, 1, n, segments)
+        np.testing.assert_array_equal(ours_samples[1 : n + 1], theirs_samples)
+        assert ours_values[1 : n + 1].tobytes() == theirs_values.tobytes()
+        assert (ours_samples[0], ours_samples[-1]) == (-1, -1)

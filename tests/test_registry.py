@@ -122,14 +122,30 @@ def test_a_method_is_defined_by_its_module_and_what_it_builds_on():
     # and the module of the gradient boosting it fits under `paper` (`lazy_modules`)
     assert method_files("NURD") == [
         rules,
-        *(methods / f for f in ("_gradient_boosting.py", "_xgb_training.py", "base.py", "nurd.py")),
+        *(
+            methods / f
+            for f in (
+                "_boosting_kernel.py",
+                "_gradient_boosting.py",
+                "_xgb_training.py",
+                "base.py",
+                "nurd.py",
+            )
+        ),
     ]
     # GBTR is NURD with another regressor: NURD's file defines it too
     assert method_files("GBTR") == [
         rules,
         *(
             methods / f
-            for f in ("_gradient_boosting.py", "_xgb_training.py", "base.py", "gbtr.py", "nurd.py")
+            for f in (
+                "_boosting_kernel.py",
+                "_gradient_boosting.py",
+                "_xgb_training.py",
+                "base.py",
+                "gbtr.py",
+                "nurd.py",
+            )
         ),
     ]
     # the shared helpers a method's module (and its base classes') use, and the module the

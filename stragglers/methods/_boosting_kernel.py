@@ -1,0 +1,785 @@
+"""The stages of scikit-learn's squared-error gradient boosting, every tree grown as
+scikit-learn grows it, in one compiled call per fit.
+
+scikit-learn grows each stage's `DecisionTreeRegressor` with its best splitter, squared-error
+criterion and depth-first builder (sklearn/tree/_splitter.pyx, _partitioner.pyx,
+_criterion.pyx, _tree.pyx; sklearn/utils/_sorting.pyx). `grow_boosting_stages` repeats those
+steps in the same order and with the same arithmetic: the same seed per tree from the
+boosting's random state, the same feature draws (the splitter's xorshift generator), the same
+sample order at every node, hence the same sums, splits, thresholds, impurities and leaf
+values, bit for bit. Most of the library's time goes to sorting each node's samples by each
+feature; here a node's samples come sorted from a stable presort of the fit's rows (partitioned
+down the tree) whenever the feature's values in the node are distinct, because then every
+correct sort gives the one order the library's introsort gives; where values tie, the order
+of the tied samples is the introsort's own, so `simultaneous_sort` (a port of the library's
+three-way introsort) sorts them as the library does. The covered settings: dense float32
+rows without NaN, one output, every feature, integer leaf and split sizes, no leaf-count
+limit, no pruning, no monotonic constraints (`_gradient_boosting.py` decides).
+tests/test_nurd_regressor_fits.py compares the trees, the training scores and the predictions
+with scikit-learn's.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+# sklearn/tree/_partitioner.pxd: values closer than this (in float32) do not split
+FEATURE_THRESHOLD = np.float32(1e-7)
+# sklearn/tree/_tree.pyx: the impurity under which a node is a leaf
+EPSILON = float(np.finfo(np.float64).eps)
+# sklearn/utils/_random.pxd: the splitter's generator's range and its seed for 0
+RAND_R_MAX = 2147483647
+DEFAULT_SEED = 1
+TREE_LEAF = -1
+TREE_UNDEFINED = -2
+UNIT_ROUNDOFF = 2.0**-53
+# how the library's sort orders a node's rows by a feature (`_order_kind`)
+DISTINCT, ALL_EQUAL, TIED = 0, 1, 2
+
+
+@numba.njit(cache=True, nogil=True)
+def _rand_int(low, high, state):
+    """sklearn/tree/_utils.pyx `rand_int` over `our_rand_r`: the xorshift draw in [low, high),
+    `state` a one-element uint32 state held in an int64 array."""
+    seed = state[0]
+    if seed == 0:
+        seed = DEFAULT_SEED
+    seed ^= (seed << 13) & 0xFFFFFFFF
+    seed ^= seed >> 17
+    seed ^= (seed << 5) & 0xFFFFFFFF
+    state[0] = seed
+    return low + (seed % (RAND_R_MAX + 1)) % (high - low)
+
+
+@numba.njit(cache=True, nogil=True)
+def _median3(values, lo, n):
+    a = values[lo]
+    b = values[lo + n // 2]
+    c = values[lo + n - 1]
+    if a < b:
+        if b < c:
+            return b
+        if a < c:
+            return c
+        return a
+    if b < c:
+        if a < c:
+            return a
+        return c
+    return b
+
+
+@numba.njit(cache=True, nogil=True)
+def _swap(values, samples, i, j):
+    values[i], values[j] = values[j], values[i]
+    samples[i], samples[j] = samples[j], samples[i]
+
+
+@numba.njit(cache=True, nogil=True)
+def _sift_down(values, samples, lo, start, end):
+    root = start
+    while True:
+        child = root * 2 + 1
+        largest = root
+        if child < end and values[lo + largest] < values[lo + child]:
+            largest = child
+        if child + 1 < end and values[lo + largest] < values[lo + child + 1]:
+            largest = child + 1
+        if largest == root:
+            return
+        _swap(values, samples, lo + root, lo + largest)
+        root = largest
+
+
+@numba.njit(cache=True, nogil=True)
+def _heapsort(values, samples, lo, n):
+    start = (n - 2) // 2
+    while True:
+        _sift_down(values, samples, lo, start, n)
+        if start == 0:
+            break
+        start -= 1
+    end = n - 1
+    while end > 0:
+        _swap(values, samples, lo, lo + end)
+        _sift_down(values, samples, lo, 0, end)
+        end -= 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _insertion_sort(values, samples, lo, n):
+    for i in range(1, n):
+        value = values[lo + i]
+        sample = samples[lo + i]
+        j = i
+        while j > 0 and values[lo + j - 1] > value:
+            values[lo + j] = values[lo + j - 1]
+            samples[lo + j] = samples[lo + j - 1]
+            j -= 1
+        values[lo + j] = value
+        samples[lo + j] = sample
+
+
+@numba.njit(cache=True, nogil=True)
+def simultaneous_sort(values, samples, lo, n, segments):
+    """`simultaneous_sort(..., use_three_way_partition=True)` of sklearn/utils/_sorting.pyx
+    on values[lo:lo+n] and samples alike: its introsort (median-of-three pivot, three-way
+    partition, heapsort past the depth limit, insertion sort for 15 or fewer), the segments
+    it recurses into kept in `segments` (rows of lo, n, depth left) instead of the call
+    stack; disjoint segments sort alike in any order."""
+    if n == 0:
+        return
+    top = 0
+    segments[0, 0] = lo
+    segments[0, 1] = n
+    segments[0, 2] = 2 * int(np.log2(n))
+    top = 1
+    while top > 0:
+        top -= 1
+        lo = segments[top, 0]
+        n = segments[top, 1]
+        max_depth = segments[top, 2]
+        heap_sorted = False
+        while n > 15:
+            if max_depth <= 0:
+                _heapsort(values, samples, lo, n)
+                heap_sorted = True
+                break
+            max_depth -= 1
+            pivot = _median3(values, lo, n)
+            i = 0
+            left = 0
+            right = n
+            # the swaps written out: a call per swap costs more than the swap (the arrays'
+            # reference counts)
+            while i < right:
+                value = values[lo + i]
+                if value < pivot:
+                    sample = samples[lo + i]
+                    values[lo + i] = values[lo + left]
+                    samples[lo + i] = samples[lo + left]
+                    values[lo + left] = value
+                    samples[lo + left] = sample
+                    i += 1
+                    left += 1
+                elif value > pivot:
+                    right -= 1
+                    sample = samples[lo + i]
+                    values[lo + i] = values[lo + right]
+                    samples[lo + i] = samples[lo + right]
+                    values[lo + right] = value
+                    samples[lo + right] = sample
+                else:
+                    i += 1
+            if left > 1:
+                segments[top, 0] = lo
+                segments[top, 1] = left
+                segments[top, 2] = max_depth
+                top += 1
+            lo += right
+            n -= right
+        if not heap_sorted:
+            _insertion_sort(values, samples, lo, n)
+
+
+@numba.njit(cache=True, nogil=True)
+def _order_kind(X, feature, order, tie_free, start, end):
+    """How the library's sort of the node's rows by `feature` orders them: DISTINCT (the one
+    sorted order, `order[start:end]`), ALL_EQUAL (as they are: its three-way partition and
+    insertion sort move no equal value) or TIED (the order of tied rows is the sort's own)."""
+    if tie_free[feature]:
+        return DISTINCT
+    all_equal = True
+    distinct = True
+    first = X[order[start], feature]
+    previous = first
+    for p in range(start + 1, end):
+        value = X[order[p], feature]
+        if value != first:
+            all_equal = False
+        if value == previous:
+            distinct = False
+        previous = value
+    if all_equal:
+        return ALL_EQUAL
+    return DISTINCT if distinct else TIED
+
+
+@numba.njit(cache=True, nogil=True)
+def _apply_sorts(X, samples, values, presorted, base, pending, n_pending, start, end, segments):
+    """samples[start:end] as the library's sorts leave them: sorted by feature `base` (or as
+    they are if -1), then by each pending feature in turn, the tied ones's sorts replayed."""
+    if base >= 0:
+        for p in range(start, end):
+            samples[p] = presorted[base, p]
+    for k in range(n_pending):
+        feature = pending[k]
+        for p in range(start, end):
+            values[p] = X[samples[p], feature]
+        simultaneous_sort(values, samples, start, end - start, segments)
+
+
+@numba.njit(cache=True, nogil=True)
+def _best_position(
+    rows,
+    values,
+    targets,
+    weights,
+    start,
+    end,
+    min_samples_leaf,
+    min_weight_leaf,
+    sum_total,
+    weighted_node,
+    best_proxy,
+):
+    """node_split_best's search over one feature, rows[start:end] sorted by it with their
+    values: criterion.reset, then at every position between values more than
+    FEATURE_THRESHOLD apart criterion.update and, past the leaf-size checks, the proxy
+    improvement. Returns the first position beating `best_proxy` and then every later one
+    (proxy, position, threshold, missing to the left), position -1 if none."""
+    found_pos = -1
+    found_threshold = 0.0
+    found_missing_left = False
+    sum_left = 0.0
+    weighted_left = 0.0
+    pos = start
+    p = start
+    while p < end:
+        p += 1
+        while p < end and values[p] <= values[p - 1] + FEATURE_THRESHOLD:
+            p += 1
+        p_prev = p - 1
+        if p == end:
+            continue
+        n_left = p - start
+        n_right = end - p
+        if n_left < min_samples_leaf or n_right < min_samples_leaf:
+            continue
+        # criterion.update(p), written out: a call per position costs more than the update
+        # (the arrays' reference counts)
+        if (p - pos) <= (end - p):
+            for q in range(pos, p):
+                i = rows[q]
+                w = weights[i]
+                sum_left += w * targets[i]
+                weighted_left += w
+        else:
+            sum_left = sum_total
+            weighted_left = weighted_node
+            for q in range(end - 1, p - 1, -1):
+                i = rows[q]
+                w = weights[i]
+                sum_left -= w * targets[i]
+                weighted_left -= w
+        pos = p
+        weighted_right = weighted_node - weighted_left
+        sum_right = sum_total - sum_left
+        if weighted_left < min_weight_leaf or weighted_right < min_weight_leaf:
+            continue
+        proxy = sum_left * sum_left / weighted_left + (sum_right * sum_right / weighted_right)
+        if proxy > best_proxy:
+            best_proxy = proxy
+            found_pos = p
+            found_threshold = np.float64(values[p_prev]) / 2.0 + np.float64(values[p]) / 2.0
+            found_missing_left = n_left > n_right
+    return best_proxy, found_pos, found_threshold, found_missing_left
+
+
+@numba.njit(cache=True, nogil=True)
+def _left_sums(rows, targets, weights, start, end, new_pos, sum_total, weighted_node):
+    """criterion.reset then update(new_pos): the left sum and weight, added forward or, past
+    the middle, taken from the node's totals backward (reverse_reset) as the library does."""
+    if (new_pos - start) <= (end - new_pos):
+        sum_left = 0.0
+        weighted_left = 0.0
+        for q in range(start, new_pos):
+            i = rows[q]
+            w = weights[i]
+            sum_left += w * targets[i]
+            weighted_left += w
+    else:
+        sum_left = sum_total
+        weighted_left = weighted_node
+        for q in range(end - 1, new_pos - 1, -1):
+            i = rows[q]
+            w = weights[i]
+            sum_left -= w * targets[i]
+            weighted_left -= w
+    return sum_left, weighted_left
+
+
+@numba.njit(cache=True, nogil=True)
+def _proxy_bound(
+    X, feature, order, targets, start, end, min_samples_leaf, min_weight_leaf, sum_total, abs_sum
+):
+    """An upper bound on every proxy improvement `_best_position` computes for `feature` in
+    whatever order its tied rows come, from rows of weight 1 in the presorted `order`: the
+    positions, leaf sizes and weights do not depend on that order, the left sums only through
+    rounding. A sum of at most m terms, however ordered or restarted from the node's total
+    (the update's reverse pass), is within 6 * gamma_(m+1) * abs_sum of any other ordering
+    (Higham, Accuracy and Stability of Numerical Algorithms, section 4.2: recursive
+    summation errs by at most gamma_(m-1) times the sum of the terms' magnitudes; gamma_k =
+    k u / (1 - k u), u the unit roundoff); the bound takes 16 (m + 2) u abs_sum, then twice
+    the squares' spread and 16 u of the proxy for the divisions and additions."""
+    n = end - start
+    delta = 16.0 * (n + 2) * UNIT_ROUNDOFF * abs_sum
+    highest = -np.inf
+    sum_left = 0.0
+    summed = start
+    p = start
+    while p < end:
+        p += 1
+        while p < end and X[order[p], feature] <= X[order[p - 1], feature] + FEATURE_THRESHOLD:
+            p += 1
+        if p == end:
+            continue
+        n_left = p - start
+        n_right = end - p
+        if n_left < min_samples_leaf or n_right < min_samples_leaf:
+            continue
+        if n_left < min_weight_leaf or n_right < min_weight_leaf:
+            continue
+        for q in range(summed, p):
+            sum_left += targets[order[q]]
+        summed = p
+        sum_right = sum_total - sum_left
+        proxy = sum_left * sum_left / n_left + (sum_right * sum_right / n_right)
+        delta_right = delta + 4.0 * UNIT_ROUNDOFF * (abs(sum_right) + delta)
+        spread = (2.0 * abs(sum_left) + delta) * delta / n_left + (
+            (2.0 * abs(sum_right) + delta_right) * delta_right / n_right
+        )
+        bound = proxy + 2.0 * spread + 16.0 * UNIT_ROUNDOFF * abs(proxy)
+        if bound > highest:
+            highest = bound
+    return highest
+
+
+@numba.njit(cache=True, nogil=True)
+def _grow_tree(
+    X,
+    targets,
+    weights,
+    seed,
+    max_depth,
+    min_samples_split,
+    min_samples_leaf,
+    min_weight_leaf,
+    min_impurity_decrease,
+    initial_samples,
+    weighted_n_samples,
+    unit_weights,
+    presorted_all,
+    tie_free,
+    work,
+    presorted,
+    values,
+    segments,
+    nodes_left,
+    nodes_right,
+    nodes_feature,
+    nodes_threshold,
+    nodes_impurity,
+    nodes_n_samples,
+    nodes_weighted,
+    nodes_missing_left,
+    nodes_value,
+):
+    """One tree as DepthFirstTreeBuilder.build with BestSplitter and MSE grows it; writes the
+    nodes and returns (node_count, max_depth_seen). `work`, `presorted` and `values` are
+    scratch space: the samples, the side each goes to and a buffer; the rows sorted by each
+    feature; the node's values of the feature being sorted."""
+    n_features = X.shape[1]
+    n_samples = initial_samples.shape[0]
+    samples = work[0]
+    goes_left = work[1]
+    buffer = work[2]
+    samples[:n_samples] = initial_samples
+    presorted[:] = presorted_all
+    features = np.arange(n_features)
+    constant_features = np.empty(n_features, dtype=np.int64)
+    state = np.array([seed], dtype=np.int64)
+    pending = np.empty(n_features, dtype=np.int64)
+    capacity = nodes_left.shape[0]
+    stack_start = np.empty(capacity + 1, dtype=np.int64)
+    stack_end = np.empty(capacity + 1, dtype=np.int64)
+    stack_depth = np.empty(capacity + 1, dtype=np.int64)
+    stack_parent = np.empty(capacity + 1, dtype=np.int64)
+    stack_is_left = np.empty(capacity + 1, dtype=np.bool_)
+    stack_impurity = np.empty(capacity + 1)
+    stack_constants = np.empty(capacity + 1, dtype=np.int64)
+    top = 0
+    stack_start[0] = 0
+    stack_end[0] = n_samples
+    stack_depth[0] = 0
+    stack_parent[0] = TREE_UNDEFINED
+    stack_is_left[0] = False
+    stack_impurity[0] = np.inf
+    stack_constants[0] = 0
+    top = 1
+    node_count = 0
+    max_depth_seen = -1
+    first = True
+    # the split record persists across nodes, as the builder's does
+    split_pos = 0
+    split_feature = 0
+    split_threshold = 0.0
+    split_improvement = -np.inf
+    split_impurity_left = np.inf
+    split_impurity_right = np.inf
+    split_missing_left = False
+    while top > 0:
+        top -= 1
+        start = stack_start[top]
+        end = stack_end[top]
+        depth = stack_depth[top]
+        parent = stack_parent[top]
+        is_left = stack_is_left[top]
+        impurity = stack_impurity[top]
+        n_constant = stack_constants[top]
+        n_node_samples = end - start
+        # node_reset: the criterion's sums over the node's samples in their order
+        sum_total = 0.0
+        sq_sum_total = 0.0
+        weighted_node = 0.0
+        abs_sum = 0.0
+        for p in range(start, end):
+            i = samples[p]
+            w = weights[i]
+            w_y = w * targets[i]
+            sum_total += w_y
+            sq_sum_total += w_y * targets[i]
+            weighted_node += w
+            abs_sum += abs(w_y)
+        is_leaf = (
+            depth >= max_depth
+            or n_node_samples < min_samples_split
+            or n_node_samples < 2 * min_samples_leaf
+            or weighted_node < 2 * min_weight_leaf
+        )
+        if first:
+            mean = sum_total / weighted_node
+            impurity = sq_sum_total / weighted_node - mean * mean
+            first = False
+        is_leaf = is_leaf or impurity <= EPSILON
+        if not is_leaf:
+            # node_split_best
+            best_pos = end
+            best_feature = 0
+            best_threshold = 0.0
+            best_missing_left = False
+            best_proxy = -np.inf
+            f_i = n_features
+            n_visited = 0
+            n_found_constants = 0
+            n_drawn_constants = 0
+            n_known_constants = n_constant
+            n_total_constants = n_known_constants
+            sorted_by = -1
+            n_pending = 0
+            while f_i > n_total_constants and (
+                n_visited < n_features or n_visited <= n_found_constants + n_drawn_constants
+            ):
+                n_visited += 1
+                f_j = _rand_int(n_drawn_constants, f_i - n_found_constants, state)
+                if f_j < n_known_constants:
+                    features[n_drawn_constants], features[f_j] = (
+                        features[f_j],
+                        features[n_drawn_constants],
+                    )
+                    n_drawn_constants += 1
+                    continue
+                f_j += n_found_constants
+                feature = features[f_j]
+                order = presorted[feature]
+                kind = _order_kind(X, feature, order, tie_free, start, end)
+                # the library sorts the rows by every feature it draws; a sort of tied values
+                # is replayed only when its order matters (`_apply_sorts`): for the search
+                # over a feature that may beat the best split so far, for the next such
+                # sort, and for the partition
+                if kind == DISTINCT:
+                    sorted_by = feature
+                    n_pending = 0
+                elif kind == TIED:
+                    pending[n_pending] = feature
+                    n_pending += 1
+                # the library's values[start] and values[end - 1]: the extremes
+                if X[order[end - 1], feature] <= X[order[start], feature] + FEATURE_THRESHOLD:
+                    features[f_j], features[n_total_constants] = (
+                        features[n_total_constants],
+                        features[f_j],
+                    )
+                    n_found_constants += 1
+                    n_total_constants += 1
+                    continue
+                f_i -= 1
+                features[f_i], features[f_j] = features[f_j], features[f_i]
+                if kind == DISTINCT:
+                    rows = order
+                    for p in range(start, end):
+                        values[p] = X[order[p], feature]
+                else:
+                    if unit_weights and (
+                        _proxy_bound(
+                            X,
+                            feature,
+                            order,
+                            targets,
+                            start,
+                            end,
+                            min_samples_leaf,
+                            min_weight_leaf,
+                            sum_total,
+                            abs_sum,
+                        )
+                        < best_proxy
+                    ):
+                        continue  # no position of it can beat the best so far
+                    _apply_sorts(
+                        X,
+                        samples,
+                        values,
+                        presorted,
+                        sorted_by,
+                        pending,
+                        n_pending,
+                        start,
+                        end,
+                        segments,
+                    )
+                    sorted_by = -1
+                    n_pending = 0
+                    rows = samples
+                best_proxy, found_pos, found_threshold, found_missing_left = _best_position(
+                    rows,
+                    values,
+                    targets,
+                    weights,
+                    start,
+                    end,
+                    min_samples_leaf,
+                    min_weight_leaf,
+                    sum_total,
+                    weighted_node,
+                    best_proxy,
+                )
+                if found_pos >= 0:
+                    best_pos = found_pos
+                    best_feature = feature
+                    best_threshold = found_threshold
+                    best_missing_left = found_missing_left
+            improvement = -np.inf
+            impurity_left = np.inf
+            impurity_right = np.inf
+            if best_pos < end:
+                # the rows in the order the last sort left them, then partition_samples_final
+                _apply_sorts(
+                    X,
+                    samples,
+                    values,
+                    presorted,
+                    sorted_by,
+                    pending,
+                    n_pending,
+                    start,
+                    end,
+                    segments,
+                )
+                partition_start = start
+                partition_end = end
+                while partition_start < partition_end:
+                    sample = samples[partition_start]
+                    if np.float64(X[sample, best_feature]) <= best_threshold:
+                        partition_start += 1
+                    else:
+                        partition_end -= 1
+                        samples[partition_start] = samples[partition_end]
+                        samples[partition_end] = sample
+                # criterion.reset, update(best_pos)
+                sum_left, weighted_left = _left_sums(
+                    samples, targets, weights, start, end, best_pos, sum_total, weighted_node
+                )
+                weighted_right = weighted_node - weighted_left
+                sum_right = sum_total - sum_left
+                # children_impurity
+                sq_sum_left = 0.0
+                for p in range(start, best_pos):
+                    i = samples[p]
+                    sq_sum_left += weights[i] * targets[i] * targets[i]
+                sq_sum_right = sq_sum_total - sq_sum_left
+                mean_left = sum_left / weighted_left
+                mean_right = sum_right / weighted_right
+                impurity_left = sq_sum_left / weighted_left - mean_left * mean_left
+                impurity_right = sq_sum_right / weighted_right - mean_right * mean_right
+                improvement = (weighted_node / weighted_n_samples) * (
+                    impurity
+                    - (weighted_right / weighted_node * impurity_right)
+                    - (weighted_left / weighted_node * impurity_left)
+                )
+            # constant features keep their order for the node's children
+            for k in range(n_known_constants):
+                features[k] = constant_features[k]
+            for k in range(n_known_constants, n_known_constants + n_found_constants):
+                constant_features[k] = features[k]
+            n_constant = n_total_constants
+            split_pos = best_pos
+            split_feature = best_feature
+            split_threshold = best_threshold
+            split_improvement = improvement
+            split_impurity_left = impurity_left
+            split_impurity_right = impurity_right
+            split_missing_left = best_missing_left
+            is_leaf = split_pos >= end or split_improvement + EPSILON < min_impurity_decrease
+        node_id = node_count
+        nodes_impurity[node_id] = impurity
+        nodes_n_samples[node_id] = n_node_samples
+        nodes_weighted[node_id] = weighted_node
+        if parent != TREE_UNDEFINED:
+            if is_left:
+                nodes_left[parent] = node_id
+            else:
+                nodes_right[parent] = node_id
+        if is_leaf:
+            nodes_left[node_id] = TREE_LEAF
+            nodes_right[node_id] = TREE_LEAF
+            nodes_feature[node_id] = TREE_UNDEFINED
+            nodes_threshold[node_id] = TREE_UNDEFINED
+            nodes_missing_left[node_id] = 0
+        else:
+            nodes_feature[node_id] = split_feature
+            nodes_threshold[node_id] = split_threshold
+            nodes_missing_left[node_id] = 1 if split_missing_left else 0
+        node_count += 1
+        nodes_value[node_id] = sum_total / weighted_node
+        if not is_leaf:
+            if depth + 1 < max_depth:
+                # the children's rows, still sorted by every feature
+                for p in range(start, end):
+                    goes_left[samples[p]] = 1 if p < split_pos else 0
+                for f in range(n_features):
+                    order = presorted[f]
+                    n_left_rows = start
+                    n_right_rows = 0
+                    for p in range(start, end):
+                        sample = order[p]
+                        if goes_left[sample] == 1:
+                            order[n_left_rows] = sample
+                            n_left_rows += 1
+                        else:
+                            buffer[n_right_rows] = sample
+                            n_right_rows += 1
+                    for k in range(n_right_rows):
+                        order[split_pos + k] = buffer[k]
+            stack_start[top] = split_pos
+            stack_end[top] = end
+            stack_depth[top] = depth + 1
+            stack_parent[top] = node_id
+            stack_is_left[top] = False
+            stack_impurity[top] = split_impurity_right
+            stack_constants[top] = n_constant
+            top += 1
+            stack_start[top] = start
+            stack_end[top] = split_pos
+            stack_depth[top] = depth + 1
+            stack_parent[top] = node_id
+            stack_is_left[top] = True
+            stack_impurity[top] = split_impurity_left
+            stack_constants[top] = n_constant
+            top += 1
+        if depth > max_depth_seen:
+            max_depth_seen = depth
+    return node_count, max_depth_seen
+
+
+@numba.njit(cache=True, nogil=True)
+def grow_boosting_stages(
+    X,
+    y,
+    raw,
+    weights,
+    seeds,
+    learning_rate,
+    max_depth,
+    min_samples_split,
+    min_samples_leaf,
+    min_weight_leaf,
+    min_impurity_decrease,
+    initial_samples,
+    presorted,
+    tie_free,
+    nodes_left,
+    nodes_right,
+    nodes_feature,
+    nodes_threshold,
+    nodes_impurity,
+    nodes_n_samples,
+    nodes_weighted,
+    nodes_missing_left,
+    nodes_value,
+    node_counts,
+    depths,
+    raw_after,
+):
+    """Stage s of `seeds`: the negative gradient of the half squared error at `raw`, the tree
+    grown on it (nodes_*[s], node_counts[s], depths[s]), then `raw` += learning_rate times the
+    leaf value of each row (copied to raw_after[s]), as GradientBoostingRegressor's
+    `_fit_stage` and `_update_terminal_regions` do."""
+    n = X.shape[0]
+    targets = np.empty(n)
+    work = np.empty((3, n), dtype=np.int64)
+    presorted_work = np.empty_like(presorted)
+    values = np.empty(initial_samples.shape[0], dtype=np.float32)
+    segments = np.empty((initial_samples.shape[0] // 2 + 2, 3), dtype=np.int64)
+    # the splitter's total weight: every row's, summed in row order
+    weighted_n_samples = 0.0
+    unit_weights = True
+    for i in range(n):
+        weighted_n_samples += weights[i]
+        unit_weights = unit_weights and weights[i] == 1.0
+    for stage in range(seeds.shape[0]):
+        for i in range(n):
+            targets[i] = -(raw[i] - y[i])
+        node_counts[stage], depths[stage] = _grow_tree(
+            X,
+            targets,
+            weights,
+            seeds[stage],
+            max_depth,
+            min_samples_split,
+            min_samples_leaf,
+            min_weight_leaf,
+            min_impurity_decrease,
+            initial_samples,
+            weighted_n_samples,
+            unit_weights,
+            presorted,
+            tie_free,
+            work,
+            presorted_work,
+            values,
+            segments,
+            nodes_left[stage],
+            nodes_right[stage],
+            nodes_feature[stage],
+            nodes_threshold[stage],
+            nodes_impurity[stage],
+            nodes_n_samples[stage],
+            nodes_weighted[stage],
+            nodes_missing_left[stage],
+            nodes_value[stage],
+        )
+        left = nodes_left[stage]
+        right = nodes_right[stage]
+        feature = nodes_feature[stage]
+        threshold = nodes_threshold[stage]
+        value = nodes_value[stage]
+        for i in range(n):
+            node = 0
+            while left[node] != TREE_LEAF:
+                if np.float64(X[i, feature[node]]) <= threshold[node]:
+                    node = left[node]
+                else:
+                    node = right[node]
+            raw[i] = raw[i] + learning_rate * value[node]
+            raw_after[stage, i] = raw[i]
