@@ -207,17 +207,29 @@ def _order_kind(X, feature, order, tie_free, start, end):
 
 
 @numba.njit(cache=True, nogil=True)
-def _apply_sorts(X, samples, values, presorted, base, pending, n_pending, start, end, segments):
-    """samples[start:end] as the library's sorts leave them: sorted by feature `base` (or as
-    they are if -1), then by each pending feature in turn, the tied ones's sorts replayed."""
-    if base >= 0:
-        for p in range(start, end):
-            samples[p] = presorted[base, p]
-    for k in range(n_pending):
-        feature = pending[k]
+def _replay_sorts(X, samples, values, presorted, log, log_kind, done, target, start, end, segments):
+    """samples[start:end] (and values[start:end]) as the library's sorts by the node's logged
+    features up to log[target] leave them, from the rows as the sorts up to log[done] left
+    them (-1: as the node received them): the last DISTINCT sort's order comes from the
+    presort, the TIED sorts after it are replayed. Returns `target`."""
+    first = done + 1
+    for m in range(target, done, -1):
+        if log_kind[m] == DISTINCT:
+            order = presorted[log[m]]
+            for p in range(start, end):
+                samples[p] = order[p]
+            first = m + 1
+            break
+    for m in range(first, target + 1):
+        feature = log[m]
         for p in range(start, end):
             values[p] = X[samples[p], feature]
         simultaneous_sort(values, samples, start, end - start, segments)
+    if target >= 0 and log_kind[target] == DISTINCT:
+        feature = log[target]
+        for p in range(start, end):
+            values[p] = X[samples[p], feature]
+    return target
 
 
 @numba.njit(cache=True, nogil=True)
@@ -311,21 +323,36 @@ def _left_sums(rows, targets, weights, start, end, new_pos, sum_total, weighted_
 
 
 @numba.njit(cache=True, nogil=True)
-def _proxy_bound(
-    X, feature, order, targets, start, end, min_samples_leaf, min_weight_leaf, sum_total, abs_sum
+def _proxy_bounds(
+    X,
+    feature,
+    order,
+    targets,
+    start,
+    end,
+    min_samples_leaf,
+    min_weight_leaf,
+    sum_total,
+    abs_sum,
+    level,
 ):
-    """An upper bound on every proxy improvement `_best_position` computes for `feature` in
-    whatever order its tied rows come, from rows of weight 1 in the presorted `order`: the
+    """Bounds on the proxy improvements `_best_position` computes for `feature` whatever
+    order its tied rows come in, from rows of weight 1 in the presorted `order`: the
     positions, leaf sizes and weights do not depend on that order, the left sums only through
     rounding. A sum of at most m terms, however ordered or restarted from the node's total
-    (the update's reverse pass), is within 6 * gamma_(m+1) * abs_sum of any other ordering
+    (the update's reverse pass), is within 6 gamma_(m+1) abs_sum of any other ordering
     (Higham, Accuracy and Stability of Numerical Algorithms, section 4.2: recursive
     summation errs by at most gamma_(m-1) times the sum of the terms' magnitudes; gamma_k =
     k u / (1 - k u), u the unit roundoff); the bound takes 16 (m + 2) u abs_sum, then twice
-    the squares' spread and 16 u of the proxy for the divisions and additions."""
+    the squares' spread and 16 u of the proxy for the divisions and additions. Returns the
+    highest lower bound, the highest upper bound, how many positions' upper bounds reach
+    `level` and the last of them."""
     n = end - start
     delta = 16.0 * (n + 2) * UNIT_ROUNDOFF * abs_sum
-    highest = -np.inf
+    highest_lower = -np.inf
+    highest_upper = -np.inf
+    reaching = 0
+    reached = -1
     sum_left = 0.0
     summed = start
     p = start
@@ -350,10 +377,242 @@ def _proxy_bound(
         spread = (2.0 * abs(sum_left) + delta) * delta / n_left + (
             (2.0 * abs(sum_right) + delta_right) * delta_right / n_right
         )
-        bound = proxy + 2.0 * spread + 16.0 * UNIT_ROUNDOFF * abs(proxy)
-        if bound > highest:
-            highest = bound
-    return highest
+        margin = 2.0 * spread + 16.0 * UNIT_ROUNDOFF * abs(proxy)
+        if proxy - margin > highest_lower:
+            highest_lower = proxy - margin
+        if proxy + margin > highest_upper:
+            highest_upper = proxy + margin
+        if proxy + margin >= level:
+            reaching += 1
+            reached = p
+    return highest_lower, highest_upper, reaching, reached
+
+
+@numba.njit(cache=True, nogil=True)
+def _best_split(
+    X,
+    targets,
+    weights,
+    unit_weights,
+    presorted,
+    tie_free,
+    samples,
+    values,
+    segments,
+    features,
+    constant_features,
+    state,
+    n_known_constants,
+    start,
+    end,
+    min_samples_leaf,
+    min_weight_leaf,
+    sum_total,
+    weighted_node,
+    abs_sum,
+    scratch_int,
+    scratch_float,
+):
+    """node_split_best on samples[start:end]: the same feature draws and constant-feature
+    bookkeeping, the same best split (the first position of the first feature, in draw
+    order, with the highest proxy improvement), and the rows left in the order the library's
+    last sort leaves them when there is a split. Returns (position, feature, threshold,
+    missing to the left, the node's constant features); position `end` if none.
+
+    The library sorts the rows by every feature it draws. A feature whose values in the node
+    are distinct is searched in its presorted order (the one sorted order). A feature with
+    tied values is searched exactly only if rounding bounds (`_proxy_bounds`) leave it a
+    chance to hold the best split, after its sort and those before it are replayed
+    (`_replay_sorts`); if the bounds leave one feature and one position, that is the split,
+    whose threshold and sides do not depend on the order of tied rows. The sorts up to the
+    last draw are replayed for the partition."""
+    n_features = X.shape[1]
+    log = scratch_int[0]
+    log_kind = scratch_int[1]
+    evaluated = scratch_int[2]
+    evaluated_at = scratch_int[3]
+    found_pos = scratch_int[4]
+    lower = scratch_float[0]
+    upper = scratch_float[1]
+    found_threshold = scratch_float[2]
+    f_i = n_features
+    n_visited = 0
+    n_found_constants = 0
+    n_drawn_constants = 0
+    n_total_constants = n_known_constants
+    n_log = 0
+    n_evaluated = 0
+    highest_lower = -np.inf
+    while f_i > n_total_constants and (
+        n_visited < n_features or n_visited <= n_found_constants + n_drawn_constants
+    ):
+        n_visited += 1
+        f_j = _rand_int(n_drawn_constants, f_i - n_found_constants, state)
+        if f_j < n_known_constants:
+            features[n_drawn_constants], features[f_j] = features[f_j], features[n_drawn_constants]
+            n_drawn_constants += 1
+            continue
+        f_j += n_found_constants
+        feature = features[f_j]
+        order = presorted[feature]
+        kind = _order_kind(X, feature, order, tie_free, start, end)
+        if kind != ALL_EQUAL:  # a sort of equal values leaves the rows as they are
+            log[n_log] = feature
+            log_kind[n_log] = kind
+            n_log += 1
+        # the library's values[start] and values[end - 1]: the extremes
+        if X[order[end - 1], feature] <= X[order[start], feature] + FEATURE_THRESHOLD:
+            features[f_j], features[n_total_constants] = features[n_total_constants], features[f_j]
+            n_found_constants += 1
+            n_total_constants += 1
+            continue
+        f_i -= 1
+        features[f_i], features[f_j] = features[f_j], features[f_i]
+        k = n_evaluated
+        n_evaluated += 1
+        evaluated[k] = feature
+        evaluated_at[k] = n_log - 1
+        if kind == DISTINCT:
+            for p in range(start, end):
+                values[p] = X[order[p], feature]
+            proxy, position, threshold, missing_left = _best_position(
+                order,
+                values,
+                targets,
+                weights,
+                start,
+                end,
+                min_samples_leaf,
+                min_weight_leaf,
+                sum_total,
+                weighted_node,
+                -np.inf,
+            )
+            lower[k] = proxy
+            upper[k] = proxy
+            found_pos[k] = position
+            found_threshold[k] = threshold
+            scratch_int[5, k] = 1 if missing_left else 0
+        elif unit_weights:
+            lower[k], upper[k], _, _ = _proxy_bounds(
+                X,
+                feature,
+                order,
+                targets,
+                start,
+                end,
+                min_samples_leaf,
+                min_weight_leaf,
+                sum_total,
+                abs_sum,
+                np.inf,
+            )
+        else:  # weights other than 1: no bound, searched exactly
+            lower[k] = -np.inf
+            upper[k] = np.inf
+        if lower[k] > highest_lower:
+            highest_lower = lower[k]
+    # constant features keep their order for the node's children
+    for k in range(n_known_constants):
+        features[k] = constant_features[k]
+    for k in range(n_known_constants, n_known_constants + n_found_constants):
+        constant_features[k] = features[k]
+
+    best_pos = end
+    best_feature = 0
+    best_threshold = 0.0
+    best_missing_left = False
+    n_candidates = 0
+    candidate = -1
+    for k in range(n_evaluated):
+        if upper[k] >= highest_lower:
+            n_candidates += 1
+            candidate = k
+    settled = False
+    if n_candidates == 1 and highest_lower > -np.inf:
+        k = candidate
+        feature = evaluated[k]
+        if log_kind[evaluated_at[k]] == DISTINCT:
+            best_pos = found_pos[k]
+            best_threshold = found_threshold[k]
+            best_missing_left = scratch_int[5, k] == 1
+            settled = True
+        else:
+            order = presorted[feature]
+            _, _, reaching, position = _proxy_bounds(
+                X,
+                feature,
+                order,
+                targets,
+                start,
+                end,
+                min_samples_leaf,
+                min_weight_leaf,
+                sum_total,
+                abs_sum,
+                highest_lower,
+            )
+            if reaching == 1:
+                best_pos = position
+                best_threshold = np.float64(X[order[position - 1], feature]) / 2.0 + (
+                    np.float64(X[order[position], feature]) / 2.0
+                )
+                best_missing_left = (position - start) > (end - position)
+                settled = True
+        best_feature = feature
+    done = -1
+    if not settled:
+        # the library's search in draw order, over the features that may hold the best split
+        best_proxy = -np.inf
+        best_pos = end
+        for k in range(n_evaluated):
+            if upper[k] < highest_lower:
+                continue
+            feature = evaluated[k]
+            if log_kind[evaluated_at[k]] == DISTINCT:
+                if found_pos[k] >= 0 and lower[k] > best_proxy:
+                    best_proxy = lower[k]
+                    best_pos = found_pos[k]
+                    best_feature = feature
+                    best_threshold = found_threshold[k]
+                    best_missing_left = scratch_int[5, k] == 1
+                continue
+            done = _replay_sorts(
+                X,
+                samples,
+                values,
+                presorted,
+                log,
+                log_kind,
+                done,
+                evaluated_at[k],
+                start,
+                end,
+                segments,
+            )
+            best_proxy, position, threshold, missing_left = _best_position(
+                samples,
+                values,
+                targets,
+                weights,
+                start,
+                end,
+                min_samples_leaf,
+                min_weight_leaf,
+                sum_total,
+                weighted_node,
+                best_proxy,
+            )
+            if position >= 0:
+                best_pos = position
+                best_feature = feature
+                best_threshold = threshold
+                best_missing_left = missing_left
+    if best_pos < end and n_log > 0:
+        _replay_sorts(
+            X, samples, values, presorted, log, log_kind, done, n_log - 1, start, end, segments
+        )
+    return best_pos, best_feature, best_threshold, best_missing_left, n_total_constants
 
 
 @numba.njit(cache=True, nogil=True)
@@ -400,7 +659,8 @@ def _grow_tree(
     features = np.arange(n_features)
     constant_features = np.empty(n_features, dtype=np.int64)
     state = np.array([seed], dtype=np.int64)
-    pending = np.empty(n_features, dtype=np.int64)
+    scratch_int = np.empty((6, n_features), dtype=np.int64)
+    scratch_float = np.empty((3, n_features))
     capacity = nodes_left.shape[0]
     stack_start = np.empty(capacity + 1, dtype=np.int64)
     stack_end = np.empty(capacity + 1, dtype=np.int64)
@@ -464,128 +724,37 @@ def _grow_tree(
             first = False
         is_leaf = is_leaf or impurity <= EPSILON
         if not is_leaf:
-            # node_split_best
-            best_pos = end
-            best_feature = 0
-            best_threshold = 0.0
-            best_missing_left = False
-            best_proxy = -np.inf
-            f_i = n_features
-            n_visited = 0
-            n_found_constants = 0
-            n_drawn_constants = 0
-            n_known_constants = n_constant
-            n_total_constants = n_known_constants
-            sorted_by = -1
-            n_pending = 0
-            while f_i > n_total_constants and (
-                n_visited < n_features or n_visited <= n_found_constants + n_drawn_constants
-            ):
-                n_visited += 1
-                f_j = _rand_int(n_drawn_constants, f_i - n_found_constants, state)
-                if f_j < n_known_constants:
-                    features[n_drawn_constants], features[f_j] = (
-                        features[f_j],
-                        features[n_drawn_constants],
-                    )
-                    n_drawn_constants += 1
-                    continue
-                f_j += n_found_constants
-                feature = features[f_j]
-                order = presorted[feature]
-                kind = _order_kind(X, feature, order, tie_free, start, end)
-                # the library sorts the rows by every feature it draws; a sort of tied values
-                # is replayed only when its order matters (`_apply_sorts`): for the search
-                # over a feature that may beat the best split so far, for the next such
-                # sort, and for the partition
-                if kind == DISTINCT:
-                    sorted_by = feature
-                    n_pending = 0
-                elif kind == TIED:
-                    pending[n_pending] = feature
-                    n_pending += 1
-                # the library's values[start] and values[end - 1]: the extremes
-                if X[order[end - 1], feature] <= X[order[start], feature] + FEATURE_THRESHOLD:
-                    features[f_j], features[n_total_constants] = (
-                        features[n_total_constants],
-                        features[f_j],
-                    )
-                    n_found_constants += 1
-                    n_total_constants += 1
-                    continue
-                f_i -= 1
-                features[f_i], features[f_j] = features[f_j], features[f_i]
-                if kind == DISTINCT:
-                    rows = order
-                    for p in range(start, end):
-                        values[p] = X[order[p], feature]
-                else:
-                    if unit_weights and (
-                        _proxy_bound(
-                            X,
-                            feature,
-                            order,
-                            targets,
-                            start,
-                            end,
-                            min_samples_leaf,
-                            min_weight_leaf,
-                            sum_total,
-                            abs_sum,
-                        )
-                        < best_proxy
-                    ):
-                        continue  # no position of it can beat the best so far
-                    _apply_sorts(
-                        X,
-                        samples,
-                        values,
-                        presorted,
-                        sorted_by,
-                        pending,
-                        n_pending,
-                        start,
-                        end,
-                        segments,
-                    )
-                    sorted_by = -1
-                    n_pending = 0
-                    rows = samples
-                best_proxy, found_pos, found_threshold, found_missing_left = _best_position(
-                    rows,
-                    values,
+            best_pos, best_feature, best_threshold, best_missing_left, n_total_constants = (
+                _best_split(
+                    X,
                     targets,
                     weights,
+                    unit_weights,
+                    presorted,
+                    tie_free,
+                    samples,
+                    values,
+                    segments,
+                    features,
+                    constant_features,
+                    state,
+                    n_constant,
                     start,
                     end,
                     min_samples_leaf,
                     min_weight_leaf,
                     sum_total,
                     weighted_node,
-                    best_proxy,
+                    abs_sum,
+                    scratch_int,
+                    scratch_float,
                 )
-                if found_pos >= 0:
-                    best_pos = found_pos
-                    best_feature = feature
-                    best_threshold = found_threshold
-                    best_missing_left = found_missing_left
+            )
             improvement = -np.inf
             impurity_left = np.inf
             impurity_right = np.inf
             if best_pos < end:
-                # the rows in the order the last sort left them, then partition_samples_final
-                _apply_sorts(
-                    X,
-                    samples,
-                    values,
-                    presorted,
-                    sorted_by,
-                    pending,
-                    n_pending,
-                    start,
-                    end,
-                    segments,
-                )
+                # partition_samples_final
                 partition_start = start
                 partition_end = end
                 while partition_start < partition_end:
@@ -617,11 +786,6 @@ def _grow_tree(
                     - (weighted_right / weighted_node * impurity_right)
                     - (weighted_left / weighted_node * impurity_left)
                 )
-            # constant features keep their order for the node's children
-            for k in range(n_known_constants):
-                features[k] = constant_features[k]
-            for k in range(n_known_constants, n_known_constants + n_found_constants):
-                constant_features[k] = features[k]
             n_constant = n_total_constants
             split_pos = best_pos
             split_feature = best_feature
