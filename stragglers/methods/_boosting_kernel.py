@@ -654,8 +654,12 @@ def _grow_tree(
     samples = work[0]
     goes_left = work[1]
     buffer = work[2]
-    samples[:n_samples] = initial_samples
-    presorted[:] = presorted_all
+    # (element by element: a slice assignment's shape checks cost seconds of compiling)
+    for p in range(n_samples):
+        samples[p] = initial_samples[p]
+    for f in range(n_features):
+        for p in range(n_samples):
+            presorted[f, p] = presorted_all[f, p]
     features = np.arange(n_features)
     constant_features = np.empty(n_features, dtype=np.int64)
     state = np.array([seed], dtype=np.int64)
@@ -897,10 +901,12 @@ def grow_boosting_stages(
     segments = np.empty((initial_samples.shape[0] // 2 + 2, 3), dtype=np.int64)
     # the splitter's total weight: every row's, summed in row order
     weighted_n_samples = 0.0
-    unit_weights = True
+    n_unit_weights = 0
     for i in range(n):
         weighted_n_samples += weights[i]
-        unit_weights = unit_weights and weights[i] == 1.0
+        if weights[i] == 1.0:
+            n_unit_weights += 1
+    unit_weights = n_unit_weights == n
     for stage in range(seeds.shape[0]):
         for i in range(n):
             targets[i] = -(raw[i] - y[i])
