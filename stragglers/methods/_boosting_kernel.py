@@ -323,34 +323,24 @@ def _left_sums(rows, targets, weights, start, end, new_pos, sum_total, weighted_
 
 
 @numba.njit(cache=True, nogil=True)
-def _proxy_bounds(
+def _approximate_search(
     X,
     feature,
     order,
     targets,
+    inverse,
     start,
     end,
     min_samples_leaf,
     min_weight_leaf,
     sum_total,
-    abs_sum,
-    level,
+    floor,
 ):
-    """Bounds on the proxy improvements `_best_position` computes for `feature` whatever
-    order its tied rows come in, from rows of weight 1 in the presorted `order`: the
-    positions, leaf sizes and weights do not depend on that order, the left sums only through
-    rounding. A sum of at most m terms, however ordered or restarted from the node's total
-    (the update's reverse pass), is within 6 gamma_(m+1) abs_sum of any other ordering
-    (Higham, Accuracy and Stability of Numerical Algorithms, section 4.2: recursive
-    summation errs by at most gamma_(m-1) times the sum of the terms' magnitudes; gamma_k =
-    k u / (1 - k u), u the unit roundoff); the bound takes 16 (m + 2) u abs_sum, then twice
-    the squares' spread and 16 u of the proxy for the divisions and additions. Returns the
-    highest lower bound, the highest upper bound, how many positions' upper bounds reach
-    `level` and the last of them."""
-    n = end - start
-    delta = 16.0 * (n + 2) * UNIT_ROUNDOFF * abs_sum
-    highest_lower = -np.inf
-    highest_upper = -np.inf
+    """node_split_best's search over `feature` for rows of weight 1, approximately: in the
+    presorted `order` (ties by row) and with reciprocals for the divisions. Returns the
+    highest proxy improvement, how many positions reach `floor` and the last of them.
+    `_rounding_margin` bounds how far each proxy is from the library's."""
+    highest = -np.inf
     reaching = 0
     reached = -1
     sum_left = 0.0
@@ -372,20 +362,33 @@ def _proxy_bounds(
             sum_left += targets[order[q]]
         summed = p
         sum_right = sum_total - sum_left
-        proxy = sum_left * sum_left / n_left + (sum_right * sum_right / n_right)
-        delta_right = delta + 4.0 * UNIT_ROUNDOFF * (abs(sum_right) + delta)
-        spread = (2.0 * abs(sum_left) + delta) * delta / n_left + (
-            (2.0 * abs(sum_right) + delta_right) * delta_right / n_right
-        )
-        margin = 2.0 * spread + 16.0 * UNIT_ROUNDOFF * abs(proxy)
-        if proxy - margin > highest_lower:
-            highest_lower = proxy - margin
-        if proxy + margin > highest_upper:
-            highest_upper = proxy + margin
-        if proxy + margin >= level:
+        proxy = sum_left * sum_left * inverse[n_left] + sum_right * sum_right * inverse[n_right]
+        if proxy > highest:
+            highest = proxy
+        if proxy >= floor:
             reaching += 1
             reached = p
-    return highest_lower, highest_upper, reaching, reached
+    return highest, reaching, reached
+
+
+@numba.njit(cache=True, nogil=True)
+def _rounding_margin(n, abs_sum, highest):
+    """How far `_approximate_search`'s proxies (weights 1, at most `highest` in magnitude)
+    can be from the library's at any position, whatever order tied rows come in. A sum of
+    at most m terms, however ordered or restarted from the node's total (the update's
+    reverse pass), is within 6 gamma_(m+1) abs_sum of any other ordering (Higham, Accuracy
+    and Stability of Numerical Algorithms, section 4.2: recursive summation errs by at most
+    gamma_(m-1) times the sum of the terms' magnitudes; gamma_k = k u / (1 - k u), u the
+    unit roundoff): delta = 16 (n + 2) u abs_sum bounds the left sums' spread, the right
+    sums' with their subtraction; both sums are at most 2 abs_sum + 2 delta in magnitude
+    and the leaves hold a row at least, so the squares over the leaf sizes spread by at most
+    `spread`; twice that, and 32 u of the proxy for the divisions, reciprocals and
+    additions."""
+    delta = 16.0 * (n + 2) * UNIT_ROUNDOFF * abs_sum
+    largest = 2.0 * abs_sum + 2.0 * delta
+    delta_right = delta + 4.0 * UNIT_ROUNDOFF * (largest + delta)
+    spread = (2.0 * largest + delta) * delta + (2.0 * largest + delta_right) * delta_right
+    return 2.0 * spread + 32.0 * UNIT_ROUNDOFF * abs(highest)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -410,6 +413,7 @@ def _best_split(
     sum_total,
     weighted_node,
     abs_sum,
+    inverse,
     scratch_int,
     scratch_float,
 ):
@@ -419,22 +423,23 @@ def _best_split(
     last sort leaves them when there is a split. Returns (position, feature, threshold,
     missing to the left, the node's constant features); position `end` if none.
 
-    The library sorts the rows by every feature it draws. A feature whose values in the node
-    are distinct is searched in its presorted order (the one sorted order). A feature with
-    tied values is searched exactly only if rounding bounds (`_proxy_bounds`) leave it a
-    chance to hold the best split, after its sort and those before it are replayed
-    (`_replay_sorts`); if the bounds leave one feature and one position, that is the split,
-    whose threshold and sides do not depend on the order of tied rows. The sorts up to the
-    last draw are replayed for the partition."""
+    Each drawn feature is searched approximately first (`_approximate_search`, within
+    `_rounding_margin` of the library's proxies whatever order tied rows come in). If the
+    bounds leave one feature and one position that can hold the best split, that is the
+    split: its threshold and sides do not depend on the order of tied rows. Otherwise the
+    features they leave are searched as the library searches them, in draw order: one whose
+    values in the node are distinct in its presorted order (the one sorted order), one with
+    tied values after its sort and those before it are replayed (`_replay_sorts`). The sorts
+    up to the last draw are replayed for the partition. Weights other than 1 leave every
+    feature to the exact search."""
     n_features = X.shape[1]
     log = scratch_int[0]
     log_kind = scratch_int[1]
     evaluated = scratch_int[2]
     evaluated_at = scratch_int[3]
-    found_pos = scratch_int[4]
     lower = scratch_float[0]
     upper = scratch_float[1]
-    found_threshold = scratch_float[2]
+    margin = scratch_float[2]
     f_i = n_features
     n_visited = 0
     n_found_constants = 0
@@ -472,42 +477,24 @@ def _best_split(
         n_evaluated += 1
         evaluated[k] = feature
         evaluated_at[k] = n_log - 1
-        if kind == DISTINCT:
-            for p in range(start, end):
-                values[p] = X[order[p], feature]
-            proxy, position, threshold, missing_left = _best_position(
-                order,
-                values,
-                targets,
-                weights,
-                start,
-                end,
-                min_samples_leaf,
-                min_weight_leaf,
-                sum_total,
-                weighted_node,
-                -np.inf,
-            )
-            lower[k] = proxy
-            upper[k] = proxy
-            found_pos[k] = position
-            found_threshold[k] = threshold
-            scratch_int[5, k] = 1 if missing_left else 0
-        elif unit_weights:
-            lower[k], upper[k], _, _ = _proxy_bounds(
+        if unit_weights:
+            highest, _, _ = _approximate_search(
                 X,
                 feature,
                 order,
                 targets,
+                inverse,
                 start,
                 end,
                 min_samples_leaf,
                 min_weight_leaf,
                 sum_total,
-                abs_sum,
                 np.inf,
             )
-        else:  # weights other than 1: no bound, searched exactly
+            margin[k] = _rounding_margin(end - start, abs_sum, highest)
+            lower[k] = highest - margin[k]
+            upper[k] = highest + margin[k]
+        else:  # weights other than 1: no bound, every feature searched exactly
             lower[k] = -np.inf
             upper[k] = np.inf
         if lower[k] > highest_lower:
@@ -530,68 +517,59 @@ def _best_split(
             candidate = k
     settled = False
     if n_candidates == 1 and highest_lower > -np.inf:
-        k = candidate
-        feature = evaluated[k]
-        if log_kind[evaluated_at[k]] == DISTINCT:
-            best_pos = found_pos[k]
-            best_threshold = found_threshold[k]
-            best_missing_left = scratch_int[5, k] == 1
-            settled = True
-        else:
-            order = presorted[feature]
-            _, _, reaching, position = _proxy_bounds(
-                X,
-                feature,
-                order,
-                targets,
-                start,
-                end,
-                min_samples_leaf,
-                min_weight_leaf,
-                sum_total,
-                abs_sum,
-                highest_lower,
+        # one feature can hold the best split: its one position that can, if one
+        feature = evaluated[candidate]
+        order = presorted[feature]
+        _, reaching, position = _approximate_search(
+            X,
+            feature,
+            order,
+            targets,
+            inverse,
+            start,
+            end,
+            min_samples_leaf,
+            min_weight_leaf,
+            sum_total,
+            highest_lower - margin[candidate],
+        )
+        if reaching == 1:
+            best_pos = position
+            best_feature = feature
+            best_threshold = np.float64(X[order[position - 1], feature]) / 2.0 + (
+                np.float64(X[order[position], feature]) / 2.0
             )
-            if reaching == 1:
-                best_pos = position
-                best_threshold = np.float64(X[order[position - 1], feature]) / 2.0 + (
-                    np.float64(X[order[position], feature]) / 2.0
-                )
-                best_missing_left = (position - start) > (end - position)
-                settled = True
-        best_feature = feature
+            best_missing_left = (position - start) > (end - position)
+            settled = True
     done = -1
     if not settled:
         # the library's search in draw order, over the features that may hold the best split
         best_proxy = -np.inf
-        best_pos = end
         for k in range(n_evaluated):
             if upper[k] < highest_lower:
                 continue
             feature = evaluated[k]
             if log_kind[evaluated_at[k]] == DISTINCT:
-                if found_pos[k] >= 0 and lower[k] > best_proxy:
-                    best_proxy = lower[k]
-                    best_pos = found_pos[k]
-                    best_feature = feature
-                    best_threshold = found_threshold[k]
-                    best_missing_left = scratch_int[5, k] == 1
-                continue
-            done = _replay_sorts(
-                X,
-                samples,
-                values,
-                presorted,
-                log,
-                log_kind,
-                done,
-                evaluated_at[k],
-                start,
-                end,
-                segments,
-            )
+                rows = presorted[feature]
+                for p in range(start, end):
+                    values[p] = X[rows[p], feature]
+            else:
+                done = _replay_sorts(
+                    X,
+                    samples,
+                    values,
+                    presorted,
+                    log,
+                    log_kind,
+                    done,
+                    evaluated_at[k],
+                    start,
+                    end,
+                    segments,
+                )
+                rows = samples
             best_proxy, position, threshold, missing_left = _best_position(
-                samples,
+                rows,
                 values,
                 targets,
                 weights,
@@ -629,6 +607,7 @@ def _grow_tree(
     initial_samples,
     weighted_n_samples,
     unit_weights,
+    inverse,
     presorted_all,
     tie_free,
     work,
@@ -663,7 +642,7 @@ def _grow_tree(
     features = np.arange(n_features)
     constant_features = np.empty(n_features, dtype=np.int64)
     state = np.array([seed], dtype=np.int64)
-    scratch_int = np.empty((6, n_features), dtype=np.int64)
+    scratch_int = np.empty((4, n_features), dtype=np.int64)
     scratch_float = np.empty((3, n_features))
     capacity = nodes_left.shape[0]
     stack_start = np.empty(capacity + 1, dtype=np.int64)
@@ -750,6 +729,7 @@ def _grow_tree(
                     sum_total,
                     weighted_node,
                     abs_sum,
+                    inverse,
                     scratch_int,
                     scratch_float,
                 )
@@ -907,6 +887,11 @@ def grow_boosting_stages(
         if weights[i] == 1.0:
             n_unit_weights += 1
     unit_weights = n_unit_weights == n
+    # the leaf sizes' reciprocals, for the approximate searches
+    inverse = np.empty(n + 1)
+    inverse[0] = np.inf
+    for k in range(1, n + 1):
+        inverse[k] = 1.0 / k
     for stage in range(seeds.shape[0]):
         for i in range(n):
             targets[i] = -(raw[i] - y[i])
@@ -923,6 +908,7 @@ def grow_boosting_stages(
             initial_samples,
             weighted_n_samples,
             unit_weights,
+            inverse,
             presorted,
             tie_free,
             work,

@@ -178,11 +178,13 @@ class DirectTreeGradientBoostingRegressor(GradientBoostingRegressor):
                 }
             )
             self.estimators_[i, 0] = tree
-            self.train_score_[i] = SQUARED_ERROR_SCORE_FACTOR * self._loss(
-                y_true=y,
-                raw_prediction=raw_after[stage].reshape(-1, 1),
-                sample_weight=sample_weight,
-            )
+        # each stage's training score, as the loss computes it (its Cython loss 0.5 d d per
+        # row, then np.average's weighted sum over a row and division by the weights' sum)
+        differences = raw_after - y
+        losses = 0.5 * differences * differences
+        self.train_score_[stages.start :] = SQUARED_ERROR_SCORE_FACTOR * (
+            np.multiply(losses, sample_weight).sum(axis=1) / sample_weight.sum()
+        )
         return self.n_estimators
 
     def _stage_tree(self, random_state) -> DecisionTreeRegressor:
