@@ -3,20 +3,22 @@ scikit-learn grows it, in one compiled call per fit.
 
 scikit-learn grows each stage's `DecisionTreeRegressor` with its best splitter, squared-error
 criterion and depth-first builder (sklearn/tree/_splitter.pyx, _partitioner.pyx,
-_criterion.pyx, _tree.pyx; sklearn/utils/_sorting.pyx). `grow_boosting_stages` repeats those
-steps in the same order and with the same arithmetic: the same seed per tree from the
-boosting's random state, the same feature draws (the splitter's xorshift generator), the same
-sample order at every node, hence the same sums, splits, thresholds, impurities and leaf
-values, bit for bit. Most of the library's time goes to sorting each node's samples by each
-feature; here a node's samples come sorted from a stable presort of the fit's rows (partitioned
-down the tree) whenever the feature's values in the node are distinct, because then every
-correct sort gives the one order the library's introsort gives; where values tie, the order
-of the tied samples is the introsort's own, so `simultaneous_sort` (a port of the library's
-three-way introsort) sorts them as the library does. The covered settings: dense float32
-rows without NaN, one output, every feature, integer leaf and split sizes, no leaf-count
-limit, no pruning, no monotonic constraints (`_gradient_boosting.py` decides).
-tests/test_nurd_regressor_fits.py compares the trees, the training scores and the predictions
-with scikit-learn's.
+_criterion.pyx, _tree.pyx; sklearn/utils/_sorting.pyx). `grow_boosting_stages` gives the same
+trees bit for bit: the same seed per tree from the boosting's random state, the same feature
+draws (the splitter's xorshift generator), the same row order at every node, hence the same
+sums, splits, thresholds, impurities and leaf values, and the same raw predictions.
+
+Most of the library's time goes to sorting each node's rows by each drawn feature and to its
+per-position calls. Here one stable presort per fit, partitioned down the tree, gives every
+node's rows sorted by every feature; a feature whose values in the node are distinct has one
+sorted order, the one the library's sort leaves. Where values tie, the library's order of the
+tied rows decides the order of its sums, so its three-way introsort (`simultaneous_sort`, a
+port) is replayed, but only where that order matters (`_best_split`): for an exact search
+that rounding bounds cannot settle, and for the partition, whose order the children's sums
+follow. The covered settings: dense float32 rows without NaN, one output, every feature,
+integer leaf and split sizes, no leaf-count limit, no pruning, no monotonic constraints
+(`_gradient_boosting.py` decides). tests/test_nurd_regressor_fits.py compares the trees, the
+training scores and the predictions with scikit-learn's.
 """
 
 from __future__ import annotations
