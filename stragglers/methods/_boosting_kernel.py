@@ -348,9 +348,15 @@ def _approximate_search(
     sum_left = 0.0
     summed = start
     p = start
+    previous = X[order[start], feature]  # the value at p - 1 once p moves
     while p < end:
         p += 1
-        while p < end and X[order[p], feature] <= X[order[p - 1], feature] + FEATURE_THRESHOLD:
+        while p < end:
+            value = X[order[p], feature]
+            closer = value <= previous + FEATURE_THRESHOLD
+            previous = value
+            if not closer:
+                break
             p += 1
         if p == end:
             continue
