@@ -64,3 +64,45 @@ def test_shared_kernel_leaves_other_models_to_libsvm():
     second = shared.decision_function(batch, other, other_model)
     assert first.tobytes() == model.decision_function(batch).tobytes()
     assert second.tobytes() == other_model.decision_function(batch).tobytes()
+
+
+def _model_bytes(model) -> list:
+    return [
+        (np.asarray(value).dtype.str, np.asarray(value).shape, np.asarray(value).tobytes())
+        for value in vars(model).values()
+    ]
+
+
+@pytest.mark.parametrize("gamma", ["scale", "auto", 0.3])
+def test_fits_on_shared_training_values_equal_libsvms_rbf_fits(gamma):
+    """libsvm's one-class fit on the shared training kernel values (a precomputed kernel)
+    makes fit_one_class_rbf's model, field for field, drawing the same seed from numpy's
+    global random state: rows of one to 40 features, ties, duplicates, a constant column,
+    one row, every nu of PyOD's list; and libsvm's RBF fit beyond the kept values' bound."""
+    rng = np.random.default_rng(7 + len(str(gamma)))
+    for trial in range(40):
+        n = 1 + trial % 3 if trial % 8 == 0 else int(rng.integers(2, 340))
+        X = np.ascontiguousarray(_rows(rng, trial, n, int(rng.integers(1, 41))))
+        shared = RbfKernelRows()
+        for nu in NU_RANGE:
+            np.random.seed(trial)
+            expected = fit_one_class_rbf(X, nu, gamma, 1e-3, True, 200.0, -1, 3, 0.0)
+            after_expected = np.random.randint(2**31 - 1)
+            np.random.seed(trial)
+            ours = shared.fit_one_class(X, nu, gamma, 1e-3, True, 200.0, -1, 3, 0.0)
+            assert np.random.randint(2**31 - 1) == after_expected
+            assert _model_bytes(ours) == _model_bytes(expected), (trial, nu)
+
+
+def test_fits_beyond_the_kept_values_are_libsvms(monkeypatch):
+    import stragglers.methods._rbf_kernel as rbf_kernel
+
+    monkeypatch.setattr(rbf_kernel, "MAX_SHARED_VALUES", 99)
+    X = np.random.default_rng(2).normal(size=(10, 3))
+    np.random.seed(1)
+    expected = fit_one_class_rbf(X, 0.5, "scale", 1e-3, True, 200.0, -1, 3, 0.0)
+    np.random.seed(1)
+    shared = RbfKernelRows()
+    ours = shared.fit_one_class(X, 0.5, "scale", 1e-3, True, 200.0, -1, 3, 0.0)
+    assert _model_bytes(ours) == _model_bytes(expected) and shared._gram is None
+    assert shared.decision_function(X, X, ours) is None  # 100 values: libsvm's scores

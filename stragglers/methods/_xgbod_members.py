@@ -22,8 +22,9 @@ other tied neighbours, and the narrower size asks its own tree.
 
 `LeanOCSVM` is PyOD's OCSVM with an RBF kernel calling libsvm as OneClassSVM does
 (stragglers/methods/_platt_svm.py), with the same seed drawn from numpy's global random state;
-the SVMs of one list, fitted on the same rows, score a batch from one matrix of kernel values
-(stragglers/methods/_rbf_kernel.py), libsvm's sums of the same values.
+the SVMs of one list, fitted on the same rows, fit from one matrix of the training rows'
+kernel values and score a batch from one matrix of its kernel values
+(stragglers/methods/_rbf_kernel.py): libsvm's models and sums of the same values.
 `LeanHBOS` is PyOD's HBOS computing the same histograms (all features' in one compiled call,
 stragglers/methods/_histograms.py) and compiled scores without the array checks around them
 (rows that are already a finite float64 array).
@@ -404,7 +405,9 @@ class LeanOCSVM(DeferredThreshold, PyodOCSVM):
             return super().fit(X, y, sample_weight=sample_weight, **params)
         self._set_n_classes(y)
         X = np.ascontiguousarray(X)
-        self.model_ = fit_one_class_rbf(
+        # the OCSVMs of one list fit on the same rows: their kernel values computed once
+        fit = fit_one_class_rbf if self.kernel_rows is None else self.kernel_rows.fit_one_class
+        self.model_ = fit(
             X,
             nu=self.nu,
             gamma=self.gamma,
