@@ -14,6 +14,8 @@ from sklearn.ensemble._iforest import _average_path_length
 from stragglers.methods._isolation_scores import (
     FastIForest,
     SequentialIsolationForest,
+    _all_or_drawn,
+    _draw_indices,
     average_path_lengths,
 )
 
@@ -382,3 +384,16 @@ def test_per_tree_path_lengths_equal_each_trees_own():
         nodes = per_tree_node_path_lengths(tuple(lengths), tuple(depths))
         for ours, length, depth in zip(nodes, lengths, depths, strict=True):
             assert ours.tobytes() == (depth + length - 1.0).tobytes()
+
+
+def test_all_of_a_population_is_drawn_as_bagging_draws_it():
+    """`_all_or_drawn` gives bagging's `_draw_indices` (scikit-learn's sampling) for every
+    population and size, with and without replacement, the stream left where it leaves it."""
+    for population in (1, 2, 3, 13, 99, 100, 101, 256, 300):
+        for size in sorted({1, population // 2 or 1, population - 1 or 1, population}):
+            for bootstrap in (False, True):
+                ours, theirs = np.random.RandomState(5), np.random.RandomState(5)
+                drawn = _all_or_drawn(ours, bootstrap, population, size)
+                expected = _draw_indices(theirs, bootstrap, population, size)
+                assert drawn.dtype == expected.dtype and drawn.tobytes() == expected.tobytes()
+                assert ours.randint(2**31 - 1) == theirs.randint(2**31 - 1)

@@ -623,3 +623,49 @@ def test_standardized_pair_equals_pyods_standardizer():
         standardized_pair(small, small), standardizer(small, small), strict=True
     ):
         assert mine.dtype == theirs.dtype and mine.tobytes() == theirs.tobytes()
+
+
+def test_lscp_with_shared_search_lofs_equals_pyods():
+    """The method's base detectors (`shared_search_lofs`: lean LOFs sharing one tree and
+    query per set of rows, thresholds deferred) give PyOD's LSCP with PyOD's LOFs: the same
+    training scores, threshold and scores of new rows, on ties, repeated rows, a constant
+    column, tiny training sets and equal sizes; the LOFs' thresholds, read, are PyOD's."""
+    import pyod.models.lscp as pyod_lscp
+    from pyod.models.lof import LOF
+
+    from stragglers.methods.lscp import shared_search_lofs
+
+    rng = np.random.default_rng(53)
+    for trial in range(40):
+        rows, columns = int(rng.integers(3, 120)), int(rng.integers(1, 8))
+        train = varied_rows(rng, trial, rows, columns)
+        test = np.vstack([varied_rows(rng, trial + 1, int(rng.integers(1, 25)), columns), train])
+        sizes = [max(1, min(k, rows - 1)) for k in ((5, 10), (3, 3), (1, 20))[trial % 3]]
+        region = min(30, rows)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                theirs = pyod_lscp.LSCP(
+                    [LOF(n_neighbors=k) for k in sizes],
+                    local_region_size=region,
+                    contamination=0.1,
+                    random_state=trial,
+                ).fit(train)
+            except ValueError:  # numpy's histogram of nearly equal correlations
+                continue
+            lofs = shared_search_lofs(sizes)
+            ours = FastLSCP(
+                lofs, local_region_size=region, contamination=0.1, random_state=trial
+            ).fit(train)
+            assert ours.decision_scores_.tobytes() == theirs.decision_scores_.tobytes(), trial
+            assert ours.threshold_ == theirs.threshold_, trial
+            try:
+                expected = theirs.decision_function(test)
+            except ValueError:  # the same histogram error, test row by test row
+                with pytest.raises(ValueError):
+                    ours.decision_function(test)
+            else:
+                assert ours.decision_function(test).tobytes() == expected.tobytes(), trial
+            for lean, pyods in zip(lofs, theirs.detector_list):
+                assert lean.threshold_ == pyods.threshold_, trial
+                assert (lean.labels_ == pyods.labels_).all(), trial

@@ -157,10 +157,13 @@ def _classifier(seed: int) -> xgb.XGBClassifier:
     )
 
 
-def test_fit_classifier_equals_xgbclassifier_fit():
+@pytest.mark.parametrize("reset", [True, False])
+def test_fit_classifier_equals_xgbclassifier_fit(reset):
+    """With or without XGBoost's final reset of the training caches (XGBOD's refits skip it):
+    the same saved model, parameters and predictions."""
     for X, y, seed in _classification_problems(40, 5):
         expected = _classifier(seed).fit(X, y)
-        ours = fit_classifier(_classifier(seed), X, y)
+        ours = fit_classifier(_classifier(seed), X, y, reset=reset)
         assert bytes(ours.get_booster().save_raw()) == bytes(expected.get_booster().save_raw())
         assert ours.n_classes_ == expected.n_classes_ and ours.objective == expected.objective
         assert ours.get_params() == expected.get_params()

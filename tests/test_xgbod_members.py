@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
+from stragglers.methods._grown_forests import rows_key
 from stragglers.methods._xgbod_members import (
     LeanHBOS,
     LeanKNN,
@@ -16,6 +17,7 @@ from stragglers.methods._xgbod_members import (
     LeanOCSVM,
     LeanXGBOD,
     SharedNeighbours,
+    WidestQueries,
     isclose_to_one,
     leading_neighbours,
     lean_members,
@@ -460,3 +462,59 @@ def test_leading_neighbours_leave_a_tie_at_the_cut_to_the_tree():
     for n_columns in (3, 4, 5):  # a tie at the cut (3), before it (4), no wider query (5)
         assert leading_neighbours((distances, indices), n_columns) is None
     assert leading_neighbours((distances[:, [0, 0, 1]], indices[:, :3]), 1) is None
+
+
+def _search_state(search) -> dict:
+    """A fitted NearestNeighbors' attributes, its tree's arrays as bytes."""
+    state = {}
+    for name, value in vars(search).items():
+        if name == "_tree" and value is not None:
+            state[name] = (type(value), [np.asarray(a).tobytes() for a in value.get_arrays()])
+        elif isinstance(value, np.ndarray):
+            state[name] = (value.dtype.str, value.shape, value.tobytes())
+        else:
+            state[name] = value
+    return state
+
+
+@pytest.mark.parametrize("algorithm", ["auto", "kd_tree", "ball_tree", "brute"])
+def test_fitted_search_equals_a_fresh_fit(algorithm):
+    """Every size's search is the one NearestNeighbors fits itself (its attributes, tree and
+    answers), the sizes on one side of the brute-force bound sharing one tree; sizes
+    scikit-learn rejects get its own error."""
+    from sklearn.neighbors import NearestNeighbors
+
+    settings = {**PYOD_SEARCH, "algorithm": algorithm}
+    rng = np.random.default_rng(17)
+    for (n, d), kind in CASES:
+        X = _rows(rng, n, d, kind)
+        batch = np.vstack([_rows(rng, 5, d, kind), X])
+        queries = WidestQueries()
+        trees = {}
+        for k in [*[k for k in K_RANGE if k <= n], n // 2, max(1, n // 2 - 1)]:
+            ours = queries.fitted_search(X, rows_key(X), k, settings)
+            fresh = NearestNeighbors(n_neighbors=k, radius=1.0, **settings).fit(X)
+            assert _search_state(ours) == _search_state(fresh), (n, d, kind, k)
+            assert all(
+                _same(a, b) for a, b in zip(ours.kneighbors(batch, k), fresh.kneighbors(batch, k))
+            )
+            trees.setdefault(ours._fit_method, set()).add(id(ours._tree))
+        assert all(len(shared) == 1 for shared in trees.values())
+        for k in (0, -1, 2.5, None, True):
+            fresh = _answer_or_error(NearestNeighbors(n_neighbors=k, radius=1.0, **settings), X)
+            ours = _answer_or_error(queries, X, k, settings)
+            if isinstance(fresh, type):
+                assert ours is fresh, k
+            else:
+                assert all(_same(a, b) for a, b in zip(ours, fresh)), k
+
+
+def _answer_or_error(search, X, *shared):
+    """`search.fit(X).kneighbors(X)`, or `search.fitted_search(X, ..., *shared)`'s, or the
+    type of the error raised."""
+    try:
+        if shared:
+            return search.fitted_search(X, rows_key(X), *shared).kneighbors(X)
+        return search.fit(X).kneighbors(X)
+    except (ValueError, TypeError) as error:
+        return type(error)

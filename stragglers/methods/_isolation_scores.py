@@ -95,6 +95,15 @@ def _draw_indices(stream: np.random.RandomState, bootstrap: bool, population: in
     return sample_without_replacement(population, size, random_state=stream)
 
 
+def _all_or_drawn(stream: np.random.RandomState, bootstrap: bool, population: int, size: int):
+    """`_draw_indices`: without replacement, all of the population is range(population), as
+    scikit-learn's reservoir sampling gives it (the method its `auto` picks for all of a
+    population) without drawing from the stream; else the draw."""
+    if not bootstrap and size == population:
+        return np.arange(population)
+    return _draw_indices(stream, bootstrap, population, size)
+
+
 def average_path_lengths(leaf_sizes: np.ndarray) -> np.ndarray:
     """scikit-learn's `_average_path_length` of a tree's node sizes (a 1-d integer array),
     with its operations, minus the validation of the array (`check_array`)."""
@@ -320,11 +329,17 @@ class SequentialIsolationForest(IsolationForest):
         n_samples, n_features = X.shape
         stream.seed(seed)
         tree_seed = stream.randint(MAX_SEED)  # _set_random_states: the tree's random state
-        stream.seed(seed)  # _generate_bagging_indices: features, then rows
-        features = _draw_indices(stream, self.bootstrap_features, n_features, self._max_features)
-        rows = _draw_indices(stream, self.bootstrap, n_samples, self._max_samples)
-        # the tree takes sample weights, so bagging samples rows by weighting them
-        weights = np.bincount(rows, minlength=n_samples).astype(np.float64)
+        all_features = not self.bootstrap_features and self._max_features == n_features
+        all_rows = not self.bootstrap and self._max_samples == n_samples
+        if not (all_features and all_rows):  # else nothing is drawn before the tree's seed
+            stream.seed(seed)  # _generate_bagging_indices: features, then rows
+        features = _all_or_drawn(stream, self.bootstrap_features, n_features, self._max_features)
+        if all_rows:  # every row once
+            weights = np.ones(n_samples)
+        else:
+            rows = _draw_indices(stream, self.bootstrap, n_samples, self._max_samples)
+            # the tree takes sample weights, so bagging samples rows by weighting them
+            weights = np.bincount(rows, minlength=n_samples).astype(np.float64)
         if self.bootstrap_features or self._max_features != n_features:
             X = X[:, features]
         tree = type(template)(**{**settings, "random_state": tree_seed})

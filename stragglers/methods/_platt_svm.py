@@ -91,11 +91,15 @@ def libsvm_decision(
     )
 
 
-def libsvm_rbf_fit(X: np.ndarray, y: np.ndarray, svm_type: int, **settings) -> tuple:
+def libsvm_rbf_fit(
+    X: np.ndarray, y: np.ndarray, svm_type: int, kernel: str = "rbf", **settings
+) -> tuple:
     """libsvm's fit of an RBF model as BaseLibSVM.fit and _dense_fit call it (X finite
     float64 in C order, y float64), its seed drawn from numpy's global random state as
     with random_state=None, and the finiteness check BaseLibSVM.fit makes after it.
-    `settings`: libsvm's other arguments (C, nu, gamma, tol, ...)."""
+    `settings`: libsvm's other arguments (C, nu, gamma, tol, ...). With kernel
+    "precomputed", X is the model's kernel values of the training rows (no support vectors
+    are returned)."""
     from sklearn.svm import _libsvm
 
     seed = np.random.mtrand._rand.randint(np.iinfo("i").max)
@@ -105,7 +109,7 @@ def libsvm_rbf_fit(X: np.ndarray, y: np.ndarray, svm_type: int, **settings) -> t
         y,
         svm_type=svm_type,
         sample_weight=np.asarray([], dtype=np.float64),
-        kernel="rbf",
+        kernel=kernel,
         probability=False,
         random_seed=seed,
         **settings,

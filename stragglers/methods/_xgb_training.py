@@ -128,11 +128,13 @@ def _train_rounds(
     return booster.reset() if reset else booster
 
 
-def fit_classifier(classifier: xgb.XGBClassifier, X: np.ndarray, y: np.ndarray):
+def fit_classifier(classifier: xgb.XGBClassifier, X: np.ndarray, y: np.ndarray, reset: bool = True):
     """`classifier.fit(X, y)` for rows and labels that are numpy arrays, its booster trained by
     `train_builtin`: the same parameters, DMatrix and booster. Anything else XGBClassifier.fit
     takes (a custom objective or metric, callbacks, early stopping, more than two classes)
-    goes through XGBClassifier.fit itself."""
+    goes through XGBClassifier.fit itself. `reset=False`: as train_builtin's (the same
+    model and predictions; a caller refitting at every checkpoint skips freeing the
+    training caches of each fit)."""
     from xgboost import config_context
     from xgboost.sklearn import _wrap_evaluation_matrices
 
@@ -174,7 +176,7 @@ def fit_classifier(classifier: xgb.XGBClassifier, X: np.ndarray, y: np.ndarray):
             feature_types=None,
         )
         classifier._Booster = train_builtin(
-            params, train_dmatrix, classifier.get_num_boosting_rounds()
+            params, train_dmatrix, classifier.get_num_boosting_rounds(), reset
         )
         classifier.objective = params["objective"]
     return classifier

@@ -21,9 +21,13 @@ or before the cut (`leading_neighbours`); with ties a query for more neighbours 
 other tied neighbours, and the narrower size asks its own tree.
 
 `LeanOCSVM` is PyOD's OCSVM with an RBF kernel calling libsvm as OneClassSVM does
-(stragglers/methods/_platt_svm.py), with the same seed drawn from numpy's global random state.
-`LeanHBOS` is PyOD's HBOS computing the same histograms and compiled scores without the
-array checks around them (rows that are already a finite float64 array).
+(stragglers/methods/_platt_svm.py), with the same seed drawn from numpy's global random state;
+the SVMs of one list, fitted on the same rows, fit from one matrix of the training rows'
+kernel values and score a batch from one matrix of its kernel values
+(stragglers/methods/_rbf_kernel.py): libsvm's models and sums of the same values.
+`LeanHBOS` is PyOD's HBOS computing the same histograms (all features' in one compiled call,
+stragglers/methods/_histograms.py) and compiled scores without the array checks around them
+(rows that are already a finite float64 array).
 
 `LeanXGBOD` fits PyOD's XGBOD with these members and its classifier through
 `fit_classifier` (stragglers/methods/_xgb_training.py). PyOD's fit also computes, for every
@@ -39,6 +43,7 @@ value for value.
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 from typing import Any
@@ -60,7 +65,9 @@ from stragglers.methods._grown_forests import (
     plain_rows,
     rows_key,
 )
+from stragglers.methods._histograms import density_histograms
 from stragglers.methods._platt_svm import OneClassRbfSVM, fit_one_class_rbf
+from stragglers.methods._rbf_kernel import RbfKernelRows
 
 # the detectors' constructor parameters (get_params reads each one's signature again)
 KNN_PARAMS = tuple(PyodKNN().get_params(deep=False))
@@ -129,6 +136,29 @@ class WidestQueries:
     def __init__(self) -> None:
         self.widest_size = 0
         self._answers: dict[str, tuple[tuple, type, tuple[np.ndarray, np.ndarray]]] = {}
+        self._searches: dict[bool | None, tuple[tuple, NearestNeighbors]] = {}
+
+    def fitted_search(
+        self, X: np.ndarray, key: tuple, n_neighbors: int, settings: dict[str, Any]
+    ) -> NearestNeighbors:
+        """`NearestNeighbors(n_neighbors=n_neighbors, radius=1.0, **settings).fit(X)` (X plain
+        rows, `key` their rows_key): a copy of the search another size fitted on the same
+        rows when its fit is the same one. NearestNeighbors._fit reads n_neighbors only to
+        choose brute force with algorithm "auto" (n_neighbors at least half the rows), and
+        the searches here are always asked with their size, so the sizes on the same side
+        of that bound share one tree; each copy carries its own n_neighbors."""
+        if not isinstance(n_neighbors, numbers.Integral) or isinstance(n_neighbors, bool):
+            # scikit-learn's parameter validation (and its error) at every fit
+            return NearestNeighbors(n_neighbors=n_neighbors, radius=1.0, **settings).fit(X)
+        halves = n_neighbors >= X.shape[0] // 2 if settings["algorithm"] == "auto" else None
+        cached = self._searches.get(halves)
+        if cached is not None and cached[0] == key and n_neighbors > 0:
+            search = copy.copy(cached[1])
+            search.n_neighbors = n_neighbors
+            return search
+        search = NearestNeighbors(n_neighbors=n_neighbors, radius=1.0, **settings).fit(X)
+        self._searches[halves] = (key, search)
+        return search
 
     def query(
         self, tree: Any, n_fit: int, rows: np.ndarray, key: tuple, n_columns: int, purpose: str
@@ -238,8 +268,13 @@ class SharedNeighbours:
         key = rows_key(X)
         if key != self._key or self._fit is None:
             # NearestNeighbors as PyOD's KNN builds it (radius only matters to radius queries)
-            search = NearestNeighbors(n_neighbors=self.n_neighbors, radius=1.0, **self.settings)
-            self._fit = NeighbourFit(search.fit(X), self.n_neighbors, self.widest)
+            if self.widest is None:
+                search = NearestNeighbors(
+                    n_neighbors=self.n_neighbors, radius=1.0, **self.settings
+                ).fit(X)
+            else:
+                search = self.widest.fitted_search(X, key, self.n_neighbors, self.settings)
+            self._fit = NeighbourFit(search, self.n_neighbors, self.widest)
             self._key = key
         return self._fit
 
@@ -320,7 +355,20 @@ class LeanLOF(DeferredThreshold, PyodLOF):
 
 
 class LeanOCSVM(DeferredThreshold, PyodOCSVM):
-    """PyOD's OCSVM with an RBF kernel, libsvm called as OneClassSVM calls it."""
+    """PyOD's OCSVM with an RBF kernel, libsvm called as OneClassSVM calls it; its decision
+    values from the kernel values it shares with the other SVMs of its list (`kernel_rows`,
+    set by `lean_members`) when it has them."""
+
+    kernel_rows: RbfKernelRows | None = None
+
+    def _decisions(self, X: np.ndarray) -> np.ndarray:
+        """OneClassSVM.decision_function(X) of the fitted model (X finite float64): from the
+        shared kernel values of X with the training rows, else by libsvm."""
+        if self.kernel_rows is not None:
+            decisions = self.kernel_rows.decision_function(X, self.training_rows_, self.model_)
+            if decisions is not None:
+                return decisions
+        return self.model_.decision_function(X).ravel()
 
     def _settings_valid(self) -> bool:
         """Whether OneClassSVM's parameter validation accepts the settings (else PyOD's own
@@ -357,7 +405,9 @@ class LeanOCSVM(DeferredThreshold, PyodOCSVM):
             return super().fit(X, y, sample_weight=sample_weight, **params)
         self._set_n_classes(y)
         X = np.ascontiguousarray(X)
-        self.model_ = fit_one_class_rbf(
+        # the OCSVMs of one list fit on the same rows: their kernel values computed once
+        fit = fit_one_class_rbf if self.kernel_rows is None else self.kernel_rows.fit_one_class
+        self.model_ = fit(
             X,
             nu=self.nu,
             gamma=self.gamma,
@@ -369,7 +419,8 @@ class LeanOCSVM(DeferredThreshold, PyodOCSVM):
             coef0=self.coef0,
         )
         self.n_features_in_ = X.shape[1]
-        self.decision_scores_ = self.model_.decision_function(X).ravel() * -1  # invert_order
+        self.training_rows_ = X
+        self.decision_scores_ = self._decisions(X) * -1  # invert_order
         self._process_decision_scores()
         return self
 
@@ -392,7 +443,7 @@ class LeanOCSVM(DeferredThreshold, PyodOCSVM):
                 f"X has {X.shape[1]} features, but OneClassSVM is expecting "
                 f"{self.n_features_in_} features as input."
             )
-        return self.model_.decision_function(X).ravel() * -1  # invert_order
+        return self._decisions(X) * -1  # invert_order
 
 
 def isclose_to_one(total: float, atol: float) -> bool:
@@ -412,12 +463,16 @@ class LeanHBOS(DeferredThreshold, PyodHBOS):
             return super().fit(X, y)
         self._set_n_classes(y)
         n_features = X.shape[1]
+        densities, edges, computed = density_histograms(X, self.n_bins)
         self.hist_ = np.zeros([self.n_bins, n_features])
         self.bin_edges_ = np.zeros([self.n_bins + 1, n_features])
         for i in range(n_features):
-            self.hist_[:, i], self.bin_edges_[:, i] = np.histogram(
-                X[:, i], bins=self.n_bins, density=True
-            )
+            if computed:  # np.histogram's values, all columns in one call
+                self.hist_[:, i], self.bin_edges_[:, i] = densities[:, i], edges[:, i]
+            else:  # numpy's own (and its error, in PyOD's order)
+                self.hist_[:, i], self.bin_edges_[:, i] = np.histogram(
+                    X[:, i], bins=self.n_bins, density=True
+                )
             # PyOD's check that the histogram's area is 1 (an AssertionError as PyOD's)
             area = float(np.sum(self.hist_[:, i] * np.diff(self.bin_edges_[:, i])))
             assert isclose_to_one(area, atol=0.1)
@@ -441,10 +496,11 @@ class LeanHBOS(DeferredThreshold, PyodHBOS):
 def lean_members(estimators: list[Any]) -> list[Any]:
     """`estimators` (a detector list) with every PyOD KNN, LOF, HBOS and OCSVM replaced by its lean
     equivalent of the same parameters; KNN and LOF of the same neighbourhood size and search
-    settings share one SharedNeighbours, and all sizes of the same settings one
-    WidestQueries."""
+    settings share one SharedNeighbours, all sizes of the same settings one WidestQueries,
+    and the OCSVMs one RbfKernelRows."""
     shared: dict[tuple, SharedNeighbours] = {}
     widest: dict[str, WidestQueries] = {}
+    kernel_rows = RbfKernelRows()
 
     def neighbours(estimator) -> SharedNeighbours:
         settings = {name: getattr(estimator, name) for name in SEARCH_SETTINGS}
@@ -471,6 +527,7 @@ def lean_members(estimators: list[Any]) -> list[Any]:
             estimator = LeanHBOS(**{name: getattr(estimator, name) for name in HBOS_PARAMS})
         elif type(estimator) is PyodOCSVM:
             estimator = LeanOCSVM(**{name: getattr(estimator, name) for name in OCSVM_PARAMS})
+            estimator.kernel_rows = kernel_rows
         out.append(estimator)
     return out
 
@@ -535,7 +592,9 @@ class LeanXGBOD(DeferredAttributes, GrownXGBOD):
             random_state=self.random_state,
             **self.kwargs,
         )
-        fit_classifier(self.clf_, self.X_train_new_, y)
+        # its training caches are left to be freed with it: the same model (a refit at every
+        # checkpoint skips XGBoost's reset of each fit)
+        fit_classifier(self.clf_, self.X_train_new_, y, reset=False)
         self._defer(TRAINING_PREDICTIONS, "_predict_training_rows")
         return self
 

@@ -16,9 +16,11 @@ Under the replay rule `xgbod: script` (`replay.protocol: paper`) it runs as the 
 state (0), labels latency > tau (strict), and a fit on a single class too. PyOD's list's seven
 isolation forests are grown from one another (stragglers/methods/_grown_forests.py): the
 same forests for a third of the trees built. In either list, KNN and LOF of one neighbourhood
-size share one neighbour search and the one-class SVMs call libsvm directly
-(stragglers/methods/_xgbod_members.py), the XGBoost classifier's rounds run without
-`XGBClassifier.fit`'s per-round Python (stragglers/methods/_xgb_training.py), and what the
+size share one neighbour search (sizes searching alike, one tree per set of rows), the
+one-class SVMs call libsvm directly and share their kernel values, the HBOS histograms come
+from one compiled call (stragglers/methods/_xgbod_members.py), the XGBoost classifier's
+rounds run without `XGBClassifier.fit`'s per-round Python and its training caches are freed
+with it (stragglers/methods/_xgb_training.py), and what the
 replay never reads (the members' training thresholds, XGBOD's predictions of its training
 rows) is computed only if read: the same scores and booster.
 """
@@ -80,6 +82,8 @@ class XGBOD(OutlierDetectionMethod):
         "stragglers.methods._platt_svm",
         "stragglers.methods._isolation_scores",
         "stragglers.methods._xgb_training",
+        "stragglers.methods._rbf_kernel",
+        "stragglers.methods._histograms",
     )
     protocol_rules: ClassVar[tuple[str, ...]] = ("xgbod",)
     defaults: ClassVar[dict[str, Any]] = {
