@@ -104,7 +104,8 @@ class DirectTreeGradientBoostingRegressor(GradientBoostingRegressor):
         n_features = X.shape[1]
         stages = range(begin_at_stage, self.n_estimators)
         # each stage's splitter draws its seed from the shared random state, nothing else does
-        seeds = np.array([random_state.randint(0, RAND_R_MAX) for _ in stages], dtype=np.int64)
+        # (one call for all stages draws the same numbers as one call per stage)
+        seeds = random_state.randint(0, RAND_R_MAX, size=len(stages)).astype(np.int64)
         # the rows the splitter works on (positive weights), sorted stably by each feature
         rows = np.flatnonzero(sample_weight != 0)
         presorted = np.empty((n_features, len(rows)), dtype=np.int64)
@@ -162,13 +163,14 @@ class DirectTreeGradientBoostingRegressor(GradientBoostingRegressor):
         records = np.empty(shape, dtype=NODE_DTYPE)
         for name, column in nodes.items():
             records[name] = column
+        n_classes = np.array([1], dtype=np.intp)
         for stage, i in enumerate(stages):
             count = int(node_counts[stage])
             tree = self._stage_tree(random_state)
             tree.n_features_in_ = n_features
             tree.n_outputs_ = 1
             tree.max_features_ = n_features
-            tree.tree_ = Tree(n_features, np.array([1], dtype=np.intp), 1)
+            tree.tree_ = Tree(n_features, n_classes, 1)
             tree.tree_.__setstate__(
                 {
                     "max_depth": int(depths[stage]),
