@@ -251,8 +251,9 @@ def _best_position(
     """node_split_best's search over one feature, rows[start:end] sorted by it with their
     values: criterion.reset, then at every position between values more than
     FEATURE_THRESHOLD apart criterion.update and, past the leaf-size checks, the proxy
-    improvement. Returns the first position beating `best_proxy` and then every later one
-    (proxy, position, threshold, missing to the left), position -1 if none."""
+    improvement. Returns the best proxy so far and, where a position beat `best_proxy`, the
+    first position holding it, its threshold and whether missing values go left; position -1
+    if none did."""
     found_pos = -1
     found_threshold = 0.0
     found_missing_left = False
