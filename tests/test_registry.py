@@ -1,6 +1,8 @@
 """The method registry (stragglers.methods.registry): one mechanism for the online methods and
 the launch-time models, the package's and those of `method_dirs`, with the same errors."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -119,7 +121,8 @@ def test_a_name_taken_by_the_package_is_refused(tmp_path):
 def test_a_method_is_defined_by_its_module_and_what_it_builds_on():
     methods = PACKAGE / "methods"
     rules = PACKAGE / "formats" / "protocols.py"  # base.py's: the protocol rules a method reads
-    # and the module of the gradient boosting it fits under `paper` (`lazy_modules`)
+    # and the module of the gradient boosting it fits under `paper` (`lazy_modules`), with the
+    # compiled kernel that module imports at its top
     assert method_files("NURD") == [
         rules,
         *(
@@ -173,8 +176,25 @@ def test_a_method_is_defined_by_its_module_and_what_it_builds_on():
     assert {methods / "_pyod_kernels.py", methods / "_grown_forests.py"} <= set(
         method_files("XGBOD")
     )
+    # and what those import at their top, read from their source: LSCP's lean LOFs come from
+    # XGBOD's members' module, which imports the RBF kernel's
+    assert {methods / "_xgbod_members.py", methods / "_rbf_kernel.py"} <= set(method_files("LSCP"))
     assert methods / "_grown_forests.py" not in method_files("IFOREST")
     assert PACKAGE / "launch" / "mtl.py" in launch_method_files("MTL-f0")
     # no registry: the package's __init__ lists every method
     for name in available_methods():
         assert all(p.name not in ("__init__.py", "registry.py") for p in method_files(name))
+
+
+def test_a_methods_files_are_found_without_importing_its_libraries():
+    """Reading the lazy modules' imports (`lazy_modules`) imports none of them: the
+    workflow lists every method's files when it loads."""
+    code = (
+        "import sys\n"
+        "from stragglers.methods import METHODS, method_files\n"
+        "for name in METHODS.names():\n"
+        "    method_files(name)\n"
+        "heavy = [m for m in ('sklearn', 'pyod', 'numba', 'xgboost', 'torch') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=PACKAGE.parent)

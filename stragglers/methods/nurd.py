@@ -178,7 +178,6 @@ class NURD(Method):
     weighting: ClassVar[str] = "calibrated"  # "calibrated" | "propensity" | "none"
     protocol_rules: ClassVar[tuple[str, ...]] = ("regressor",)  # under regressor "protocol"
     lazy_modules: ClassVar[tuple[str, ...]] = (
-        "stragglers.methods._boosting_kernel",
         "stragglers.methods._gradient_boosting",
         "stragglers.methods._xgb_training",
     )

@@ -11,6 +11,7 @@ inputs of that method's jobs).
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import inspect
@@ -120,8 +121,10 @@ class Registry:
         """The files that define the method: its module, and every module of the package (or
         of its method folder) that module builds on, followed through the classes, functions,
         constants and modules they hold at their top level (NURD's file for GBTR, the shared
-        helpers `_*.py`, base.py), and the modules it names in `lazy_modules`. A change to one
-        of them can change the method's output."""
+        helpers `_*.py`, base.py), and the modules it names in `lazy_modules` with the
+        package's modules those import at their top, read from their source (importing them
+        would import their heavy libraries). A change to one of them can change the method's
+        output."""
         if name not in self._files:
             self._files[name] = self._source_files(name)
         return list(self._files[name])
@@ -130,8 +133,14 @@ class Registry:
         modules: dict[str, Path] = {}
         mro = self.get(name).__mro__
         pending = [klass.__module__ for klass in mro]
-        for lazy in {m for klass in mro for m in getattr(klass, "lazy_modules", ())}:
-            modules[lazy] = Path(importlib.util.find_spec(lazy).origin).resolve()
+        lazy = [m for klass in mro for m in getattr(klass, "lazy_modules", ())]
+        while lazy:
+            name = lazy.pop()
+            path = Path(importlib.util.find_spec(name).origin).resolve()
+            if name in modules or name == __name__ or path.name == "__init__.py":
+                continue
+            modules[name] = path
+            lazy.extend(_package_imports(path))
         while pending:
             module = sys.modules.get(pending.pop())
             if module is None or module.__name__ in modules or not _tracked(module):
@@ -161,6 +170,29 @@ def _load_file(folder: Path, path: Path):
 def _module_of(value: Any) -> str | None:
     origin = getattr(value, "__module__", None)
     return origin if isinstance(origin, str) else None
+
+
+def _package_imports(path: Path) -> list[str]:
+    """The package's modules a module's source imports at its top level (found without
+    importing them: only their parent packages)."""
+    names = []
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module)
+            if _is_package(node.module):  # `from stragglers.methods import _helper`
+                names += [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+    return [
+        name
+        for name in names
+        if name.startswith("stragglers.") and importlib.util.find_spec(name) is not None
+    ]
+
+
+def _is_package(name: str) -> bool:
+    spec = importlib.util.find_spec(name) if name.startswith("stragglers") else None
+    return spec is not None and spec.submodule_search_locations is not None
 
 
 def _tracked(module) -> bool:
