@@ -210,10 +210,11 @@ def _order_kind(X, feature, order, tie_free, start, end):
 
 @numba.njit(cache=True, nogil=True)
 def _replay_sorts(X, samples, values, presorted, log, log_kind, done, target, start, end, segments):
-    """samples[start:end] (and values[start:end]) as the library's sorts by the node's logged
-    features up to log[target] leave them, from the rows as the sorts up to log[done] left
-    them (-1: as the node received them): the last DISTINCT sort's order comes from the
-    presort, the TIED sorts after it are replayed. Returns `target`."""
+    """samples[start:end] as the library's sorts by the node's logged features up to
+    log[target] leave them, from the rows as the sorts up to log[done] left them (-1: as the
+    node received them): the last DISTINCT sort's order comes from the presort, the TIED sorts
+    after it are replayed, values[start:end] left sorted by the last of them. Returns
+    `target`."""
     first = done + 1
     for m in range(target, done, -1):
         if log_kind[m] == DISTINCT:
@@ -227,10 +228,6 @@ def _replay_sorts(X, samples, values, presorted, log, log_kind, done, target, st
         for p in range(start, end):
             values[p] = X[samples[p], feature]
         simultaneous_sort(values, samples, start, end - start, segments)
-    if target >= 0 and log_kind[target] == DISTINCT:
-        feature = log[target]
-        for p in range(start, end):
-            values[p] = X[samples[p], feature]
     return target
 
 

@@ -122,9 +122,8 @@ class DirectTreeGradientBoostingRegressor(GradientBoostingRegressor):
         if max_depth < 30:
             capacity = min(capacity, 2 ** (max_depth + 1) - 1)
         shape = (len(stages), capacity)
-        nodes = {
-            name: np.zeros(shape, dtype=NODE_DTYPE.fields[name][0]) for name in NODE_DTYPE.names
-        }
+        # the kernel writes each field of scikit-learn's node records in place
+        records = np.zeros(shape, dtype=NODE_DTYPE)
         values = np.zeros(shape)
         node_counts = np.zeros(len(stages), dtype=np.int64)
         depths = np.zeros(len(stages), dtype=np.int64)
@@ -146,23 +145,20 @@ class DirectTreeGradientBoostingRegressor(GradientBoostingRegressor):
             rows,
             presorted,
             tie_free,
-            nodes["left_child"],
-            nodes["right_child"],
-            nodes["feature"],
-            nodes["threshold"],
-            nodes["impurity"],
-            nodes["n_node_samples"],
-            nodes["weighted_n_node_samples"],
-            nodes["missing_go_to_left"],
+            records["left_child"],
+            records["right_child"],
+            records["feature"],
+            records["threshold"],
+            records["impurity"],
+            records["n_node_samples"],
+            records["weighted_n_node_samples"],
+            records["missing_go_to_left"],
             values,
             node_counts,
             depths,
             raw_after,
         )
         raw_predictions[:, 0] = raw
-        records = np.empty(shape, dtype=NODE_DTYPE)
-        for name, column in nodes.items():
-            records[name] = column
         n_classes = np.array([1], dtype=np.intp)
         for stage, i in enumerate(stages):
             count = int(node_counts[stage])
