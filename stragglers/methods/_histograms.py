@@ -11,7 +11,9 @@ them (`i * step + start`, or `i / n * delta + start` when the step is 0, the las
 maximum), each value's bin as numpy's uniform-bin path finds it (scaled offset, then one
 step down or up against the edges), and the density `count / width / total`. A column
 whose edges do not strictly increase (numpy raises) is reported, for the caller to ask
-numpy. tests/test_histograms.py checks it against `np.histogram`, value for value.
+numpy. The counts and edges alone (`uniform_bin_counts`) also serve LSCP's histograms of its
+detectors' correlations (`_lscp_kernel.competent_detector_masks`). tests/test_histograms.py
+checks them against `np.histogram`, value for value.
 """
 
 from __future__ import annotations
@@ -23,25 +25,35 @@ from numba import njit
 def density_histograms(X: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray, bool]:
     """For each column of X (finite float64, at least one row): `np.histogram(column,
     bins=n_bins, density=True)` as (densities, edges) columns of two arrays, and whether
-    every column's edges strictly increase (else the arrays are incomplete). The columns'
-    extremes are numpy's: a minimum or maximum is one value, but a zero one may be 0.0 or
-    -0.0 (it becomes an edge), so a column whose extreme is zero takes it from the column's
-    own `min` or `max`, as np.histogram does."""
+    every column's edges strictly increase (else the arrays are incomplete)."""
+    counts, edges, computed = uniform_bin_counts(X, n_bins)
+    if not computed.all():
+        return np.zeros((n_bins, X.shape[1])), edges, False
+    totals = counts.sum(axis=0)
+    return counts / np.diff(edges, axis=0) / totals, edges, True
+
+
+def uniform_bin_counts(X: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each column of X (finite float64, at least one row): the counts and edges of
+    `np.histogram(column, bins=n_bins)` as columns of two arrays, and whether the column's
+    counts are computed: not where its edges do not strictly increase (numpy raises) or a
+    value falls outside them. The columns' extremes are numpy's: a minimum or maximum is one value, but a
+    zero one may be 0.0 or -0.0 (it becomes an edge), so a column whose extreme is zero takes
+    it from the column's own `min` or `max`, as np.histogram does."""
     firsts, lasts = X.min(axis=0), X.max(axis=0)
     for c in np.flatnonzero((firsts == 0) | (lasts == 0)).tolist():
         column = X[:, c].ravel()
         firsts[c], lasts[c] = column.min(), column.max()
-    return _density_histograms(X, n_bins, firsts, lasts)
+    return _uniform_bin_counts(X, n_bins, firsts, lasts)
 
 
 @njit(cache=True)
-def _density_histograms(X, n_bins, firsts, lasts):  # pragma: no cover (compiled)
-    """`density_histograms` of X whose columns' extremes are `firsts` and `lasts`."""
+def _uniform_bin_counts(X, n_bins, firsts, lasts):  # pragma: no cover (compiled)
+    """`uniform_bin_counts` of X whose columns' extremes are `firsts` and `lasts`."""
     n_rows, n_columns = X.shape
-    densities = np.zeros((n_bins, n_columns))
+    counts = np.zeros((n_bins, n_columns), dtype=np.intp)
     edges = np.empty((n_bins + 1, n_columns))
-    counts = np.zeros(n_bins, dtype=np.intp)
-    column_edges = np.empty(n_bins + 1)
+    computed = np.zeros(n_columns, dtype=np.bool_)
     for c in range(n_columns):
         first = firsts[c]
         last = lasts[c]
@@ -53,31 +65,28 @@ def _density_histograms(X, n_bins, firsts, lasts):  # pragma: no cover (compiled
         step = delta / n_bins
         for i in range(n_bins + 1):
             if step == 0:
-                column_edges[i] = (i / n_bins) * delta + first
+                edges[i, c] = (i / n_bins) * delta + first
             else:
-                column_edges[i] = i * step + first
-        column_edges[n_bins] = last
+                edges[i, c] = i * step + first
+        edges[n_bins, c] = last
+        increasing = True
         for i in range(n_bins):
-            if not column_edges[i] < column_edges[i + 1]:
-                return densities, edges, False
-        counts[:] = 0
+            if not edges[i, c] < edges[i + 1, c]:
+                increasing = False
+        if not increasing:
+            continue
         for r in range(n_rows):
             value = X[r, c]
             index = int(((value - first) / delta) * n_bins)
             if index == n_bins:
                 index -= 1
-            if value < column_edges[index]:
+            if value < edges[index, c]:
                 index -= 1
-            if value >= column_edges[index + 1] and index != n_bins - 1:
+            if value >= edges[index + 1, c] and index != n_bins - 1:
                 index += 1
             if index < 0 or index >= n_bins:
-                return densities, edges, False
-            counts[index] += 1
-        total = 0
-        for i in range(n_bins):
-            total += counts[i]
-        for i in range(n_bins):
-            densities[i, c] = counts[i] / (column_edges[i + 1] - column_edges[i]) / total
-        for i in range(n_bins + 1):
-            edges[i, c] = column_edges[i]
-    return densities, edges, True
+                break
+            counts[index, c] += 1
+        else:
+            computed[c] = True
+    return counts, edges, computed

@@ -27,9 +27,10 @@ done for all rows at once, same operations in the same order:
   (`frequent_neighbours`) instead of a Counter per row;
 - the correlations (`pearson_statistics`): every region of one length at once;
 - the competent detectors (`LSCP._get_competent_detectors`): `np.histogram`'s bin edges and
-  bin indices for every row at once (`competent_detector_masks`), the largest bins and the
-  scores inside them; a row whose histogram numpy computes otherwise (a zero step, too
-  narrow a range, non-finite scores) goes through PyOD's own function;
+  bin indices for every row at once (`competent_detector_masks`, numpy's uniform bins from
+  `_histograms.uniform_bin_counts`), the largest bins and the scores inside them; a row whose
+  histogram numpy refuses (too narrow a range, non-finite scores) goes through PyOD's own
+  function;
 - the score: the mean of the competent detectors' scores, rows grouped by their detectors.
 tests/test_lscp_kernel.py checks each against scipy's, numpy's and PyOD's, value for value.
 """
@@ -50,6 +51,7 @@ from sklearn.neighbors import KDTree
 from sklearn.preprocessing._data import _handle_zeros_in_scale, _is_constant_feature
 from sklearn.utils.extmath import _incremental_mean_and_var
 
+from stragglers.methods._histograms import uniform_bin_counts
 from stragglers.methods._library_swap import swapped_attributes
 
 
@@ -191,30 +193,10 @@ def _validated_tree_inputs():
 
 def _uniform_bins(scores, n_bins):
     """`np.histogram(row, bins=n_bins)` for every row of `scores` (finite rows): the counts,
-    the edges, and which rows numpy would compute otherwise (a zero step, edges that do not
-    increase), as numpy's `_get_outer_edges`, `linspace` and index corrections do them."""
-    first = np.min(scores, axis=1)
-    last = np.max(scores, axis=1)
-    same = first == last
-    first = np.where(same, first - 0.5, first)
-    last = np.where(same, last + 0.5, last)
-    step = np.subtract(last, first, dtype=np.float64) / n_bins
-    edges = np.arange(0, n_bins + 1, dtype=np.float64)[None, :] * step[:, None]
-    edges += first[:, None]
-    edges[:, -1] = last
-    other = (step == 0) | np.any(edges[:, :-1] >= edges[:, 1:], axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        f_indices = ((scores - first[:, None]) / (last - first)[:, None]) * n_bins
-    indices = f_indices.astype(np.intp)
-    indices[indices == n_bins] -= 1
-    np.clip(indices, 0, n_bins - 1, out=indices)  # rows of `other` only: computed apart
-    rows = np.arange(len(scores))[:, None]
-    indices[scores < edges[rows, indices]] -= 1
-    np.clip(indices, 0, n_bins - 1, out=indices)
-    increment = (scores >= edges[rows, indices + 1]) & (indices != n_bins - 1)
-    indices[increment] += 1
-    counts = (indices[:, None, :] == np.arange(n_bins)[None, :, None]).sum(axis=2)
-    return counts, edges, other
+    the edges, and which rows numpy would compute otherwise (edges that do not increase),
+    by `_histograms.uniform_bin_counts` on the rows as columns."""
+    counts, edges, computed = uniform_bin_counts(np.ascontiguousarray(scores.T), n_bins)
+    return counts.T, edges.T, ~computed
 
 
 def competent_detector_masks(scores, n_bins, n_selected):
