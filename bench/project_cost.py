@@ -1,6 +1,6 @@
 """The cost of a full reproduction, projected from measurements (not a test).
 
-    python bench/project_cost.py WORKDIR [--configfile CONFIG] [--import-seconds FILE] [--out FILE] [--cores 1 16 64 256] [--convert-seconds-per-gb 91.4]
+    python bench/project_cost.py WORKDIR [--configfile CONFIG] [--import-seconds FILE] [--out FILE] [--cores 1 16 64 256] [--convert-seconds-per-gb RATE]
 
 WORKDIR is a finished run of the workflow (e.g. the default config, every method). From it:
 
@@ -29,11 +29,18 @@ WORKDIR is a finished run of the workflow (e.g. the default config, every method
   per rule job (a prediction job per method and shard, a simulation job per method). A run
   without the `rule cpu:` lines is projected from the `cpu_time` alone, as before: that
   start-up, a fixed cost per job, then scales with the tasks;
-- conversion: CPU seconds per compressed GB of raw trace, from bench/bench_convert.py
-  (--convert-seconds-per-gb; default its `single_process_cpu_seconds_per_gb`: the whole
-  conversion in one process, 13.9 CPU s over its 129.5 MB task_usage part and 23.2 MB of
-  task_events, the mean of two runs; the per-part job alone, 5.0-5.2 CPU s, leaves out the
-  task_events and the writing of the jobs' files);
+- conversion: CPU seconds per compressed GB of raw trace, from bench/bench_convert.py's
+  whole conversion in one process over its real-size task_usage part (129.5 MB) and its
+  task_events (23.2 MB), the mean of two runs (--convert-seconds-per-gb sets one rate for
+  both traces). The rate depends on how much of the part the selection keeps: the writing of
+  the jobs' files and the windows' gathering follow the kept rows. Google:
+  `single_process_cpu_seconds_per_gb_full_selection_lookups` with `--min-tasks 385`, 55.0:
+  the part keeps 20 jobs (3% of its rows), about the full selection's 17 a part (8,425 jobs
+  from 500 parts), and its kept-key searches are charged at the full selection's table
+  sizes (1.1 M tasks, 8,425 jobs). At the bench's default selection the part keeps 914 jobs,
+  81% of its rows, and costs 91.4 a GB, the rate this projection charged Google before.
+  Alibaba: that 91.4 (its conversion, `convert_alibaba`, not measured at its selection's
+  share);
 - per submitted job start-up: --startup-seconds, CPU seconds paid once per submitted job
   (prediction jobs grouped --group at a time). Default 2.6 s: measured on SLURM
   (docs/cluster.md, "Cost per submitted job": the CPU of a submitted job's own Snakemake
@@ -76,6 +83,8 @@ FULL = {
         "jobs": 8425,
         "shards": 84,
         "raw_gb": 41.0,
+        # bench/bench_convert.py --min-tasks 385: 54.0 and 56.0 (module docstring)
+        "convert_seconds_per_gb": 55.0,
         "conversion_jobs_today": 1,
         "conversion_jobs_scattered": 1000,
     },
@@ -84,6 +93,8 @@ FULL = {
         "jobs": 10_000,
         "shards": 100,
         "raw_gb": 20.0,
+        # bench/bench_convert.py's default selection (13.95 CPU s over 0.1527 GB)
+        "convert_seconds_per_gb": 13.95 / 0.1527,
         "conversion_jobs_today": 1,
         "conversion_jobs_scattered": 1,
     },
@@ -193,7 +204,7 @@ def predict_rates(rate: dict, imports: dict[str, float]) -> dict[str, float]:
 def project(
     rates: dict,
     cores: list[int],
-    convert_per_gb: float,
+    convert_per_gb: float | None,
     startup: float,
     group: int,
     imports: dict[str, dict[str, float]] | None = None,
@@ -207,6 +218,8 @@ def project(
         if family not in rates:
             continue
         rate = rates[family]
+        # the trace's conversion rate, unless one is given for both
+        per_gb = full["convert_seconds_per_gb"] if convert_per_gb is None else convert_per_gb
         # each rule job's own Python start-up (0 when measured within the rates)
         rule_startup = statistics.median(rate["rule_startups"]) if rate["rule_startups"] else 0.0
         methods = sorted(rate["predict"])
@@ -224,8 +237,8 @@ def project(
         stages = {
             # name: (CPU seconds, longest single job in seconds, submitted jobs)
             "conversion (one job, before scatter-gather)": (
-                convert_per_gb * full["raw_gb"],
-                convert_per_gb * full["raw_gb"],
+                per_gb * full["raw_gb"],
+                per_gb * full["raw_gb"],
                 1,
             ),
             "prediction": (
@@ -263,10 +276,10 @@ def project(
                 1,
             )
         if full["conversion_jobs_scattered"] > 1:
-            per_part = convert_per_gb * full["raw_gb"] / full["conversion_jobs_scattered"]
+            per_part = per_gb * full["raw_gb"] / full["conversion_jobs_scattered"]
             scattered = (
                 "conversion (one job per part)",
-                (convert_per_gb * full["raw_gb"], per_part, full["conversion_jobs_scattered"]),
+                (per_gb * full["raw_gb"], per_part, full["conversion_jobs_scattered"]),
             )
         else:
             scattered = None
@@ -386,7 +399,12 @@ def main() -> None:
         help="the config WORKDIR was run with",
     )
     parser.add_argument("--cores", type=int, nargs="+", default=[1, 16, 64, 256])
-    parser.add_argument("--convert-seconds-per-gb", type=float, default=13.95 / 0.1527)
+    parser.add_argument(
+        "--convert-seconds-per-gb",
+        type=float,
+        default=None,
+        help="conversion CPU s per compressed GB for both traces (default: each trace's own)",
+    )
     parser.add_argument(
         "--startup-seconds", type=float, default=2.6, help="CPU s per submitted job (SLURM)"
     )
@@ -434,7 +452,15 @@ def main() -> None:
             for f, r in rates.items()
         },
         "assumptions": {
-            "convert_seconds_per_gb": round(args.convert_seconds_per_gb, 1),
+            "convert_seconds_per_gb": {
+                family: round(
+                    full["convert_seconds_per_gb"]
+                    if args.convert_seconds_per_gb is None
+                    else args.convert_seconds_per_gb,
+                    1,
+                )
+                for family, full in FULL.items()
+            },
             "startup_seconds_per_submitted_job": args.startup_seconds,
             "predict_group": args.group,
             "full_runs": FULL,

@@ -165,6 +165,21 @@ def test_project_cost_charges_a_methods_imports_once_per_rule_job(tmp_path):
     assert old["prediction_cpu_hours_by_method"]["M"] == round(0.03 * 1_100_000 / 3600, 3)
 
 
+def test_project_cost_charges_each_traces_own_conversion_rate(tmp_path):
+    """Without --convert-seconds-per-gb each trace's conversion costs its own rate per GB
+    (Google's measured at its selection's share of kept rows); a given rate holds for both."""
+    bench = _bench("project_cost")
+    config = _predict_workdir(tmp_path, work_s=1.0, tasks_per_job=[50, 50])
+    rates = bench.measured_rates(tmp_path, config)
+    stage = "conversion (one job, before scatter-gather)"
+    google = bench.FULL["google"]
+    own = bench.project(rates, [1], None, 0.0, 24)["google"]["stages_cpu_hours"][stage]
+    assert own == round(google["convert_seconds_per_gb"] * google["raw_gb"] / 3600, 2)
+    assert google["convert_seconds_per_gb"] != bench.FULL["alibaba"]["convert_seconds_per_gb"]
+    given = bench.project(rates, [1], 10.0, 0.0, 24)["google"]["stages_cpu_hours"][stage]
+    assert given == round(10.0 * google["raw_gb"] / 3600, 2)
+
+
 def test_project_cost_fits_cost_per_job_against_tasks(tmp_path):
     """Replay seconds per job ~ n_tasks ** 0.5 * n_checkpoints ** 0.25: the fit finds both
     exponents, and rescaling the jobs to the full run's 130.6 tasks per job costs more per
