@@ -1,6 +1,6 @@
 """The cost of a full reproduction, projected from measurements (not a test).
 
-    python bench/project_cost.py WORKDIR [--configfile CONFIG] [--import-seconds FILE] [--out FILE] [--cores 1 16 64 256] [--convert-seconds-per-gb RATE]
+    python bench/project_cost.py WORKDIR [--configfile CONFIG] [--import-seconds FILE] [--stage-scaling FILE] [--out FILE] [--cores 1 16 64 256] [--convert-seconds-per-gb RATE]
 
 WORKDIR is a finished run of the workflow (e.g. the default config, every method). From it:
 
@@ -22,8 +22,14 @@ WORKDIR is a finished run of the workflow (e.g. the default config, every method
   projections are written: `projection` (imports once per rule job) and
   `projection_imports_per_task` (the old accounting);
 - simulation (the relaunch simulation and the mitigation policies, one job per method) and
-  evaluation: the same from logs/simulate (per method) and logs/evaluate (per dataset, when
-  present) / the dataset's tasks;
+  evaluation (one job per dataset, every method's predictions): the same from logs/simulate
+  (per method) and logs/evaluate (per dataset, when present) / the dataset's tasks; or, with
+  --stage-scaling (the JSON `bench/stage_cpu.py {evaluate,simulate} DATASET all --tile 8
+  --scaling FILE` writes), from each job's work on the run's predictions and on 8 copies of
+  them: their difference is the cost per task, the rest a fixed cost paid once per job (the
+  evaluation's figures, the PNG writing, matplotlib's import: most of its work in the default
+  run, which per task would be charged ~176 times at Google's size). Methods not measured
+  there keep their cost per task;
 - per rule job start-up: the median over those jobs of their `benchmarks/` `cpu_time` minus
   their `work_s` (the job's Python, its imports and Snakemake's script preamble), paid once
   per rule job (a prediction job per method and shard, a simulation job per method). A run
@@ -201,6 +207,14 @@ def predict_rates(rate: dict, imports: dict[str, float]) -> dict[str, float]:
     }
 
 
+def per_task_and_fixed(sizes: list[float], tile: int, tasks: int) -> tuple[float, float]:
+    """A job's CPU seconds per task and its fixed CPU seconds, from its work on `tasks` tasks
+    and on `tile` times them: the difference is the cost of (tile - 1) x `tasks` tasks."""
+    small, large = sizes
+    per_task = max(large - small, 0.0) / ((tile - 1) * tasks)
+    return per_task, max(small - per_task * tasks, 0.0)
+
+
 def project(
     rates: dict,
     cores: list[int],
@@ -209,10 +223,13 @@ def project(
     group: int,
     imports: dict[str, dict[str, float]] | None = None,
     per_task_scale: dict[str, float] | None = None,
+    scaling: dict[str, dict] | None = None,
 ) -> dict:
     """The full runs' CPU and wall time. `imports`: per family, each method's one-time CPU per
     prediction process, charged once per prediction rule job (none: every cost per task);
-    `per_task_scale`: per family, a factor on the prediction's per-task part (a sensitivity)."""
+    `per_task_scale`: per family, a factor on the prediction's per-task part (a sensitivity);
+    `scaling`: per family, bench/stage_cpu.py --scaling's entry of its dataset (the evaluation's
+    and the simulation jobs' work at the run's size and at `tile` times it)."""
     result = {}
     for family, full in FULL.items():
         if family not in rates:
@@ -233,6 +250,18 @@ def project(
         }
         predict_cpu = sum(per_task[m] for m in methods) * full["tasks"] + import_cpu
         slowest = max(by_method.values()) / full["shards"]
+        # the simulation's and the evaluation's jobs at full size: per task as in WORKDIR, or,
+        # measured at two sizes (--stage-scaling), a cost per task and a fixed cost per job
+        measured_sizes = (scaling or {}).get(family, {})
+        tile, tasks = measured_sizes.get("tile", 1), rate["tasks_measured"]
+        simulate_jobs = {}
+        for method, per_task in rate["simulate"].items():
+            simulate_jobs[method] = per_task * full["tasks"]
+            if method in measured_sizes.get("simulate", {}):
+                per_task, fixed = per_task_and_fixed(
+                    measured_sizes["simulate"][method], tile, tasks
+                )
+                simulate_jobs[method] = per_task * full["tasks"] + fixed
         predict_jobs = len(methods) * full["shards"]
         stages = {
             # name: (CPU seconds, longest single job in seconds, submitted jobs)
@@ -249,12 +278,9 @@ def project(
             # one simulation job per method; methods not (yet) simulated in WORKDIR cost the
             # mean of those that were
             "simulation": (
-                sum(rate["simulate"].values())
-                / len(rate["simulate"])
-                * len(methods)
-                * full["tasks"]
+                sum(simulate_jobs.values()) / len(simulate_jobs) * len(methods)
                 + rule_startup * len(methods),
-                max(rate["simulate"].values(), default=0.0) * full["tasks"] + rule_startup,
+                max(simulate_jobs.values(), default=0.0) + rule_startup,
                 len(methods),
             ),
         }
@@ -270,11 +296,11 @@ def project(
                 len(methods),
             )
         if rate["evaluate"] is not None:
-            stages["evaluation"] = (
-                rate["evaluate"] * full["tasks"] + rule_startup,
-                rate["evaluate"] * full["tasks"] + rule_startup,
-                1,
-            )
+            evaluate_job = rate["evaluate"] * full["tasks"]
+            if "evaluate" in measured_sizes:
+                per_task, fixed = per_task_and_fixed(measured_sizes["evaluate"], tile, tasks)
+                evaluate_job = per_task * full["tasks"] + fixed
+            stages["evaluation"] = (evaluate_job + rule_startup, evaluate_job + rule_startup, 1)
         if full["conversion_jobs_scattered"] > 1:
             per_part = per_gb * full["raw_gb"] / full["conversion_jobs_scattered"]
             scattered = (
@@ -415,6 +441,12 @@ def main() -> None:
         help="bench/import_cpu.py's JSON: each method's one-time CPU per prediction process",
     )
     parser.add_argument(
+        "--stage-scaling",
+        type=Path,
+        help="bench/stage_cpu.py --scaling's JSON: the evaluation's and simulation's jobs at two "
+        "sizes (without it: their cost per task in WORKDIR)",
+    )
+    parser.add_argument(
         "--fit-skip", type=int, default=3, help="first jobs per shard left out of the fit"
     )
     parser.add_argument(
@@ -435,10 +467,16 @@ def main() -> None:
         family: cost_per_job_fit(rate, FULL[family], args.fit_skip)
         for family, rate in rates.items()
     }
+    sizes = json.loads(args.stage_scaling.read_text()) if args.stage_scaling else {}
+    scaling = {family: sizes.get(rate["dataset"], {}) for family, rate in rates.items()}
+    for family, rate in rates.items():
+        unmeasured = sorted(set(rate["simulate"]) - set(scaling[family].get("simulate", {})))
+        if args.stage_scaling and unmeasured:
+            print(f"{rate['dataset']}: simulation of {', '.join(unmeasured)} charged per task")
     common = (rates, args.cores, args.convert_seconds_per_gb, args.startup_seconds, args.group)
-    projection = project(*common, imports)
+    projection = project(*common, imports, None, scaling)
     sensitivity = project(
-        *common, imports, {f: fit["per_task_scale"] for f, fit in fits.items() if fit}
+        *common, imports, {f: fit["per_task_scale"] for f, fit in fits.items() if fit}, scaling
     )
     result = {
         "measured_in": str(args.workdir),
@@ -464,6 +502,19 @@ def main() -> None:
             "startup_seconds_per_submitted_job": args.startup_seconds,
             "predict_group": args.group,
             "full_runs": FULL,
+        },
+        # the evaluation's and the simulation jobs' (CPU s per task, fixed CPU s per job),
+        # from their work at two sizes (--stage-scaling)
+        "stage_per_task_and_fixed_seconds": {
+            family: {
+                stage: {
+                    job: per_task_and_fixed(sizes, entry["tile"], rates[family]["tasks_measured"])
+                    for job, sizes in ({"evaluate": jobs} if stage == "evaluate" else jobs).items()
+                }
+                for stage, jobs in entry.items()
+                if stage in ("evaluate", "simulate")
+            }
+            for family, entry in scaling.items()
         },
         # each method's one-time CPU per prediction process (--import-seconds)
         "import_seconds_per_rule_job": {

@@ -18,6 +18,17 @@ operating system: its CPU seconds and peak RSS, start-up included. 176 copies of
 google-synthetic's shard (6,259 tasks) are 1.1 M tasks, the full Google selection's size
 (bench/project_cost.py).
 
+With `--scaling FILE` (and `--tile N`, N > 1) each job, the `evaluate_dataset` job or each
+method's `simulate_method` job, runs twice, each in a fresh process: on the run's predictions
+and on their N copies. FILE (JSON, merged with what it holds) gets the work's CPU seconds at
+both sizes, per dataset: `{dataset: {"tile": N, "evaluate": [run, N copies], "simulate":
+{method: [run, N copies]}}}`. Their difference is the cost of (N - 1) times the run's tasks;
+what is left of the first is the job's fixed cost (its figures, its lazy imports), paid once
+per job at any size. bench/project_cost.py --stage-scaling FILE charges the two stages so.
+
+    python bench/stage_cpu.py evaluate google-synthetic --tile 8 --scaling scratch/scaling.json
+    python bench/stage_cpu.py simulate google-synthetic all --tile 8 --scaling scratch/scaling.json
+
 One line per job: `rule dataset [method] cpu_s=...` (the rule's work, as the `work_s` of its
 log's `rule cpu:` line: its function's `time.process_time`, lazy imports included, this
 script's start-up and the rule's module not). Methods after the first share its lazy imports:
@@ -34,7 +45,9 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import cProfile  # noqa: E402
+import json  # noqa: E402
 import pstats  # noqa: E402
+import re  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -58,18 +71,20 @@ def _prediction_files(
     ]
 
 
-def tile_predictions(dataset: str, method: str, n_shards: int, copies: int, root: Path) -> None:
-    """`copies` copies of each of `method`'s prediction files of `dataset` in one file, job ids
-    suffixed `-t<k>`, under `root` as under results/."""
+def tile_predictions(
+    dataset: str, method: str, n_shards: int, copies: int, root: Path, source: str = "results"
+) -> None:
+    """`copies` copies of each of `method`'s prediction files of `dataset` (under `source`) in
+    one file, job ids suffixed `-t<k>`, under `root` as under results/."""
     import pandas as pd
 
     for part in ("tasks", "jobs"):
-        for source, target in zip(
-            _prediction_files(dataset, method, part, n_shards),
+        for source_file, target in zip(
+            _prediction_files(dataset, method, part, n_shards, source),
             _prediction_files(dataset, method, part, n_shards, str(root)),
             strict=True,
         ):
-            frame = pd.read_parquet(source)
+            frame = pd.read_parquet(source_file)
             tiled = pd.concat(
                 [frame.assign(job_id=frame["job_id"] + f"-t{k}") for k in range(copies)],
                 ignore_index=True,
@@ -106,8 +121,10 @@ def simulate_job(
     )
 
 
-def evaluate_job(config: dict, specs: dict, dataset: str, methods: list[str], out: Path) -> Any:
-    """Rule evaluate_dataset's work: every method's predictions of `dataset`."""
+def evaluate_job(
+    config: dict, specs: dict, dataset: str, methods: list[str], out: Path, root: str = "results"
+) -> Any:
+    """Rule evaluate_dataset's work: every method's predictions of `dataset` (under `root`)."""
     from stragglers.rules.evaluate import evaluate_dataset
 
     n_shards = specs[dataset].n_shards
@@ -115,8 +132,12 @@ def evaluate_job(config: dict, specs: dict, dataset: str, methods: list[str], ou
     folder.mkdir(parents=True, exist_ok=True)
     (out / dataset / "figures").mkdir(parents=True, exist_ok=True)
     return evaluate_dataset(
-        task_files=[p for m in methods for p in _prediction_files(dataset, m, "tasks", n_shards)],
-        job_files=[p for m in methods for p in _prediction_files(dataset, m, "jobs", n_shards)],
+        task_files=[
+            p for m in methods for p in _prediction_files(dataset, m, "tasks", n_shards, root)
+        ],
+        job_files=[
+            p for m in methods for p in _prediction_files(dataset, m, "jobs", n_shards, root)
+        ],
         job_metrics=str(folder / "job_metrics.csv"),
         f1_per_job=str(folder / "f1_over_time_per_job.csv"),
         f1_mean=str(folder / "f1_over_time.csv"),
@@ -127,6 +148,39 @@ def evaluate_job(config: dict, specs: dict, dataset: str, methods: list[str], ou
         n_points=config["evaluation"]["f1_time_points"],
         protocol=config["replay"].get("protocol", "causal"),
     )
+
+
+def work_cpu_in_fresh_process(arguments: list[str]) -> float:
+    """This script run with `arguments` (one job) in a fresh process: its job's work CPU
+    seconds, from its `cpu_s=` line."""
+    printed = run_measured([__file__, *arguments])["stdout"]
+    found = re.findall(r" cpu_s=([0-9.]+)$", printed, flags=re.M)
+    if len(found) != 1:
+        raise RuntimeError(f"stage_cpu: expected one job's cpu_s line, got: {printed!r}")
+    return float(found[0])
+
+
+def measure_scaling(
+    rule: str, dataset: str, methods: list[str], args: argparse.Namespace, n_shards: int
+) -> dict:
+    """Each job's work CPU on the run's predictions and on `args.tile` copies of them (the
+    evaluation: one job over `methods`; the simulation: one job per method)."""
+    out = Path(args.out)
+    tiled = out / "tiled"
+    for method in methods:
+        tile_predictions(dataset, method, n_shards, args.tile, tiled, args.predictions)
+    common = ["--configfile", args.configfile, "--out", str(out)]
+    units = [methods] if rule == "evaluate" else [[method] for method in methods]
+    measured = {}
+    for unit in units:
+        sizes = [
+            work_cpu_in_fresh_process([rule, dataset, *unit, *common, "--predictions", root])
+            for root in (args.predictions, str(tiled))
+        ]
+        job = f"{len(unit)} methods" if rule == "evaluate" else unit[0]
+        print(f"{rule} {dataset} {job}: work cpu_s {sizes} (x1, x{args.tile})", flush=True)
+        measured[unit[0]] = sizes
+    return measured[methods[0]] if rule == "evaluate" else measured
 
 
 def _timed(label: str, profile_path: str | None, work) -> None:
@@ -161,11 +215,36 @@ def main() -> None:
         default=1,
         help="simulate: each job at this many times the run's size, in a fresh process",
     )
+    parser.add_argument(
+        "--scaling",
+        type=Path,
+        help="JSON: each job's work CPU at the run's size and at --tile times it",
+    )
     args = parser.parse_args()
     config = yaml.safe_load(Path(args.configfile).read_text())
     specs = dataset_specs(config, {})
     out = Path(args.out)
     methods = list(config["methods"])
+    if args.scaling:
+        if args.tile < 2:
+            parser.error("--scaling needs --tile N with N >= 2")
+        everything = args.methods in ([], ["all"]) if args.rule == "evaluate" else False
+        chosen = methods if everything or args.methods == ["all"] else args.methods
+        measured = measure_scaling(
+            args.rule, args.dataset, chosen, args, specs[args.dataset].n_shards
+        )
+        table = json.loads(args.scaling.read_text()) if args.scaling.is_file() else {}
+        entry = table.setdefault(args.dataset, {})
+        if entry.get("tile", args.tile) != args.tile:
+            entry.clear()  # a new tile factor: the other stage's sizes are not comparable
+        entry["tile"] = args.tile
+        if args.rule == "evaluate":
+            entry["evaluate"] = measured
+        else:
+            entry.setdefault("simulate", {}).update(measured)
+        args.scaling.parent.mkdir(parents=True, exist_ok=True)
+        args.scaling.write_text(json.dumps(table, indent=2, sort_keys=True) + "\n")
+        return
     # the rule's module is imported before its work starts, as scripts/run.py does
     rule_function("evaluate_dataset" if args.rule == "evaluate" else "simulate_method")
     if args.rule == "evaluate":  # every method, or those named
@@ -173,7 +252,7 @@ def main() -> None:
         _timed(
             f"evaluate {args.dataset}",
             args.profile,
-            lambda: evaluate_job(config, specs, args.dataset, chosen, out),
+            lambda: evaluate_job(config, specs, args.dataset, chosen, out, args.predictions),
         )
         return
     chosen = methods if args.methods == ["all"] else args.methods

@@ -4,6 +4,7 @@ ratios and bench/project_cost.py's per-task rates from the rules' own work."""
 from __future__ import annotations
 
 import importlib.util
+import statistics
 from pathlib import Path
 
 import numpy as np
@@ -178,6 +179,25 @@ def test_project_cost_charges_each_traces_own_conversion_rate(tmp_path):
     assert google["convert_seconds_per_gb"] != bench.FULL["alibaba"]["convert_seconds_per_gb"]
     given = bench.project(rates, [1], 10.0, 0.0, 24)["google"]["stages_cpu_hours"][stage]
     assert given == round(10.0 * google["raw_gb"] / 3600, 2)
+
+
+def test_project_cost_charges_a_job_measured_at_two_sizes_its_fixed_cost_once(tmp_path):
+    """--stage-scaling: a simulation job whose work is 3 s on the run's tasks and 10 s on 8
+    times them costs 2 s once and 1 s per run's worth of tasks; without it, its run's work
+    scales with the tasks."""
+    bench = _bench("project_cost")
+    config = _predict_workdir(tmp_path, work_s=1.0, tasks_per_job=[50, 50])
+    rates = bench.measured_rates(tmp_path, config)
+    tasks = rates["google"]["tasks_measured"]
+    assert bench.per_task_and_fixed([3.0, 10.0], 8, tasks) == (1.0 / tasks, 2.0)
+    startup = statistics.median(rates["google"]["rule_startups"])
+    scaling = {"google": {"tile": 8, "simulate": {"M": [3.0, 10.0]}}}
+    measured = bench.project(rates, [1], 1.0, 0.0, 24, None, None, scaling)["google"]
+    full_tasks = bench.FULL["google"]["tasks"]
+    expected = (full_tasks / tasks + 2.0 + startup) / 3600
+    assert measured["stages_cpu_hours"]["simulation"] == round(expected, 2)
+    per_task = bench.project(rates, [1], 1.0, 0.0, 24)["google"]["stages_cpu_hours"]
+    assert per_task["simulation"] == round((0.2 / tasks * full_tasks + startup) / 3600, 2)
 
 
 def test_project_cost_fits_cost_per_job_against_tasks(tmp_path):
