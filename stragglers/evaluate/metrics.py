@@ -309,6 +309,15 @@ def load_predictions(
     task_paths: Sequence[str], job_paths: Sequence[str]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Concatenate the replay's Parquet prediction files and check them."""
+    tasks, jobs = read_predictions(task_paths, job_paths)
+    validate_predictions(tasks, jobs)
+    return tasks, jobs
+
+
+def read_predictions(
+    task_paths: Sequence[str], job_paths: Sequence[str]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """`load_predictions` without the check."""
     if not task_paths or not job_paths:
         raise ValueError("load_predictions needs at least one tasks file and one jobs file")
     tasks = pd.concat([pd.read_parquet(p) for p in task_paths], ignore_index=True)
@@ -317,7 +326,6 @@ def load_predictions(
         for column in ("dataset", "method", "job_id"):
             if column in frame:
                 frame[column] = frame[column].astype(str)
-    validate_predictions(tasks, jobs)
     return tasks, jobs
 
 
@@ -419,6 +427,28 @@ def summary_table(
 # F1 over normalised time (Figures 2-3)
 
 
+def checked_n_points(n_points) -> int:
+    """`n_points` as an int; ValueError unless it is a positive integer."""
+    if int(n_points) != n_points or n_points < 1:
+        raise ValueError(f"n_points must be a positive integer, got {n_points!r}")
+    return int(n_points)
+
+
+def scored_spans(jobs: pd.DataFrame) -> pd.DataFrame:
+    """The jobs that ran ok: keys, family, privileged, job_start and job_end; ValueError
+    naming the rows whose job_end is not after job_start."""
+    spans = jobs.loc[
+        jobs["status"] == "ok", KEYS + ["family", "privileged", "job_start", "job_end"]
+    ]
+    bad_span = ~(spans["job_end"] > spans["job_start"])
+    if bad_span.any():
+        raise ValueError(
+            "jobs table: job_end must be after job_start: "
+            + _describe_rows(spans, bad_span, KEYS + ["job_start", "job_end"])
+        )
+    return spans
+
+
 def f1_over_time(
     tasks: pd.DataFrame, jobs: pd.DataFrame, n_points: int = 10, validated: bool = False
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -433,21 +463,11 @@ def f1_over_time(
     fn, tn, TPR, FPR, F1; mean has one row per (dataset, method, k) with the mean and std of
     F1 over jobs, mean TPR and FPR, and n_jobs. `validated` as in `job_metrics`.
     """
-    if int(n_points) != n_points or n_points < 1:
-        raise ValueError(f"n_points must be a positive integer, got {n_points!r}")
-    n_points = int(n_points)
+    n_points = checked_n_points(n_points)
     if not validated:
         validate_predictions(tasks, jobs)
     scored = tasks[tasks["evaluated"].to_numpy(bool)]
-    spans = jobs.loc[
-        jobs["status"] == "ok", KEYS + ["family", "privileged", "job_start", "job_end"]
-    ]
-    bad_span = ~(spans["job_end"] > spans["job_start"])
-    if bad_span.any():
-        raise ValueError(
-            "jobs table: job_end must be after job_start: "
-            + _describe_rows(spans, bad_span, KEYS + ["job_start", "job_end"])
-        )
+    spans = scored_spans(jobs)
     rows = scored[KEYS + ["is_straggler", "flag_time"]].merge(spans, on=KEYS, how="left")
 
     fractions = np.arange(1, n_points + 1) / n_points
