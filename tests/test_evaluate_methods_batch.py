@@ -12,11 +12,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from prediction_rows import job_record, task_frame
 
 from stragglers.evaluate import timing
 from stragglers.evaluate.metrics import f1_over_time, load_predictions
 from stragglers.evaluate.metrics import job_metrics as score_jobs
-from stragglers.formats.predictions import KEYS
+from stragglers.formats.predictions import KEYS, empty_tasks_frame
 from stragglers.io import write_csv_atomic
 
 # ----------------------------------------------------------------------------- the old code
@@ -76,21 +77,11 @@ def method_tables(rng, dataset, method, family, kind):
         flag = np.clip(flag, start, np.nextafter(end, start))
         flagged = rng.random(n_tasks) < (0.0 if n == 4 else 0.5)
         if status == "ok":
-            frame = pd.DataFrame(
-                {
-                    "dataset": dataset,
-                    "method": method,
-                    "job_id": job_id,
-                    "task": rng.permutation(n_tasks),
-                    "latency": latency,
-                    "task_start": start,
-                    "task_end": end,
-                    "is_straggler": latency >= threshold,
-                    "evaluated": rng.random(n_tasks) < 0.85 if n else True,
-                    "flagged": flagged,
-                    "flag_time": np.where(flagged, flag, np.nan),
-                }
-            )
+            evaluated = rng.random(n_tasks) < 0.85 if n else True
+            frame = task_frame(
+                dataset, method, job_id, rng.permutation(n_tasks), start, latency, threshold,
+                evaluated, flagged, flag,
+            )  # fmt: skip
             if kind == "attempts":
                 chosen = flagged & (rng.random(n_tasks) < 0.5)
                 frame["resume_attempts"] = np.where(chosen, rng.integers(1, 4, n_tasks), np.nan)
@@ -99,40 +90,22 @@ def method_tables(rng, dataset, method, family, kind):
                     frame[column] = frame[column].astype("boolean")
             tasks.append(frame)
         jobs.append(
-            {
-                "dataset": dataset,
-                "method": method,
-                "family": family,
-                "privileged": method == "Oracle",
-                "job_id": job_id,
-                "status": status,
-                "reason": "" if status == "ok" else "it broke",
-                "seconds": float(rng.uniform(0, 2)),
-                "n_checkpoints": 3,
-                "straggler_threshold": threshold,
-                "job_start": float(start.min()),
-                "job_end": float(end.max()),
-                "prediction_start": 0.0,
-            }
+            job_record(
+                dataset,
+                method,
+                family,
+                job_id,
+                status,
+                threshold,
+                start,
+                end,
+                privileged=method == "Oracle",
+                reason="" if status == "ok" else "it broke",
+                seconds=float(rng.uniform(0, 2)),
+            )  # fmt: skip
         )
     if not tasks:  # the replay writes an empty table with the task columns
-        tasks = [
-            pd.DataFrame(
-                {
-                    "dataset": pd.Series(dtype=object),
-                    "method": pd.Series(dtype=object),
-                    "job_id": pd.Series(dtype=object),
-                    "task": pd.Series(dtype=np.int64),
-                    "latency": pd.Series(dtype=float),
-                    "task_start": pd.Series(dtype=float),
-                    "task_end": pd.Series(dtype=float),
-                    "is_straggler": pd.Series(dtype=bool),
-                    "evaluated": pd.Series(dtype=bool),
-                    "flagged": pd.Series(dtype=bool),
-                    "flag_time": pd.Series(dtype=float),
-                }
-            )
-        ]
+        tasks = [empty_tasks_frame()]
     return pd.concat(tasks, ignore_index=True), pd.DataFrame(jobs)
 
 
