@@ -249,41 +249,43 @@ def simulate_policies(
         free = np.maximum(capacity - running, 0)
         waiting = (flag_k <= k) & (f_end > c) & ~served_any
         served = waiting & (np.cumsum(np.where(waiting, need, 0), axis=1) <= free[:, None])
+        served_row = served.any(axis=1)
+        # a policy's rows are a block of the batch (in policy order, also after rows leave)
+        bounds = np.searchsorted(row_policy, np.arange(n_policies + 1))
         for p, policy in enumerate(policies):
-            if not served.any():
-                break
-            rows_served = served & (row_policy == p)[:, None]
-            if not rows_served.any():
+            lo, hi = bounds[p], bounds[p + 1]
+            if not served_row[lo:hi].any():
                 continue
             # the old per-policy formulas, on the served (row, task) cells only
-            draw = full[rows_served]
-            column = np.broadcast_to(np.arange(n_flagged), served.shape)[rows_served]
+            cells = served[lo:hi]
+            draw = full[lo:hi][cells]
             if policy == "relaunch":
                 new_end = c + draw
-                original_end[rows_served] = c
+                original_end[lo:hi][cells] = c
                 extra = draw
             elif policy == "copy":
-                new_end = np.minimum(f_end[column], c + draw)
-                original_end[rows_served] = new_end
+                new_end = np.minimum(np.broadcast_to(f_end, cells.shape)[cells], c + draw)
+                original_end[lo:hi][cells] = new_end
                 extra = new_end - c
             else:  # resume: remaining share of the work, fastest attempt kept
                 share = (f_end - c) / share_divisor
-                run = share[column] * draw
+                run = np.broadcast_to(share, cells.shape)[cells] * draw
                 new_end = c + run
-                original_end[rows_served] = c
+                original_end[lo:hi][cells] = c
                 lose = np.minimum(run, kill_delay)
-                extra = run + losers[rows_served] * lose
-                loser_end[rows_served] = c + lose
-            task_end_new[rows_served] = new_end
-            winner_end[rows_served] = new_end
-            extra_machine[rows_served] = extra
+                extra = run + losers[lo:hi][cells] * lose
+                loser_end[lo:hi][cells] = c + lose
+            task_end_new[lo:hi][cells] = new_end
+            winner_end[lo:hi][cells] = new_end
+            extra_machine[lo:hi][cells] = extra
         served_any |= served
         if k >= last_k:
             still_waiting = ((flag_k <= k) & (f_end > c + checkpoint_interval) & ~served_any).any(
                 axis=1
             )
+            bounds = np.searchsorted(row_policy, np.arange(n_policies + 1))
             for p in np.flatnonzero(~stopped):
-                if not still_waiting[row_policy == p].any():
+                if not still_waiting[bounds[p] : bounds[p + 1]].any():
                     stopped[p] = True
             # rows of a stopped policy, and rows where no task can wait at a later checkpoint
             c_next = grid_origin + (k + 1) * checkpoint_interval
