@@ -658,7 +658,10 @@ def _frame_of_jobs(
             tiled = pd.arrays.IntegerArray(tiled, np.tile(row_keys["machines_na"], n_blocks))
         frame[name] = tiled
     for name, blocks in columns.items():
-        frame[name] = np.concatenate([np.broadcast_to(b, (size,)) for b in blocks])
+        if all(np.ndim(b) == 0 for b in blocks):  # one value per block: one concatenation
+            frame[name] = np.repeat(np.concatenate([np.reshape(b, 1) for b in blocks]), size)
+        else:
+            frame[name] = np.concatenate([np.broadcast_to(b, (size,)) for b in blocks])
     return pd.DataFrame(frame)
 
 
