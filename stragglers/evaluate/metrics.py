@@ -242,8 +242,14 @@ def _key_codes(
     return task_key, job_key, size
 
 
+def _sorted_unique(keys: np.ndarray) -> np.ndarray:
+    # a sort, not np.unique: numpy's hashing unique of integers is far slower
+    keys = np.sort(keys)
+    return keys[np.concatenate([keys[:1] == keys[:1], keys[1:] != keys[:-1]])]
+
+
 def _distinct(keys: np.ndarray) -> bool:
-    return np.unique(keys).size == keys.size
+    return _sorted_unique(keys).size == keys.size
 
 
 def _predictions_pass(tasks: pd.DataFrame, jobs: pd.DataFrame) -> bool:
@@ -286,7 +292,7 @@ def _predictions_pass(tasks: pd.DataFrame, jobs: pd.DataFrame) -> bool:
     pair = _key_codes(jobs, jobs, ["dataset", "method"])[0]
     for column in ("family", "privileged"):
         codes, uniques = pd.factorize(jobs[column].to_numpy(object))
-        counted = np.unique(pair[codes >= 0] * (len(uniques) + 1) + codes[codes >= 0])
+        counted = _sorted_unique(pair[codes >= 0] * (len(uniques) + 1) + codes[codes >= 0])
         if not _distinct(counted // (len(uniques) + 1)):
             return False
     # every task row's job is in the jobs table and ran ok; every ok job has task rows

@@ -357,7 +357,8 @@ def _limited_jcts(
     original_end = np.broadcast_to(f_end, (n_rows, n_flagged)).copy()  # becomes c when killed
     copy_end = np.full((n_rows, n_flagged), -np.inf)  # relaunched copy's end
     relaunched = np.zeros((n_rows, n_flagged), dtype=bool)
-    flag_checkpoints = np.unique(flag_k)
+    # the distinct flag checkpoints, ascending (flag_k is sorted)
+    flag_checkpoints = flag_k[np.concatenate([[True], flag_k[1:] != flag_k[:-1]])]
     # After the last flag checkpoint a row with no task waiting never changes again: its end
     # is taken then and the row leaves the batch (`live`: the batch's rows' numbers).
     live = np.arange(n_rows)
