@@ -212,6 +212,108 @@ def _describe_rows(frame: pd.DataFrame, mask, columns: Sequence[str], limit: int
 
 def validate_predictions(tasks: pd.DataFrame, jobs: pd.DataFrame) -> None:
     """Raise ValueError naming the offending rows if the two tables disagree or break rules."""
+    if _predictions_pass(tasks, jobs):
+        return
+    _check_prediction_rows(tasks, jobs)
+
+
+def _key_codes(
+    tasks: pd.DataFrame, jobs: pd.DataFrame, columns: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """One int64 per row of each table numbering its values of `columns` (equal values,
+    equal numbers, in both tables) and how many numbers there can be; None when a value is
+    missing or a column's dtypes differ (pandas matches those its own ways, or refuses to)
+    or the numbers would not fit."""
+    task_key = np.zeros(len(tasks), dtype=np.int64)
+    job_key = np.zeros(len(jobs), dtype=np.int64)
+    size = 1
+    for column in columns:
+        if tasks[column].dtype != jobs[column].dtype:
+            return None
+        both = np.concatenate([tasks[column].to_numpy(object), jobs[column].to_numpy(object)])
+        if pd.isna(both).any():
+            return None
+        codes, uniques = pd.factorize(both)
+        size *= max(len(uniques), 1)
+        if size >= 2**62:
+            return None
+        task_key = task_key * len(uniques) + codes[: len(tasks)]
+        job_key = job_key * len(uniques) + codes[len(tasks) :]
+    return task_key, job_key, size
+
+
+def _sorted_unique(keys: np.ndarray) -> np.ndarray:
+    # a sort, not np.unique: numpy's hashing unique of integers is far slower
+    keys = np.sort(keys)
+    return keys[np.concatenate([keys[:1] == keys[:1], keys[1:] != keys[:-1]])]
+
+
+def _distinct(keys: np.ndarray) -> bool:
+    return _sorted_unique(keys).size == keys.size
+
+
+def _predictions_pass(tasks: pd.DataFrame, jobs: pd.DataFrame) -> bool:
+    """True only when every check of `_check_prediction_rows` passes, computed on arrays (the
+    keys numbered once, each task row's job found by a binary search, in place of pandas'
+    merges, duplicate searches and groupby); False when one may fail, then that check
+    names the rows."""
+    if any(c not in tasks for c in REQUIRED_TASK_COLUMNS) or any(
+        c not in jobs for c in REQUIRED_JOB_COLUMNS
+    ):
+        return False
+    status = jobs["status"].to_numpy(object)
+    ok, failed = status == "ok", status == "failed"
+    if not (ok | failed).all():
+        return False
+    keys = _key_codes(tasks, jobs, KEYS)
+    task_numbers = tasks["task"].to_numpy(object)
+    if keys is None or pd.isna(task_numbers).any():
+        return False
+    task_key, job_key, _ = keys
+    task_codes, task_uniques = pd.factorize(task_numbers)
+    if not _distinct(job_key) or not _distinct(task_key * len(task_uniques) + task_codes):
+        return False
+    for column in ("is_straggler", "evaluated", "flagged"):
+        values = tasks[column]
+        nullable_ok = isinstance(values.dtype, pd.BooleanDtype) and not values.isna().any()
+        if values.dtype != bool and not nullable_ok:
+            return False
+    if (tasks["flagged"].to_numpy() == tasks["flag_time"].isna().to_numpy()).any():
+        return False
+    if "resume_attempts" in tasks:
+        attempts = tasks["resume_attempts"].to_numpy(float)
+        chosen = ~np.isnan(attempts)
+        bad = chosen & (
+            ~tasks["flagged"].to_numpy(bool) | (attempts < 1) | (attempts != np.floor(attempts))
+        )
+        if bad.any():
+            return False
+    # at most one family and one privileged value (missing ones not counted) per method
+    pair = _key_codes(jobs, jobs, ["dataset", "method"])[0]
+    for column in ("family", "privileged"):
+        codes, uniques = pd.factorize(jobs[column].to_numpy(object))
+        counted = _sorted_unique(pair[codes >= 0] * (len(uniques) + 1) + codes[codes >= 0])
+        if not _distinct(counted // (len(uniques) + 1)):
+            return False
+    # every task row's job is in the jobs table and ran ok; every ok job has task rows
+    order = np.argsort(job_key, kind="stable")
+    position = np.searchsorted(job_key[order], task_key)
+    found = position < job_key.size
+    found[found] = job_key[order][position[found]] == task_key[found]
+    if not found.all():
+        return False
+    job_of_task = order[position]
+    has_tasks = np.zeros(len(jobs), dtype=bool)
+    has_tasks[job_of_task] = True
+    if failed[job_of_task].any() or (ok & ~has_tasks).any():
+        return False
+    threshold = jobs["straggler_threshold"].to_numpy(float)[job_of_task]
+    expected = tasks["latency"].to_numpy(float) >= threshold
+    return not (expected != tasks["is_straggler"].to_numpy()).any()
+
+
+def _check_prediction_rows(tasks: pd.DataFrame, jobs: pd.DataFrame) -> None:
+    """validate_predictions's checks one after the other, each naming the rows it fails on."""
     _require_columns(tasks, REQUIRED_TASK_COLUMNS, "tasks")
     _require_columns(jobs, REQUIRED_JOB_COLUMNS, "jobs")
 
@@ -309,6 +411,15 @@ def load_predictions(
     task_paths: Sequence[str], job_paths: Sequence[str]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Concatenate the replay's Parquet prediction files and check them."""
+    tasks, jobs = read_predictions(task_paths, job_paths)
+    validate_predictions(tasks, jobs)
+    return tasks, jobs
+
+
+def read_predictions(
+    task_paths: Sequence[str], job_paths: Sequence[str]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """`load_predictions` without the check."""
     if not task_paths or not job_paths:
         raise ValueError("load_predictions needs at least one tasks file and one jobs file")
     tasks = pd.concat([pd.read_parquet(p) for p in task_paths], ignore_index=True)
@@ -317,7 +428,6 @@ def load_predictions(
         for column in ("dataset", "method", "job_id"):
             if column in frame:
                 frame[column] = frame[column].astype(str)
-    validate_predictions(tasks, jobs)
     return tasks, jobs
 
 
@@ -419,6 +529,28 @@ def summary_table(
 # F1 over normalised time (Figures 2-3)
 
 
+def checked_n_points(n_points) -> int:
+    """`n_points` as an int; ValueError unless it is a positive integer."""
+    if int(n_points) != n_points or n_points < 1:
+        raise ValueError(f"n_points must be a positive integer, got {n_points!r}")
+    return int(n_points)
+
+
+def scored_spans(jobs: pd.DataFrame) -> pd.DataFrame:
+    """The jobs that ran ok: keys, family, privileged, job_start and job_end; ValueError
+    naming the rows whose job_end is not after job_start."""
+    spans = jobs.loc[
+        jobs["status"] == "ok", KEYS + ["family", "privileged", "job_start", "job_end"]
+    ]
+    bad_span = ~(spans["job_end"] > spans["job_start"])
+    if bad_span.any():
+        raise ValueError(
+            "jobs table: job_end must be after job_start: "
+            + _describe_rows(spans, bad_span, KEYS + ["job_start", "job_end"])
+        )
+    return spans
+
+
 def f1_over_time(
     tasks: pd.DataFrame, jobs: pd.DataFrame, n_points: int = 10, validated: bool = False
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -433,21 +565,11 @@ def f1_over_time(
     fn, tn, TPR, FPR, F1; mean has one row per (dataset, method, k) with the mean and std of
     F1 over jobs, mean TPR and FPR, and n_jobs. `validated` as in `job_metrics`.
     """
-    if int(n_points) != n_points or n_points < 1:
-        raise ValueError(f"n_points must be a positive integer, got {n_points!r}")
-    n_points = int(n_points)
+    n_points = checked_n_points(n_points)
     if not validated:
         validate_predictions(tasks, jobs)
     scored = tasks[tasks["evaluated"].to_numpy(bool)]
-    spans = jobs.loc[
-        jobs["status"] == "ok", KEYS + ["family", "privileged", "job_start", "job_end"]
-    ]
-    bad_span = ~(spans["job_end"] > spans["job_start"])
-    if bad_span.any():
-        raise ValueError(
-            "jobs table: job_end must be after job_start: "
-            + _describe_rows(spans, bad_span, KEYS + ["job_start", "job_end"])
-        )
+    spans = scored_spans(jobs)
     rows = scored[KEYS + ["is_straggler", "flag_time"]].merge(spans, on=KEYS, how="left")
 
     fractions = np.arange(1, n_points + 1) / n_points

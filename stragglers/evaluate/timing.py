@@ -9,15 +9,18 @@ flags").
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from stragglers.evaluate.metrics import (
+    checked_n_points,
     f1_over_time,
-    load_predictions,
     rates,
+    read_predictions,
+    scored_spans,
     sort_rows,
     validate_predictions,
 )
@@ -196,9 +199,7 @@ def lead_over_time(
     over jobs and the median lead over the pooled flagged stragglers of all jobs.
     `validated`, `scored` as in `flag_leads`.
     """
-    if int(n_points) != n_points or n_points < 1:
-        raise ValueError(f"n_points must be a positive integer, got {n_points!r}")
-    n_points = int(n_points)
+    n_points = checked_n_points(n_points)
     if not validated:
         validate_predictions(tasks, jobs)
     rows = (_scored_rows(tasks, jobs) if scored is None else scored).merge(
@@ -276,43 +277,146 @@ def lead_over_time(
     return per_job, mean
 
 
+# Prediction rows checked and scored in one batch at most (several methods' at the default
+# size, where a method's own pandas calls cost more than its rows; one method's at the full
+# size).
+BATCH_TASK_ROWS = 250_000
+
+
 def dataset_scores(
     task_files: list[str], job_files: list[str], n_points: int
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Every method's prediction files of one dataset scored, one method at a time (memory is
-    bounded by one method's predictions): per-job metrics with how early the flags came, F1
-    and lead over normalised time per job and their mean, and every flagged straggler's lead
-    (a method's files: those in its folder)."""
-    # the scoring function under another name: this module's `job_metrics` are its frames
-    from stragglers.evaluate.metrics import job_metrics as score_jobs
+    """Every method's prediction files of one dataset scored: per-job metrics with how early
+    the flags came, F1 and lead over normalised time per job and their mean, and every
+    flagged straggler's lead (a method's files: those in its folder); the frames of each
+    method's scores concatenated in the files' order.
 
+    The methods are read one at a time, then checked and scored in batches of at most
+    BATCH_TASK_ROWS prediction rows (or one method's), so memory is bounded by a batch; a
+    batch gives each method's rows as that method scored alone (`_batch_scores`), and
+    raises the error that reading, checking and scoring one method after the other raises
+    first (`_check_batch`)."""
     by_method: dict[str, tuple[list[str], list[str]]] = {}
     for path in task_files:
         by_method.setdefault(Path(path).parent.name, ([], []))[0].append(path)
     for path in job_files:
         by_method.setdefault(Path(path).parent.name, ([], []))[1].append(path)
-    metric_frames, per_job_frames, mean_frames, lead_frames = [], [], [], []
+    frames: tuple[list, list, list, list] = ([], [], [], [])
+    batch: list[tuple[pd.DataFrame, pd.DataFrame]] = []
+
+    def score_batch() -> None:
+        for found, scores in zip(frames, _batch_scores(batch, n_points), strict=True):
+            found.append(scores)
+        batch.clear()
+
     for method_tasks, method_jobs in by_method.values():
-        # validated once by load_predictions; the scored rows built once for the three
-        # timing scores
-        tasks, jobs = load_predictions(method_tasks, method_jobs)
-        scored = _scored_rows(tasks, jobs)
-        metric_frames.append(
-            score_jobs(tasks, jobs, validated=True).merge(
-                timing_job_metrics(tasks, jobs, validated=True, scored=scored),
-                on=KEYS,
-                how="left",
-            )
-        )
-        per_job, mean = f1_over_time(tasks, jobs, n_points=n_points, validated=True)
-        lead_per_job, lead_mean = lead_over_time(
-            tasks, jobs, n_points=n_points, validated=True, scored=scored
-        )
-        per_job_frames.append(per_job.merge(lead_per_job, on=[*KEYS, "k"], how="left"))
-        mean_frames.append(mean.merge(lead_mean, on=["dataset", "method", "k"], how="left"))
-        lead_frames.append(flag_leads(tasks, jobs, validated=True, scored=scored))
-        del tasks, jobs, scored
-    return tuple(
-        pd.concat(frames, ignore_index=True)
-        for frames in (metric_frames, per_job_frames, mean_frames, lead_frames)
+        # the batch is scored before a method that would not fit in it is read (its rows
+        # counted from the files' footers), so a batch of one method holds only its tables
+        if batch and (
+            sum(len(t) for t, _ in batch) + _parquet_rows(method_tasks) > BATCH_TASK_ROWS
+        ):
+            score_batch()
+        try:
+            tasks, jobs = read_predictions(method_tasks, method_jobs)
+        except Exception:
+            # the methods read before were checked before this one was read
+            _check_members(batch, n_points)
+            raise
+        batch.append((tasks, jobs))
+        del tasks, jobs
+    if batch:
+        score_batch()
+    return tuple(pd.concat(found, ignore_index=True) for found in frames)
+
+
+def _parquet_rows(paths: list[str]) -> float:
+    """The rows of Parquet files, from their footers; infinite when one cannot be read (its
+    error is left to reading it)."""
+    import pyarrow.parquet as pq
+
+    try:
+        return sum(pq.read_metadata(path).num_rows for path in paths)
+    except Exception:
+        return math.inf
+
+
+def _method_scores(
+    tasks: pd.DataFrame, jobs: pd.DataFrame, n_points: int
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """dataset_scores's four frames for checked prediction tables (`_check_members`)."""
+    # the scoring function under another name: this module's `job_metrics` are its frames
+    from stragglers.evaluate.metrics import job_metrics as score_jobs
+
+    # the scored rows built once for the three timing scores
+    scored = _scored_rows(tasks, jobs)
+    metrics = score_jobs(tasks, jobs, validated=True).merge(
+        timing_job_metrics(tasks, jobs, validated=True, scored=scored), on=KEYS, how="left"
     )
+    per_job, mean = f1_over_time(tasks, jobs, n_points=n_points, validated=True)
+    lead_per_job, lead_mean = lead_over_time(
+        tasks, jobs, n_points=n_points, validated=True, scored=scored
+    )
+    return (
+        metrics,
+        per_job.merge(lead_per_job, on=[*KEYS, "k"], how="left"),
+        mean.merge(lead_mean, on=["dataset", "method", "k"], how="left"),
+        flag_leads(tasks, jobs, validated=True, scored=scored),
+    )
+
+
+def _check_members(batch: list[tuple[pd.DataFrame, pd.DataFrame]], n_points: int) -> None:
+    """The checks of each method's tables, one method after the other: what scoring each
+    method as soon as it was read checked (its predictions, then the number of points and
+    the jobs' spans of f1_over_time)."""
+    for tasks, jobs in batch:
+        validate_predictions(tasks, jobs)
+        checked_n_points(n_points)
+        scored_spans(jobs)
+
+
+def _method_places(batch: list[tuple[pd.DataFrame, pd.DataFrame]]) -> dict[str, int] | None:
+    """Each method's place in `batch` when the batch's tables can be checked and scored
+    together: one dataset, and no method in two members (not in their tasks nor in their
+    jobs, so no row of one member can meet a row of another); None otherwise."""
+    if len(batch) < 2:
+        return None
+    places: dict[str, int] = {}
+    datasets: set = set()
+    for place, (tasks, jobs) in enumerate(batch):
+        for frame in (tasks, jobs):
+            datasets.update(pd.unique(frame["dataset"]))
+            for method in pd.unique(frame["method"]):
+                if places.setdefault(method, place) != place:
+                    return None
+    return places if len(datasets) == 1 else None
+
+
+def _batch_scores(
+    batch: list[tuple[pd.DataFrame, pd.DataFrame]], n_points: int
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """`_method_scores` of each (tasks, jobs) of `batch`, checked (`_check_members`),
+    concatenated; computed on the tables concatenated when `_method_places` allows it.
+
+    Then every check and score is per row, per job or per (dataset, method), so the
+    concatenated tables pass the checks exactly when every member passes them (if not, the
+    members are checked one after the other for the error raised first), and each output
+    is ordered by `sort_rows` or by first appearance: each method's rows come out as scored
+    alone once put back in the methods' order (a stable sort by the method's place)."""
+    places = _method_places(batch)
+    if places is not None:
+        tasks = pd.concat([t for t, _ in batch], ignore_index=True)
+        jobs = pd.concat([j for _, j in batch], ignore_index=True)
+        try:
+            _check_members([(tasks, jobs)], n_points)
+        except ValueError:
+            places = None
+    if places is None:
+        _check_members(batch, n_points)
+        scores = [_method_scores(tasks, jobs, n_points) for tasks, jobs in batch]
+        return tuple(pd.concat(found, ignore_index=True) for found in zip(*scores, strict=True))
+
+    def in_method_order(frame: pd.DataFrame) -> pd.DataFrame:
+        place = frame["method"].map(places).to_numpy()
+        return frame.take(np.argsort(place, kind="stable")).reset_index(drop=True)
+
+    return tuple(in_method_order(frame) for frame in _method_scores(tasks, jobs, n_points))

@@ -208,6 +208,14 @@ def jct_reduction(jct_base: float, jct_mitigated: np.ndarray) -> np.ndarray:
     return (jct_base - jct_mitigated) / jct_base
 
 
+def _unlimited_end(start, end, flag, flagged, repl, relaunch_from) -> np.ndarray:
+    """Algorithm 2's mitigated job end per repeat, on validated arrays."""
+    # Flagged tasks end at flag (or start) + replacement; the killed copy's end no longer counts.
+    origin = np.where(flagged, flag, 0.0) if relaunch_from == "flag" else start
+    new_end = np.where(flagged, origin + repl, end)  # (n_repeats, n_tasks)
+    return new_end.max(axis=1)
+
+
 def mitigated_jct_unlimited(
     task_start: np.ndarray,
     task_end: np.ndarray,
@@ -226,10 +234,24 @@ def mitigated_jct_unlimited(
     _validate_relaunch_from(relaunch_from, job_id)
     first_start = start.min()
     jct_base = float(end.max() - first_start)
-    # Flagged tasks end at flag (or start) + replacement; the killed copy's end no longer counts.
-    origin = np.where(flagged, flag, 0.0) if relaunch_from == "flag" else start
-    new_end = np.where(flagged, origin + repl, end)  # (n_repeats, n_tasks)
-    return jct_base, new_end.max(axis=1) - first_start
+    return jct_base, _unlimited_end(start, end, flag, flagged, repl, relaunch_from) - first_start
+
+
+def _validate_grid(grid_origin, checkpoint_interval, job_id) -> tuple[float, float]:
+    if not (
+        isinstance(checkpoint_interval, (int, float, np.number))
+        and checkpoint_interval > 0
+        and math.isfinite(checkpoint_interval)
+    ):
+        raise ValueError(
+            f"{_where(job_id)}checkpoint_interval must be a finite number > 0, "
+            f"got {checkpoint_interval!r}"
+        )
+    if not (isinstance(grid_origin, (int, float, np.number)) and math.isfinite(grid_origin)):
+        raise ValueError(
+            f"{_where(job_id)}grid_origin must be a finite number, got {grid_origin!r}"
+        )
+    return float(grid_origin), float(checkpoint_interval)
 
 
 def mitigated_jct_limited(
@@ -257,30 +279,51 @@ def mitigated_jct_limited(
     )
     _validate_relaunch_from(relaunch_from, job_id)
     capacity_per_setting = _validate_machines(machines, job_id)
-    if not (
-        isinstance(checkpoint_interval, (int, float, np.number))
-        and checkpoint_interval > 0
-        and math.isfinite(checkpoint_interval)
-    ):
-        raise ValueError(
-            f"{_where(job_id)}checkpoint_interval must be a finite number > 0, "
-            f"got {checkpoint_interval!r}"
-        )
-    if not (isinstance(grid_origin, (int, float, np.number)) and math.isfinite(grid_origin)):
-        raise ValueError(
-            f"{_where(job_id)}grid_origin must be a finite number, got {grid_origin!r}"
-        )
-    grid_origin = float(grid_origin)
-    checkpoint_interval = float(checkpoint_interval)
+    grid_origin, checkpoint_interval = _validate_grid(grid_origin, checkpoint_interval, job_id)
+    jct_base = float(end.max() - start.min())
+    (limited,) = _limited_jcts(
+        start,
+        end,
+        flag,
+        flagged,
+        [repl],
+        [relaunch_from],
+        capacity_per_setting,
+        grid_origin,
+        checkpoint_interval,
+        job_id,
+    )
+    return jct_base, limited
 
-    n_repeats = repl.shape[0]
+
+def _limited_jcts(
+    start: np.ndarray,
+    end: np.ndarray,
+    flag: np.ndarray,
+    flagged: np.ndarray,
+    replacements: Sequence[np.ndarray],
+    relaunch_froms: Sequence[str],
+    capacity_per_setting: np.ndarray,
+    grid_origin: float,
+    checkpoint_interval: float,
+    job_id,
+) -> list[np.ndarray]:
+    """Algorithm 3 on validated arrays for several readings of one job at once (one
+    replacement and relaunch_from each, the same number of repeats): per reading,
+    jct_mitigated of shape (n_settings, n_repeats).
+
+    Every (reading, machine count, repeat) is a row of one batch. Rows never interact: a row
+    changes only at the checkpoints its own loop would visit, and at the others the loop
+    visits for other rows nothing changes in it (no machine frees, no task joins the queue),
+    so each row ends as simulated alone."""
+    n_repeats = replacements[0].shape[0]
     n_settings = capacity_per_setting.size
     first_start = start.min()
     jct_base = float(end.max() - first_start)
     if n_settings == 0:
-        return jct_base, np.empty((0, n_repeats))
+        return [np.empty((0, n_repeats)) for _ in replacements]
     if not flagged.any():
-        return jct_base, np.full((n_settings, n_repeats), jct_base)
+        return [np.full((n_settings, n_repeats), jct_base) for _ in replacements]
 
     # Flagged tasks as columns, in service order: flag checkpoint, then task position.
     positions = np.flatnonzero(flagged)
@@ -290,9 +333,21 @@ def mitigated_jct_limited(
     f_start, f_end = start[positions], end[positions]
     n_flagged = positions.size
 
-    # Rows: (machine count, repeat) pairs, machine-count major.
-    capacity = np.repeat(capacity_per_setting, n_repeats)  # (B,)
-    f_repl = np.tile(repl[:, positions], (n_settings, 1))  # (B, K)
+    # Rows: (reading, machine count, repeat), reading major, then machine-count major.
+    n_readings = len(replacements)
+    capacity = np.tile(np.repeat(capacity_per_setting, n_repeats), n_readings)  # (B,)
+    f_repl = np.concatenate(
+        [np.tile(repl[:, positions], (n_settings, 1)) for repl in replacements]
+    )  # (B, K)
+    from_flag = [relaunch_from == "flag" for relaunch_from in relaunch_froms]
+    if all(from_flag) or not any(from_flag):
+        copy_origin = None  # every row alike: c, or the task's start
+    else:  # per row: c (nan here, filled per checkpoint) or the task's start
+        copy_origin = np.concatenate(
+            [np.broadcast_to(np.nan if f else f_start, (n_settings * n_repeats, n_flagged))
+             for f in from_flag]
+        )  # fmt: skip
+        row_from_flag = np.repeat(from_flag, n_settings * n_repeats)
     n_rows = capacity.size
 
     # Unflagged tasks run exactly as in the trace in every row: count them with sorted times.
@@ -302,7 +357,12 @@ def mitigated_jct_limited(
     original_end = np.broadcast_to(f_end, (n_rows, n_flagged)).copy()  # becomes c when killed
     copy_end = np.full((n_rows, n_flagged), -np.inf)  # relaunched copy's end
     relaunched = np.zeros((n_rows, n_flagged), dtype=bool)
-    flag_checkpoints = np.unique(flag_k)
+    # the distinct flag checkpoints, ascending (flag_k is sorted)
+    flag_checkpoints = flag_k[np.concatenate([[True], flag_k[1:] != flag_k[:-1]])]
+    # After the last flag checkpoint a row with no task waiting never changes again: its end
+    # is taken then and the row leaves the batch (`live`: the batch's rows' numbers).
+    live = np.arange(n_rows)
+    final_end = np.empty(n_rows)
 
     k = int(flag_checkpoints[0])
     while True:
@@ -317,10 +377,14 @@ def mitigated_jct_limited(
         served = waiting & (np.cumsum(waiting, axis=1) <= free[:, None])
         if served.any():
             original_end[served] = c
-            if relaunch_from == "flag":
-                copy_end[served] = c + f_repl[served]
+            if copy_origin is None:
+                if from_flag[0]:
+                    copy_end[served] = c + f_repl[served]
+                else:
+                    copy_end[served] = (f_start[None, :] + f_repl)[served]
             else:
-                copy_end[served] = (f_start[None, :] + f_repl)[served]
+                copy_origin[row_from_flag] = c
+                copy_end[served] = (copy_origin + f_repl)[served]
             relaunched |= served
 
         # Next checkpoint where some row can change.
@@ -329,6 +393,20 @@ def mitigated_jct_limited(
         if later < flag_checkpoints.size:
             candidates.append(int(flag_checkpoints[later]))
         rows_waiting = (waiting & ~served).any(axis=1)
+        if not candidates and not rows_waiting.all():
+            done = ~rows_waiting
+            final_end[live[done]] = np.where(relaunched[done], copy_end[done], f_end).max(axis=1)
+            live, capacity, f_repl = (
+                live[rows_waiting],
+                capacity[rows_waiting],
+                f_repl[rows_waiting],
+            )
+            original_end, copy_end = original_end[rows_waiting], copy_end[rows_waiting]
+            relaunched, served = relaunched[rows_waiting], served[rows_waiting]
+            if copy_origin is not None:
+                copy_origin = copy_origin[rows_waiting]
+                row_from_flag = row_from_flag[rows_waiting]
+            rows_waiting = rows_waiting[rows_waiting]
         if (rows_waiting & served.any(axis=1)).any():
             # Serving gives back the killed originals' machines from the next checkpoint.
             candidates.append(k + 1)
@@ -351,10 +429,12 @@ def mitigated_jct_limited(
             break
         k = min(candidates)
 
-    final_end = np.where(relaunched, copy_end, f_end).max(axis=1)  # (B,)
+    if live.size:
+        final_end[live] = np.where(relaunched, copy_end, f_end).max(axis=1)
     if u_end.size:
         final_end = np.maximum(final_end, u_end[-1])
-    return jct_base, (final_end - first_start).reshape(n_settings, n_repeats)
+    per_reading = (final_end - first_start).reshape(n_readings, n_settings, n_repeats)
+    return list(per_reading)
 
 
 # ----------------------------------------------------------------------------- reductions
@@ -422,22 +502,79 @@ def job_jcts(
     """Both algorithms for one job: (jct_base, jct_mitigated of shape (n_repeats * (1 +
     len(machines)),)), Algorithm 2's repeats first, then Algorithm 3's, machine-count major:
     the values of `simulate_job`'s rows."""
-    machines = list(machines)
-    jct_base, unlimited = mitigated_jct_unlimited(
-        task_start, task_end, flag_time, replacement, job_id=job_id, relaunch_from=relaunch_from
-    )
-    _, limited = mitigated_jct_limited(
+    jct_base, (mitigated,) = readings_jcts(
         task_start,
         task_end,
         flag_time,
-        replacement,
-        machines,
+        [replacement],
+        [relaunch_from],
+        grid_origin=grid_origin,
+        machines=machines,
+        checkpoint_interval=checkpoint_interval,
+        job_id=job_id,
+    )
+    return jct_base, mitigated
+
+
+def readings_jcts(
+    task_start: np.ndarray,
+    task_end: np.ndarray,
+    flag_time: np.ndarray,
+    replacements: Sequence[np.ndarray],
+    relaunch_froms: Sequence[str],
+    *,
+    grid_origin: float,
+    machines: Sequence[int] = DEFAULT_MACHINES,
+    checkpoint_interval: float = CHECKPOINT_INTERVAL,
+    job_id: str | None = None,
+) -> tuple[float, list[np.ndarray]]:
+    """`job_jcts` of one job under several readings of the relaunch (a replacement and a
+    relaunch_from each): (jct_base, per reading job_jcts's jct_mitigated). The inputs are
+    checked once per reading and Algorithm 3 runs the readings in one batch
+    (`_limited_jcts`); the errors and values are those of `job_jcts` called per reading."""
+    if len(replacements) != len(relaunch_froms) or not replacements:
+        raise ValueError(
+            f"{_where(job_id)}need one relaunch_from per replacement, at least one; got "
+            f"{len(replacements)} and {len(relaunch_froms)}"
+        )
+    checked = []
+    for n, (replacement, relaunch_from) in enumerate(zip(replacements, relaunch_froms)):
+        start, end, flag, flagged, repl = _validate_job(
+            task_start, task_end, flag_time, replacement, job_id
+        )
+        _validate_relaunch_from(relaunch_from, job_id)
+        checked.append(repl)
+        if n == 0:  # job_jcts's order: the first reading's checks, then the machines'
+            capacity_per_setting = _validate_machines(machines, job_id)
+            grid_origin, checkpoint_interval = _validate_grid(
+                grid_origin, checkpoint_interval, job_id
+            )
+    n_repeats = {repl.shape[0] for repl in checked}
+    if len(n_repeats) > 1:
+        raise ValueError(f"{_where(job_id)}replacements differ in repeats: {sorted(n_repeats)}")
+    first_start = start.min()
+    jct_base = float(end.max() - first_start)
+    limited = _limited_jcts(
+        start,
+        end,
+        flag,
+        flagged,
+        checked,
+        relaunch_froms,
+        capacity_per_setting,
         grid_origin,
         checkpoint_interval,
-        job_id=job_id,
-        relaunch_from=relaunch_from,
+        job_id,
     )
-    return jct_base, np.concatenate([unlimited, limited.ravel()])
+    return jct_base, [
+        np.concatenate(
+            [
+                _unlimited_end(start, end, flag, flagged, repl, relaunch_from) - first_start,
+                per_setting.ravel(),
+            ]
+        )  # fmt: skip
+        for repl, relaunch_from, per_setting in zip(checked, relaunch_froms, limited, strict=True)
+    ]
 
 
 def _job_row_keys(machines: Sequence[int], n_repeats: int) -> dict[str, np.ndarray]:
@@ -522,7 +659,10 @@ def _frame_of_jobs(
             tiled = pd.arrays.IntegerArray(tiled, np.tile(row_keys["machines_na"], n_blocks))
         frame[name] = tiled
     for name, blocks in columns.items():
-        frame[name] = np.concatenate([np.broadcast_to(b, (size,)) for b in blocks])
+        if all(np.ndim(b) == 0 for b in blocks):  # one value per block: one concatenation
+            frame[name] = np.repeat(np.concatenate([np.reshape(b, 1) for b in blocks]), size)
+        else:
+            frame[name] = np.concatenate([np.broadcast_to(b, (size,)) for b in blocks])
     return pd.DataFrame(frame)
 
 
@@ -544,6 +684,8 @@ def simulate_jobs(
     (a frame per job and reading cost more than the simulation at the default size)."""
     relaunch_reading(relaunch)  # an unknown setting stops here, named
     readings = [relaunch] + [r for r in RELAUNCH_READINGS if r != relaunch]
+    relaunch_froms = [relaunch_reading(r)[0] for r in readings]
+    pools = [relaunch_reading(r)[1] for r in readings]
     machines = list(machines)
     latency_all = tasks["latency"].to_numpy(float)
     start_all = tasks["task_start"].to_numpy(float)
@@ -558,19 +700,32 @@ def simulate_jobs(
         latency = latency_all[rows]
         start, end, flag = start_all[rows], end_all[rows], flag_all[rows]
         uniforms = replacement_uniforms(str(job_id), len(latency), repeats, seed)
-        for reading in readings:
-            relaunch_from, pool = relaunch_reading(reading)
-            jct_base, jct_mitigated = job_jcts(
-                start,
-                end,
-                flag,
-                replacement_durations(draw_pool(latency, straggler_all[rows], pool), uniforms),
-                grid_origin=grid_origin,
-                machines=machines,
-                checkpoint_interval=checkpoint_interval,
-                job_id=str(job_id),
-                relaunch_from=relaunch_from,
-            )
+        settings = dict(
+            grid_origin=grid_origin,
+            machines=machines,
+            checkpoint_interval=checkpoint_interval,
+            job_id=str(job_id),
+        )
+        # one draw per pool: the readings drawing from the same latencies share it
+        draws: dict[str, np.ndarray] = {}
+        for pool in pools:
+            if pool in draws:
+                continue
+            try:
+                draws[pool] = replacement_durations(
+                    draw_pool(latency, straggler_all[rows], pool), uniforms
+                )
+            except ValueError:
+                if draws:  # a reading per call raised the first reading's input errors first
+                    job_jcts(
+                        start, end, flag, draws[pools[0]], relaunch_from=relaunch_froms[0],
+                        **settings,
+                    )  # fmt: skip
+                raise
+        jct_base, per_reading = readings_jcts(
+            start, end, flag, [draws[pool] for pool in pools], relaunch_froms, **settings
+        )
+        for reading, jct_mitigated in zip(readings, per_reading, strict=True):
             ids.append((dataset, method, str(job_id)))
             columns["jct_base"].append(jct_base)
             columns["jct_mitigated"].append(jct_mitigated)

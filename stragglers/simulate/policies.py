@@ -87,41 +87,92 @@ def simulate_policy(
     relaunch and copy use attempt 0. ``resume_attempts``: r + 1 per task (int or array),
     at most n_attempts. ``machines``: ints, or None for unlimited.
     """
-    if policy not in POLICIES:
-        raise ValueError(f"unknown policy {policy!r}; known: {list(POLICIES)}")
-    where = f"job {job_id!r}: " if job_id is not None else ""
-    durations = np.asarray(durations, dtype=np.float64)
-    if durations.ndim != 3:
-        raise ValueError(
-            f"{where}durations must have shape (attempts, repeats, tasks), got {durations.shape}"
-        )
-    start, end, flag, flagged, _ = _validate_job(
-        task_start, task_end, flag_time, durations[0], job_id
+    (result,) = simulate_policies(
+        [policy],
+        task_start,
+        task_end,
+        flag_time,
+        durations,
+        machines=machines,
+        grid_origin=grid_origin,
+        checkpoint_interval=checkpoint_interval,
+        resume_attempts=resume_attempts,
+        kill_delay=kill_delay,
+        job_id=job_id,
     )
-    n_attempts, n_repeats, _ = durations.shape
-    attempts = np.broadcast_to(np.asarray(resume_attempts, dtype=np.int64), start.shape)
-    if policy == "resume" and np.any(flagged & ((attempts < 1) | (attempts > n_attempts))):
-        raise ValueError(f"{where}resume_attempts must lie in 1..{n_attempts} for flagged tasks")
-    if kill_delay is None:
-        kill_delay = checkpoint_interval
-    if not (kill_delay >= 0 and math.isfinite(kill_delay)):
-        raise ValueError(f"{where}kill_delay must be a finite number >= 0, got {kill_delay!r}")
-    settings = []
-    for m in machines:
-        if m is None:
-            settings.append(_UNLIMITED)
-        elif isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 0:
-            raise ValueError(f"{where}machines must be ints >= 0 or None, got {m!r}")
-        else:
-            settings.append(int(m))
+    return result
+
+
+def simulate_policies(
+    policies: Sequence[str],
+    task_start: np.ndarray,
+    task_end: np.ndarray,
+    flag_time: np.ndarray,
+    durations: np.ndarray,
+    *,
+    machines: Sequence[int | None] = (None,),
+    grid_origin: float = 0.0,
+    checkpoint_interval: float = CHECKPOINT_INTERVAL,
+    resume_attempts: np.ndarray | int = 2,
+    kill_delay: float | None = None,
+    job_id: str | None = None,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """`simulate_policy` for each of `policies`, in one batch: the same values, and the
+    same error as `simulate_policy` called per policy in this order raises first.
+
+    Every (policy, machine count, repeat) is a row; rows never interact, and a policy's rows
+    stop changing at the checkpoint where its own loop would stop."""
+    where = f"job {job_id!r}: " if job_id is not None else ""
+    attempts = None
+    for n, policy in enumerate(policies):
+        if policy not in POLICIES:
+            raise ValueError(f"unknown policy {policy!r}; known: {list(POLICIES)}")
+        if n == 0:  # the checks every policy makes, in simulate_policy's order
+            durations = np.asarray(durations, dtype=np.float64)
+            if durations.ndim != 3:
+                raise ValueError(
+                    f"{where}durations must have shape (attempts, repeats, tasks), "
+                    f"got {durations.shape}"
+                )
+            start, end, flag, flagged, _ = _validate_job(
+                task_start, task_end, flag_time, durations[0], job_id
+            )
+            n_attempts, n_repeats, _ = durations.shape
+            attempts = np.broadcast_to(np.asarray(resume_attempts, dtype=np.int64), start.shape)
+        if policy == "resume" and np.any(flagged & ((attempts < 1) | (attempts > n_attempts))):
+            raise ValueError(
+                f"{where}resume_attempts must lie in 1..{n_attempts} for flagged tasks"
+            )
+        if n == 0:
+            if kill_delay is None:
+                kill_delay = checkpoint_interval
+            if not (kill_delay >= 0 and math.isfinite(kill_delay)):
+                raise ValueError(
+                    f"{where}kill_delay must be a finite number >= 0, got {kill_delay!r}"
+                )
+            settings = []
+            for m in machines:
+                if m is None:
+                    settings.append(_UNLIMITED)
+                elif isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 0:
+                    raise ValueError(f"{where}machines must be ints >= 0 or None, got {m!r}")
+                else:
+                    settings.append(int(m))
+    if not policies:
+        return []
     capacity_per_setting = np.asarray(settings, dtype=np.int64)
     n_settings = capacity_per_setting.size
     first_start = start.min()
     latency = end - start
     base_machine = float(latency.sum())
     if not flagged.any() or n_settings == 0:
-        jct = np.full((n_settings, n_repeats), end.max() - first_start)
-        return jct, np.full((n_settings, n_repeats), base_machine)
+        return [
+            (
+                np.full((n_settings, n_repeats), end.max() - first_start),
+                np.full((n_settings, n_repeats), base_machine),
+            )
+            for _ in policies
+        ]
 
     positions = np.flatnonzero(flagged)
     flag_k = _grid_index(flag[positions], grid_origin, checkpoint_interval, job_id)
@@ -129,18 +180,29 @@ def simulate_policy(
     positions, flag_k = positions[order], flag_k[order]
     f_start, f_end, f_latency = start[positions], end[positions], latency[positions]
     n_flagged = positions.size
-    capacity = np.repeat(capacity_per_setting, n_repeats)  # rows: (setting, repeat)
-    n_rows = capacity.size
-    full = np.tile(durations[0][:, positions], (n_settings, 1))  # (B, K) full draw
-    if policy == "resume":
-        # fastest of the first r+1 attempts, per task
-        prefix_min = np.minimum.accumulate(durations[:, :, positions], axis=0)  # (A, R, K)
-        fastest = prefix_min[attempts[positions] - 1, :, np.arange(n_flagged)].T  # (R, K)
-        full = np.tile(fastest, (n_settings, 1))
-        need = np.broadcast_to(attempts[positions], (n_rows, n_flagged))
-    else:
-        need = np.ones((n_rows, n_flagged), dtype=np.int64)
+    n_block = n_settings * n_repeats  # rows per policy: (setting, repeat)
+    full_draw = np.tile(durations[0][:, positions], (n_settings, 1))  # (n_block, K) full draw
+    fulls, needs = [], []
+    for policy in policies:
+        if policy == "resume":
+            # fastest of the first r+1 attempts, per task
+            prefix_min = np.minimum.accumulate(durations[:, :, positions], axis=0)  # (A, R, K)
+            fastest = prefix_min[attempts[positions] - 1, :, np.arange(n_flagged)].T  # (R, K)
+            fulls.append(np.tile(fastest, (n_settings, 1)))
+            needs.append(np.broadcast_to(attempts[positions], (n_block, n_flagged)))
+        else:
+            fulls.append(full_draw)
+            needs.append(np.ones((n_block, n_flagged), dtype=np.int64))
+    n_policies = len(policies)
+    full = np.concatenate(fulls)  # rows: (policy, setting, repeat)
+    need = np.concatenate(needs)
     losers = need - 1
+    any_losers = bool(losers.any())  # else their running copies add nothing
+    capacity = np.tile(np.repeat(capacity_per_setting, n_repeats), n_policies)
+    row_policy = np.repeat(np.arange(n_policies), n_block)
+    n_rows = capacity.size
+    if "resume" in policies:
+        share_divisor = np.where(f_latency > 0, f_latency, 1.0)
 
     u_start = np.sort(start[~flagged])
     u_end = np.sort(end[~flagged])
@@ -151,6 +213,28 @@ def simulate_policy(
     loser_end = np.full((n_rows, n_flagged), -np.inf)  # resume: losing attempts' end
     served_any = np.zeros((n_rows, n_flagged), dtype=bool)
     last_k = int(flag_k.max())
+    # A row whose policy's loop has stopped, or which can have no task waiting any more,
+    # never changes again: its sums are taken then and it leaves the batch (`live`: the
+    # batch's rows' numbers; `stopped`: the policies whose loop has stopped).
+    live = np.arange(n_rows)
+    stopped = np.zeros(n_policies, dtype=bool)
+    original_machine = np.empty(n_rows)
+    extra_sum = np.empty(n_rows)
+    final_end = np.empty(n_rows)
+
+    def retire(rows: np.ndarray) -> None:
+        nonlocal live, capacity, row_policy, full, need, losers
+        nonlocal original_end, task_end_new, extra_machine, winner_end, loser_end, served_any
+        ids = live[rows]
+        original_machine[ids] = (original_end[rows] - f_start).sum(axis=1)
+        extra_sum[ids] = extra_machine[rows].sum(axis=1)
+        final_end[ids] = task_end_new[rows].max(axis=1)
+        keep = ~rows
+        live, capacity, row_policy = live[keep], capacity[keep], row_policy[keep]
+        full, need, losers = full[keep], need[keep], losers[keep]
+        original_end, task_end_new = original_end[keep], task_end_new[keep]
+        extra_machine, winner_end = extra_machine[keep], winner_end[keep]
+        loser_end, served_any = loser_end[keep], served_any[keep]
 
     k = int(flag_k[0])
     while True:
@@ -159,44 +243,66 @@ def simulate_policy(
             int(np.searchsorted(u_start, c, "right") - np.searchsorted(u_end, c, "right"))
             + ((f_start <= c) & (c < original_end)).sum(axis=1)
             + (winner_end > c).sum(axis=1)
-            + np.where(loser_end > c, losers, 0).sum(axis=1)
         )
+        if any_losers:
+            running += np.where(loser_end > c, losers, 0).sum(axis=1)
         free = np.maximum(capacity - running, 0)
         waiting = (flag_k <= k) & (f_end > c) & ~served_any
         served = waiting & (np.cumsum(np.where(waiting, need, 0), axis=1) <= free[:, None])
-        if served.any():
+        served_row = served.any(axis=1)
+        # a policy's rows are a block of the batch (in policy order, also after rows leave)
+        bounds = np.searchsorted(row_policy, np.arange(n_policies + 1))
+        for p, policy in enumerate(policies):
+            lo, hi = bounds[p], bounds[p + 1]
+            if not served_row[lo:hi].any():
+                continue
+            # the old per-policy formulas, on the served (row, task) cells only
+            cells = served[lo:hi]
+            draw = full[lo:hi][cells]
             if policy == "relaunch":
-                new_end = c + full
-                original_end = np.where(served, c, original_end)
-                extra = full
+                new_end = c + draw
+                original_end[lo:hi][cells] = c
+                extra = draw
             elif policy == "copy":
-                new_end = np.minimum(f_end, c + full)
-                original_end = np.where(served, new_end, original_end)
+                new_end = np.minimum(np.broadcast_to(f_end, cells.shape)[cells], c + draw)
+                original_end[lo:hi][cells] = new_end
                 extra = new_end - c
             else:  # resume: remaining share of the work, fastest attempt kept
-                share = (f_end - c) / np.where(f_latency > 0, f_latency, 1.0)
-                run = share * full
+                share = (f_end - c) / share_divisor
+                run = np.broadcast_to(share, cells.shape)[cells] * draw
                 new_end = c + run
-                original_end = np.where(served, c, original_end)
+                original_end[lo:hi][cells] = c
                 lose = np.minimum(run, kill_delay)
-                extra = run + losers * lose
-                loser_end = np.where(served, c + lose, loser_end)
-            task_end_new = np.where(served, new_end, task_end_new)
-            winner_end = np.where(served, new_end, winner_end)
-            extra_machine = np.where(served, extra, extra_machine)
-            served_any |= served
-        still_waiting = (flag_k <= k) & (f_end > c + checkpoint_interval) & ~served_any
-        if k >= last_k and not still_waiting.any():
-            break
+                extra = run + losers[lo:hi][cells] * lose
+                loser_end[lo:hi][cells] = c + lose
+            task_end_new[lo:hi][cells] = new_end
+            winner_end[lo:hi][cells] = new_end
+            extra_machine[lo:hi][cells] = extra
+        served_any |= served
+        if k >= last_k:
+            still_waiting = ((flag_k <= k) & (f_end > c + checkpoint_interval) & ~served_any).any(
+                axis=1
+            )
+            bounds = np.searchsorted(row_policy, np.arange(n_policies + 1))
+            for p in np.flatnonzero(~stopped):
+                if not still_waiting[bounds[p] : bounds[p + 1]].any():
+                    stopped[p] = True
+            # rows of a stopped policy, and rows where no task can wait at a later checkpoint
+            c_next = grid_origin + (k + 1) * checkpoint_interval
+            can_wait = ((f_end > c_next) & ~served_any).any(axis=1)
+            done = stopped[row_policy] | ~can_wait
+            if done.any():
+                retire(done)
+            if stopped.all():
+                break
         k += 1
 
-    original_machine = (original_end - f_start).sum(axis=1)
-    machine = base_machine - f_latency.sum() + original_machine + extra_machine.sum(axis=1)
-    final_end = task_end_new.max(axis=1)
+    machine = base_machine - f_latency.sum() + original_machine + extra_sum
     if u_end.size:
         final_end = np.maximum(final_end, u_end[-1])
-    jct = (final_end - first_start).reshape(n_settings, n_repeats)
-    return jct, machine.reshape(n_settings, n_repeats)
+    jct = (final_end - first_start).reshape(n_policies, n_settings, n_repeats)
+    machine = machine.reshape(n_policies, n_settings, n_repeats)
+    return [(jct[p], machine[p]) for p in range(n_policies)]
 
 
 def job_policies(
@@ -227,20 +333,20 @@ def job_policies(
         "machine_time_base": float((end - start).sum()),
     }
     per_policy = []
-    for policy in policies:
-        jct, machine = simulate_policy(
-            policy,
-            start,
-            end,
-            flag_time,
-            durations,
-            machines=settings,
-            grid_origin=grid_origin,
-            checkpoint_interval=checkpoint_interval,
-            resume_attempts=resume_attempts,
-            kill_delay=kill_delay,
-            job_id=job_id,
-        )
+    simulated = simulate_policies(
+        policies,
+        start,
+        end,
+        flag_time,
+        durations,
+        machines=settings,
+        grid_origin=grid_origin,
+        checkpoint_interval=checkpoint_interval,
+        resume_attempts=resume_attempts,
+        kill_delay=kill_delay,
+        job_id=job_id,
+    )
+    for jct, machine in simulated:
         per_policy.append(
             {
                 "jct_mitigated": jct.ravel(),
