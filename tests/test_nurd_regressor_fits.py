@@ -229,3 +229,58 @@ def test_simultaneous_sort_equals_scikit_learn(case):
         np.testing.assert_array_equal(ours_samples[1 : n + 1], theirs_samples)
         assert ours_values[1 : n + 1].tobytes() == theirs_values.tobytes()
         assert (ours_samples[0], ours_samples[-1]) == (-1, -1)
+
+
+def tied_sort_inputs():
+    """sort_inputs and columns as real task usage has them: distinct values but a pair or a
+    few tied, long runs of one value among distinct ones, ties of both zeros."""
+    rng = np.random.default_rng(5)
+    inputs = list(sort_inputs())
+    for n in (16, 31, 80, 327, 700):
+        distinct = rng.permutation(n).astype(np.float32)
+        for n_tied in (1, 3, n // 10):
+            column = distinct.copy()
+            pairs = rng.choice(n, size=(n_tied, 2), replace=False)
+            column[pairs[:, 1]] = column[pairs[:, 0]]
+            inputs.append(column)
+        runs = distinct.copy()
+        runs[rng.random(n) < 0.6] = 0.0
+        inputs.append(runs)
+        zeros = distinct.copy()
+        zeros[rng.random(n) < 0.1] = -0.0
+        zeros[rng.random(n) < 0.1] = 0.0
+        inputs.append(zeros)
+    return inputs
+
+
+@pytest.mark.parametrize("case", range(len(tied_sort_inputs())))
+def test_replayed_tied_sort_equals_the_full_sort(case):
+    """The sort run on the tied segments only, with every other row put in its sorted
+    position, leaves the rows and values as the library's whole sort does, whatever sorted
+    order of the rows it starts from and wherever the node's rows sit."""
+    from stragglers.methods._boosting_kernel import _replay_tied_sort, simultaneous_sort
+
+    column = tied_sort_inputs()[case]
+    n = len(column)
+    if n == 0:
+        return
+    rng = np.random.default_rng(case)
+    # the node's rows among others: rows of the other features, positions 2..n+2
+    X = np.c_[rng.random(n + 3), np.r_[column, np.float32([7, 8, 9])]].astype(np.float32)
+    start, end = 2, n + 2
+    stable = np.argsort(column, kind="stable")
+    ties_reversed = np.lexsort((-np.arange(n), column))
+    for received in (np.arange(n), rng.permutation(n), rng.permutation(n), stable[::-1]):
+        full_samples = received.astype(np.int64)
+        full_values = column[received]
+        segments = np.empty((n // 2 + 2, 3), dtype=np.int64)
+        simultaneous_sort(full_values, full_samples, 0, n, segments)
+        for sorted_rows in (stable, ties_reversed):
+            order = np.r_[[n + 1, n + 2], sorted_rows, [n]].astype(np.int64)
+            samples = np.r_[[n + 1, n + 2], received, [n]].astype(np.int64)
+            values = np.full(n + 3, np.float32(5))
+            tie_count = np.zeros(n + 3, dtype=np.int64)
+            _replay_tied_sort(X, 1, order, samples, values, tie_count, start, end, segments)
+            np.testing.assert_array_equal(samples[start:end], full_samples)
+            assert values[start:end].tobytes() == full_values.tobytes()
+            assert samples[:start].tolist() == [n + 1, n + 2] and samples[end] == n

@@ -15,9 +15,11 @@ sorted order, the one the library's sort leaves. Where values tie, the library's
 tied rows decides the order of its sums, so its three-way introsort (`simultaneous_sort`, a
 port) is replayed, but only where that order matters (`_best_split`): for an exact search
 that rounding bounds cannot settle, and for the partition, whose order the children's sums
-follow. The covered settings: dense float32 rows without NaN, one output, every feature,
-integer leaf and split sizes, no leaf-count limit, no pruning, no monotonic constraints
-(`_gradient_boosting.py` decides). tests/test_nurd_regressor_fits.py compares the trees, the
+follow; and within such a sort only on the segments of its partitions that hold tied values
+(`sort_tied_segments`): a segment of distinct values ends in its one sorted order. The
+covered settings: dense float32 rows without NaN, one output, every feature, integer leaf and
+split sizes, no leaf-count limit, no pruning, no monotonic constraints (`_gradient_boosting.py`
+decides). tests/test_nurd_regressor_fits.py compares the trees, the
 training scores and the predictions with scikit-learn's.
 """
 
@@ -126,13 +128,32 @@ def _insertion_sort(values, samples, lo, n):
 @numba.njit(cache=True, nogil=True)
 def simultaneous_sort(values, samples, lo, n, segments):
     """`simultaneous_sort(..., use_three_way_partition=True)` of sklearn/utils/_sorting.pyx
-    on values[lo:lo+n] and samples alike: its introsort (median-of-three pivot, three-way
-    partition, heapsort past the depth limit, insertion sort for 15 or fewer), the segments
-    it recurses into kept in `segments` (rows of lo, n, depth left) instead of the call
-    stack; disjoint segments sort alike in any order."""
-    if n == 0:
+    on values[lo:lo+n] and samples alike: `sort_tied_segments` with every segment taken as
+    holding tied values, so every segment is sorted as the library sorts it."""
+    every_position = np.arange(lo + n)
+    sort_tied_segments(values, samples, lo, n, segments, every_position)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _holds_ties(tie_count, lo, n):
+    """Whether the sorted positions lo..lo+n-1 hold two equal values (`tie_count`: at each
+    position, how many positions up to it hold the value before them)."""
+    return n > 1 and tie_count[lo + n - 1] > tie_count[lo]
+
+
+@numba.njit(cache=True, nogil=True)
+def sort_tied_segments(values, samples, lo, n, segments, tie_count):
+    """The library's three-way introsort of values[lo:lo+n] and samples alike (median-of-three
+    pivot, three-way partition, heapsort past the depth limit, insertion sort for 15 or
+    fewer), the segments it recurses into kept in `segments` (rows of lo, n, depth left)
+    instead of the call stack, and run only on the segments whose sorted positions hold tied
+    values (`tie_count`, see `_holds_ties`). Its partitions move values by comparisons alone:
+    a segment holds the values of its sorted positions, disjoint segments sort alike in any
+    order, and one whose values are distinct has one sorted order, whatever the sort does
+    inside it. The segments left out are left as they are; every row not tied with another
+    still has to be put in its sorted position (`_replay_tied_sort`)."""
+    if not _holds_ties(tie_count, lo, n):
         return
-    top = 0
     segments[0, 0] = lo
     segments[0, 1] = n
     segments[0, 2] = 2 * int(np.log2(n))
@@ -142,11 +163,11 @@ def simultaneous_sort(values, samples, lo, n, segments):
         lo = segments[top, 0]
         n = segments[top, 1]
         max_depth = segments[top, 2]
-        heap_sorted = False
+        sorted_already = False
         while n > 15:
             if max_depth <= 0:
                 _heapsort(values, samples, lo, n)
-                heap_sorted = True
+                sorted_already = True
                 break
             max_depth -= 1
             pivot = _median3(values, lo, n)
@@ -174,14 +195,17 @@ def simultaneous_sort(values, samples, lo, n, segments):
                     samples[lo + right] = sample
                 else:
                     i += 1
-            if left > 1:
+            if _holds_ties(tie_count, lo, left):
                 segments[top, 0] = lo
                 segments[top, 1] = left
                 segments[top, 2] = max_depth
                 top += 1
             lo += right
             n -= right
-        if not heap_sorted:
+            if not _holds_ties(tie_count, lo, n):
+                sorted_already = True
+                break
+        if not sorted_already:
             _insertion_sort(values, samples, lo, n)
 
 
@@ -209,12 +233,39 @@ def _order_kind(X, feature, order, tie_free, start, end):
 
 
 @numba.njit(cache=True, nogil=True)
-def _replay_sorts(X, samples, values, presorted, log, log_kind, done, target, start, end, segments):
+def _replay_tied_sort(X, feature, order, samples, values, tie_count, start, end, segments):
+    """The library's sort of samples[start:end] by `feature`, whose values in the node tie:
+    `order[start:end]` is one sorted order of the node's rows by it. The sort runs only on
+    the segments holding tied values (`sort_tied_segments`); every other row takes its
+    position in `order`, values[start:end] left sorted."""
+    count = 0
+    previous = X[order[start], feature]
+    tie_count[start] = 0
+    for p in range(start + 1, end):
+        value = X[order[p], feature]
+        if value == previous:
+            count += 1
+        tie_count[p] = count
+        previous = value
+    for p in range(start, end):
+        values[p] = X[samples[p], feature]
+    sort_tied_segments(values, samples, start, end - start, segments, tie_count)
+    for p in range(start, end):
+        tied_before = p > start and tie_count[p] > tie_count[p - 1]
+        tied_after = p + 1 < end and tie_count[p + 1] > tie_count[p]
+        if not (tied_before or tied_after):
+            samples[p] = order[p]
+            values[p] = X[order[p], feature]
+
+
+@numba.njit(cache=True, nogil=True)
+def _replay_sorts(X, samples, values, presorted, log, log_kind, done, target, start, end, space):
     """samples[start:end] as the library's sorts by the node's logged features up to
     log[target] leave them, from the rows as the sorts up to log[done] left them (-1: as the
     node received them): the last DISTINCT sort's order comes from the presort, the TIED sorts
-    after it are replayed, values[start:end] left sorted by the last of them. Returns
-    `target`."""
+    after it are replayed (`_replay_tied_sort`, its scratch space `space`: the segments and
+    the tie counts), values[start:end] left sorted by the last of them. Returns `target`."""
+    segments, tie_count = space
     first = done + 1
     for m in range(target, done, -1):
         if log_kind[m] == DISTINCT:
@@ -225,9 +276,9 @@ def _replay_sorts(X, samples, values, presorted, log, log_kind, done, target, st
             break
     for m in range(first, target + 1):
         feature = log[m]
-        for p in range(start, end):
-            values[p] = X[samples[p], feature]
-        simultaneous_sort(values, samples, start, end - start, segments)
+        _replay_tied_sort(
+            X, feature, presorted[feature], samples, values, tie_count, start, end, segments
+        )
     return target
 
 
@@ -397,6 +448,7 @@ def _best_split(
     samples,
     values,
     segments,
+    tie_count,
     features,
     constant_features,
     state,
@@ -428,6 +480,7 @@ def _best_split(
     up to the last draw are replayed for the partition. Weights other than 1 leave every
     feature to the exact search."""
     n_features = X.shape[1]
+    sort_space = (segments, tie_count)
     log = scratch_int[0]
     log_kind = scratch_int[1]
     evaluated = scratch_int[2]
@@ -560,7 +613,7 @@ def _best_split(
                     evaluated_at[k],
                     start,
                     end,
-                    segments,
+                    sort_space,
                 )
                 rows = samples
             best_proxy, position, threshold, missing_left = _best_position(
@@ -583,7 +636,7 @@ def _best_split(
                 best_missing_left = missing_left
     if best_pos < end and n_log > 0:
         _replay_sorts(
-            X, samples, values, presorted, log, log_kind, done, n_log - 1, start, end, segments
+            X, samples, values, presorted, log, log_kind, done, n_log - 1, start, end, sort_space
         )
     return best_pos, best_feature, best_threshold, best_missing_left, n_total_constants
 
@@ -621,13 +674,15 @@ def _grow_tree(
 ):
     """One tree as DepthFirstTreeBuilder.build with BestSplitter and MSE grows it; writes the
     nodes and returns (node_count, max_depth_seen). `work`, `presorted` and `values` are
-    scratch space: the samples, the side each goes to and a buffer; the rows sorted by each
-    feature; the node's values of the feature being sorted."""
+    scratch space: the samples, the side each goes to, a buffer and the tied positions of a
+    replayed sort (`_replay_tied_sort`); the rows sorted by each feature; the node's values
+    of the feature being sorted."""
     n_features = X.shape[1]
     n_samples = initial_samples.shape[0]
     samples = work[0]
     goes_left = work[1]
     buffer = work[2]
+    tie_count = work[3]
     # (element by element: a slice assignment's shape checks cost seconds of compiling)
     for p in range(n_samples):
         samples[p] = initial_samples[p]
@@ -713,6 +768,7 @@ def _grow_tree(
                     samples,
                     values,
                     segments,
+                    tie_count,
                     features,
                     constant_features,
                     state,
@@ -813,14 +869,15 @@ def _grow_tree(
                     order = presorted[f]
                     n_left_rows = start
                     n_right_rows = 0
+                    # written to both sides, the counts moved by the side: no branch to
+                    # mispredict on the rows' sides, which follow no pattern
                     for p in range(start, end):
                         sample = order[p]
-                        if goes_left[sample] == 1:
-                            order[n_left_rows] = sample
-                            n_left_rows += 1
-                        else:
-                            buffer[n_right_rows] = sample
-                            n_right_rows += 1
+                        left = goes_left[sample]
+                        order[n_left_rows] = sample
+                        buffer[n_right_rows] = sample
+                        n_left_rows += left
+                        n_right_rows += 1 - left
                     for k in range(n_right_rows):
                         order[split_pos + k] = buffer[k]
             stack_start[top] = split_pos
@@ -879,7 +936,7 @@ def grow_boosting_stages(
     `_fit_stage` and `_update_terminal_regions` do."""
     n = X.shape[0]
     targets = np.empty(n)
-    work = np.empty((3, n), dtype=np.int64)
+    work = np.empty((4, n), dtype=np.int64)
     presorted_work = np.empty_like(presorted)
     values = np.empty(initial_samples.shape[0], dtype=np.float32)
     segments = np.empty((initial_samples.shape[0] // 2 + 2, 3), dtype=np.int64)
