@@ -42,7 +42,7 @@ UNIT_ROUNDOFF = 2.0**-53
 DISTINCT, ALL_EQUAL, TIED = 0, 1, 2
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _rand_int(low, high, state):
     """sklearn/tree/_utils.pyx `rand_int` over `our_rand_r`: the xorshift draw in [low, high),
     `state` a one-element uint32 state held in an int64 array."""
@@ -56,7 +56,7 @@ def _rand_int(low, high, state):
     return low + (seed % (RAND_R_MAX + 1)) % (high - low)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _median3(values, lo, n):
     a = values[lo]
     b = values[lo + n // 2]
@@ -362,7 +362,7 @@ def _moved_left_sums(
     return sum_left, weighted_left
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _approximate_search(
     X,
     feature,
@@ -378,11 +378,13 @@ def _approximate_search(
 ):
     """node_split_best's search over `feature` for rows of weight 1, approximately: in the
     presorted `order` (ties by row) and with reciprocals for the divisions. Returns the
-    highest proxy improvement, how many positions reach `floor` and the last of them.
+    highest proxy improvement, how many positions reach `floor`, the last of them and
+    whether two of the node's values are equal (its scan visits every neighbouring pair).
     `_rounding_margin` bounds how far each proxy is from the library's."""
     highest = -np.inf
     reaching = 0
     reached = -1
+    tied = False
     sum_left = 0.0
     summed = start
     p = start
@@ -392,6 +394,7 @@ def _approximate_search(
         while p < end:
             value = X[order[p], feature]
             closer = value <= previous + FEATURE_THRESHOLD
+            tied = tied or value == previous
             previous = value
             if not closer:
                 break
@@ -414,7 +417,7 @@ def _approximate_search(
         if proxy >= floor:
             reaching += 1
             reached = p
-    return highest, reaching, reached
+    return highest, reaching, reached, tied
 
 
 @numba.njit(cache=True, nogil=True)
@@ -508,13 +511,22 @@ def _best_split(
         f_j += n_found_constants
         feature = features[f_j]
         order = presorted[feature]
-        kind = _order_kind(X, feature, order, tie_free, start, end)
+        # the library's values[start] and values[end - 1]: the extremes
+        lowest = X[order[start], feature]
+        largest = X[order[end - 1], feature]
+        constant = largest <= lowest + FEATURE_THRESHOLD
+        # DISTINCT or TIED takes a scan of the values, which the approximate search makes
+        unscanned = not (tie_free[feature] or largest == lowest)
+        if unscanned and (constant or not unit_weights):
+            kind = _order_kind(X, feature, order, tie_free, start, end)
+            unscanned = False
+        else:
+            kind = ALL_EQUAL if largest == lowest else DISTINCT
         if kind != ALL_EQUAL:  # a sort of equal values leaves the rows as they are
             log[n_log] = feature
             log_kind[n_log] = kind
             n_log += 1
-        # the library's values[start] and values[end - 1]: the extremes
-        if X[order[end - 1], feature] <= X[order[start], feature] + FEATURE_THRESHOLD:
+        if constant:
             features[f_j], features[n_total_constants] = features[n_total_constants], features[f_j]
             n_found_constants += 1
             n_total_constants += 1
@@ -526,7 +538,7 @@ def _best_split(
         evaluated[k] = feature
         evaluated_at[k] = n_log - 1
         if unit_weights:
-            highest, _, _ = _approximate_search(
+            highest, _, _, tied = _approximate_search(
                 X,
                 feature,
                 order,
@@ -539,6 +551,8 @@ def _best_split(
                 sum_total,
                 np.inf,
             )
+            if unscanned and tied:
+                log_kind[n_log - 1] = TIED
             margin[k] = _rounding_margin(end - start, abs_sum, highest)
             lower[k] = highest - margin[k]
             upper[k] = highest + margin[k]
@@ -568,7 +582,7 @@ def _best_split(
         # one feature can hold the best split: its one position that can, if one
         feature = evaluated[candidate]
         order = presorted[feature]
-        _, reaching, position = _approximate_search(
+        _, reaching, position, _ = _approximate_search(
             X,
             feature,
             order,
