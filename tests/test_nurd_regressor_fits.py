@@ -255,10 +255,14 @@ def tied_sort_inputs():
 
 @pytest.mark.parametrize("case", range(len(tied_sort_inputs())))
 def test_replayed_tied_sort_equals_the_full_sort(case):
-    """The sort run on the tied segments only, with every other row put in its sorted
-    position, leaves the rows and values as the library's whole sort does, whatever sorted
+    """The sort of the values' ranks run on the tied segments only, with every other row put
+    in its sorted position, leaves the rows as the library's whole sort does, whatever sorted
     order of the rows it starts from and wherever the node's rows sit."""
-    from stragglers.methods._boosting_kernel import _replay_tied_sort, simultaneous_sort
+    from stragglers.methods._boosting_kernel import (
+        _replay_tied_sort,
+        simultaneous_sort,
+        value_ranks,
+    )
 
     column = tied_sort_inputs()[case]
     n = len(column)
@@ -267,6 +271,8 @@ def test_replayed_tied_sort_equals_the_full_sort(case):
     rng = np.random.default_rng(case)
     # the node's rows among others: rows of the other features, positions 2..n+2
     X = np.c_[rng.random(n + 3), np.r_[column, np.float32([7, 8, 9])]].astype(np.float32)
+    rows = np.arange(n + 3)
+    ranks = value_ranks(X, rows, np.array([np.argsort(x, kind="stable") for x in X.T]))
     start, end = 2, n + 2
     stable = np.argsort(column, kind="stable")
     ties_reversed = np.lexsort((-np.arange(n), column))
@@ -278,9 +284,28 @@ def test_replayed_tied_sort_equals_the_full_sort(case):
         for sorted_rows in (stable, ties_reversed):
             order = np.r_[[n + 1, n + 2], sorted_rows, [n]].astype(np.int64)
             samples = np.r_[[n + 1, n + 2], received, [n]].astype(np.int64)
-            values = np.full(n + 3, np.float32(5))
-            tie_count = np.zeros(n + 3, dtype=np.int64)
-            _replay_tied_sort(X, 1, order, samples, values, tie_count, start, end, segments)
+            scratch = np.zeros(n + 3, dtype=np.int64), np.zeros(n + 3, dtype=np.int64)
+            space = (segments, *scratch, ranks)
+            _replay_tied_sort(1, order, samples, start, end, space)
             np.testing.assert_array_equal(samples[start:end], full_samples)
-            assert values[start:end].tobytes() == full_values.tobytes()
             assert samples[:start].tolist() == [n + 1, n + 2] and samples[end] == n
+
+
+def test_value_ranks_order_as_the_values():
+    """Ranks compare as the values do: equal values (zeros of both signs among them) share a
+    rank, a higher value has a higher rank; rows outside `rows` are left out."""
+    from stragglers.methods._boosting_kernel import value_ranks
+
+    for column in tied_sort_inputs()[1:]:
+        rng = np.random.default_rng(len(column))
+        X = np.c_[column, rng.permutation(len(column))].astype(np.float32)
+        rows = np.flatnonzero(rng.random(len(column)) < 0.8)
+        if len(rows) == 0:
+            continue
+        presorted = np.array([rows[np.argsort(x[rows], kind="stable")] for x in X.T])
+        ranks = value_ranks(X, rows, presorted)
+        for f in range(2):
+            a, b = np.meshgrid(rows, rows)
+            values, rank = X[:, f], ranks[f]
+            np.testing.assert_array_equal(values[a] < values[b], rank[a] < rank[b])
+            np.testing.assert_array_equal(values[a] == values[b], rank[a] == rank[b])

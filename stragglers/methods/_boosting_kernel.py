@@ -38,6 +38,9 @@ DEFAULT_SEED = 1
 TREE_LEAF = -1
 TREE_UNDEFINED = -2
 UNIT_ROUNDOFF = 2.0**-53
+# a sort key: a value's rank among its feature's values above the row (`sort_tied_segments`)
+RANK_SHIFT = 32
+ROW_MASK = (1 << RANK_SHIFT) - 1
 # how the library's sort orders a node's rows by a feature (`_order_kind`)
 DISTINCT, ALL_EQUAL, TIED = 0, 1, 2
 
@@ -57,10 +60,11 @@ def _rand_int(low, high, state):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _median3(values, lo, n):
-    a = values[lo]
-    b = values[lo + n // 2]
-    c = values[lo + n - 1]
+def _median3(keys, lo, n):
+    """The median rank of the first, middle and last keys, as the library picks its pivot."""
+    a = keys[lo] >> RANK_SHIFT
+    b = keys[lo + n // 2] >> RANK_SHIFT
+    c = keys[lo + n - 1] >> RANK_SHIFT
     if a < b:
         if b < c:
             return b
@@ -75,63 +79,73 @@ def _median3(values, lo, n):
 
 
 @numba.njit(cache=True, nogil=True)
-def _swap(values, samples, i, j):
-    values[i], values[j] = values[j], values[i]
-    samples[i], samples[j] = samples[j], samples[i]
-
-
-@numba.njit(cache=True, nogil=True)
-def _sift_down(values, samples, lo, start, end):
+def _sift_down(keys, lo, start, end):
     root = start
     while True:
         child = root * 2 + 1
         largest = root
-        if child < end and values[lo + largest] < values[lo + child]:
+        if child < end and keys[lo + largest] >> RANK_SHIFT < keys[lo + child] >> RANK_SHIFT:
             largest = child
-        if child + 1 < end and values[lo + largest] < values[lo + child + 1]:
+        if child + 1 < end and (
+            keys[lo + largest] >> RANK_SHIFT < keys[lo + child + 1] >> RANK_SHIFT
+        ):
             largest = child + 1
         if largest == root:
             return
-        _swap(values, samples, lo + root, lo + largest)
+        keys[lo + root], keys[lo + largest] = keys[lo + largest], keys[lo + root]
         root = largest
 
 
 @numba.njit(cache=True, nogil=True)
-def _heapsort(values, samples, lo, n):
+def _heapsort(keys, lo, n):
     start = (n - 2) // 2
     while True:
-        _sift_down(values, samples, lo, start, n)
+        _sift_down(keys, lo, start, n)
         if start == 0:
             break
         start -= 1
     end = n - 1
     while end > 0:
-        _swap(values, samples, lo, lo + end)
-        _sift_down(values, samples, lo, 0, end)
+        keys[lo], keys[lo + end] = keys[lo + end], keys[lo]
+        _sift_down(keys, lo, 0, end)
         end -= 1
 
 
 @numba.njit(cache=True, nogil=True)
-def _insertion_sort(values, samples, lo, n):
+def _insertion_sort(keys, lo, n):
     for i in range(1, n):
-        value = values[lo + i]
-        sample = samples[lo + i]
+        key = keys[lo + i]
+        # a key of a higher rank is at least the next rank's first key
+        above = ((key >> RANK_SHIFT) + 1) << RANK_SHIFT
         j = i
-        while j > 0 and values[lo + j - 1] > value:
-            values[lo + j] = values[lo + j - 1]
-            samples[lo + j] = samples[lo + j - 1]
+        while j > 0 and keys[lo + j - 1] >= above:
+            keys[lo + j] = keys[lo + j - 1]
             j -= 1
-        values[lo + j] = value
-        samples[lo + j] = sample
+        keys[lo + j] = key
 
 
 @numba.njit(cache=True, nogil=True)
 def simultaneous_sort(values, samples, lo, n, segments):
     """`simultaneous_sort(..., use_three_way_partition=True)` of sklearn/utils/_sorting.pyx
-    on values[lo:lo+n] and samples alike: `sort_tied_segments` with every segment taken as
-    holding tied values, so every segment is sorted as the library sorts it."""
-    every_position = np.arange(lo + n)
-    sort_tied_segments(values, samples, lo, n, segments, every_position)
+    on values[lo:lo+n] and samples alike: `sort_tied_segments` on the values' keys with every
+    segment taken as holding tied values, so every segment is sorted as the library sorts
+    it."""
+    if n == 0:
+        return
+    by_value = np.argsort(values[lo : lo + n], kind="mergesort")
+    keys = np.empty(n, dtype=np.int64)
+    rank = 0
+    for p in range(n):
+        if p > 0 and values[lo + by_value[p]] != values[lo + by_value[p - 1]]:
+            rank += 1
+        keys[by_value[p]] = (rank << RANK_SHIFT) | by_value[p]
+    sort_tied_segments(keys, 0, n, segments, np.arange(n))
+    received_values = values[lo : lo + n].copy()
+    received_samples = samples[lo : lo + n].copy()
+    for p in range(n):
+        position = keys[p] & ROW_MASK
+        values[lo + p] = received_values[position]
+        samples[lo + p] = received_samples[position]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -142,11 +156,13 @@ def _holds_ties(tie_count, lo, n):
 
 
 @numba.njit(cache=True, nogil=True)
-def sort_tied_segments(values, samples, lo, n, segments, tie_count):
-    """The library's three-way introsort of values[lo:lo+n] and samples alike (median-of-three
-    pivot, three-way partition, heapsort past the depth limit, insertion sort for 15 or
-    fewer), the segments it recurses into kept in `segments` (rows of lo, n, depth left)
-    instead of the call stack, and run only on the segments whose sorted positions hold tied
+def sort_tied_segments(keys, lo, n, segments, tie_count):
+    """The library's three-way introsort (median-of-three pivot, three-way partition,
+    heapsort past the depth limit, insertion sort for 15 or fewer) of keys[lo:lo+n], each a
+    value's rank above a row (`RANK_SHIFT`): ranks compare as the values do, so the sort moves
+    the rows as the library's moves them with their values, one array moved instead of two.
+    The segments it recurses into are kept in `segments` (rows of lo, n, depth left) instead
+    of the call stack, and it runs only on the segments whose sorted positions hold tied
     values (`tie_count`, see `_holds_ties`). Its partitions move values by comparisons alone:
     a segment holds the values of its sorted positions, disjoint segments sort alike in any
     order, and one whose values are distinct has one sorted order, whatever the sort does
@@ -166,33 +182,28 @@ def sort_tied_segments(values, samples, lo, n, segments, tie_count):
         sorted_already = False
         while n > 15:
             if max_depth <= 0:
-                _heapsort(values, samples, lo, n)
+                _heapsort(keys, lo, n)
                 sorted_already = True
                 break
             max_depth -= 1
-            pivot = _median3(values, lo, n)
+            pivot = _median3(keys, lo, n)
+            # below the pivot's value: a key under its rank's first; above: at least the next's
+            below = pivot << RANK_SHIFT
+            above = (pivot + 1) << RANK_SHIFT
             i = 0
             left = 0
             right = n
-            # the swaps written out: a call per swap costs more than the swap (the arrays'
-            # reference counts)
             while i < right:
-                value = values[lo + i]
-                if value < pivot:
-                    sample = samples[lo + i]
-                    values[lo + i] = values[lo + left]
-                    samples[lo + i] = samples[lo + left]
-                    values[lo + left] = value
-                    samples[lo + left] = sample
+                key = keys[lo + i]
+                if key < below:
+                    keys[lo + i] = keys[lo + left]
+                    keys[lo + left] = key
                     i += 1
                     left += 1
-                elif value > pivot:
+                elif key >= above:
                     right -= 1
-                    sample = samples[lo + i]
-                    values[lo + i] = values[lo + right]
-                    samples[lo + i] = samples[lo + right]
-                    values[lo + right] = value
-                    samples[lo + right] = sample
+                    keys[lo + i] = keys[lo + right]
+                    keys[lo + right] = key
                 else:
                     i += 1
             if _holds_ties(tie_count, lo, left):
@@ -206,7 +217,7 @@ def sort_tied_segments(values, samples, lo, n, segments, tie_count):
                 sorted_already = True
                 break
         if not sorted_already:
-            _insertion_sort(values, samples, lo, n)
+            _insertion_sort(keys, lo, n)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -233,39 +244,40 @@ def _order_kind(X, feature, order, tie_free, start, end):
 
 
 @numba.njit(cache=True, nogil=True)
-def _replay_tied_sort(X, feature, order, samples, values, tie_count, start, end, segments):
+def _replay_tied_sort(feature, order, samples, start, end, space):
     """The library's sort of samples[start:end] by `feature`, whose values in the node tie:
     `order[start:end]` is one sorted order of the node's rows by it. The sort runs only on
     the segments holding tied values (`sort_tied_segments`); every other row takes its
-    position in `order`, values[start:end] left sorted."""
+    position in `order`. `space`: the sort's segments, tie counts and keys, and each row's
+    rank among each feature's values (`value_ranks`)."""
+    segments, tie_count, keys, ranks = space
+    rank_of = ranks[feature]
     count = 0
-    previous = X[order[start], feature]
     tie_count[start] = 0
     for p in range(start + 1, end):
-        value = X[order[p], feature]
-        if value == previous:
+        if rank_of[order[p]] == rank_of[order[p - 1]]:
             count += 1
         tie_count[p] = count
-        previous = value
     for p in range(start, end):
-        values[p] = X[samples[p], feature]
-    sort_tied_segments(values, samples, start, end - start, segments, tie_count)
+        sample = samples[p]
+        keys[p] = (rank_of[sample] << RANK_SHIFT) | sample
+    sort_tied_segments(keys, start, end - start, segments, tie_count)
     for p in range(start, end):
         tied_before = p > start and tie_count[p] > tie_count[p - 1]
         tied_after = p + 1 < end and tie_count[p + 1] > tie_count[p]
-        if not (tied_before or tied_after):
+        if tied_before or tied_after:
+            samples[p] = keys[p] & ROW_MASK
+        else:
             samples[p] = order[p]
-            values[p] = X[order[p], feature]
 
 
 @numba.njit(cache=True, nogil=True)
-def _replay_sorts(X, samples, values, presorted, log, log_kind, done, target, start, end, space):
+def _replay_sorts(samples, presorted, log, log_kind, done, target, start, end, space):
     """samples[start:end] as the library's sorts by the node's logged features up to
     log[target] leave them, from the rows as the sorts up to log[done] left them (-1: as the
     node received them): the last DISTINCT sort's order comes from the presort, the TIED sorts
-    after it are replayed (`_replay_tied_sort`, its scratch space `space`: the segments and
-    the tie counts), values[start:end] left sorted by the last of them. Returns `target`."""
-    segments, tie_count = space
+    after it are replayed (`_replay_tied_sort`, its scratch space `space`). Returns
+    `target`."""
     first = done + 1
     for m in range(target, done, -1):
         if log_kind[m] == DISTINCT:
@@ -276,10 +288,23 @@ def _replay_sorts(X, samples, values, presorted, log, log_kind, done, target, st
             break
     for m in range(first, target + 1):
         feature = log[m]
-        _replay_tied_sort(
-            X, feature, presorted[feature], samples, values, tie_count, start, end, segments
-        )
+        _replay_tied_sort(feature, presorted[feature], samples, start, end, space)
     return target
+
+
+@numba.njit(cache=True, nogil=True)
+def value_ranks(X, rows, presorted):
+    """Each row's rank among its feature's values over `rows` (equal values, -0.0 and 0.0
+    among them, share one), from `presorted`, the rows sorted by each feature."""
+    ranks = np.zeros((X.shape[1], X.shape[0]), dtype=np.int64)
+    for f in range(X.shape[1]):
+        order = presorted[f]
+        rank = 0
+        for p in range(1, rows.shape[0]):
+            if X[order[p], f] != X[order[p - 1], f]:
+                rank += 1
+            ranks[f, order[p]] = rank
+    return ranks
 
 
 @numba.njit(cache=True, nogil=True)
@@ -450,8 +475,7 @@ def _best_split(
     tie_free,
     samples,
     values,
-    segments,
-    tie_count,
+    sort_space,
     features,
     constant_features,
     state,
@@ -483,7 +507,6 @@ def _best_split(
     up to the last draw are replayed for the partition. Weights other than 1 leave every
     feature to the exact search."""
     n_features = X.shape[1]
-    sort_space = (segments, tie_count)
     log = scratch_int[0]
     log_kind = scratch_int[1]
     evaluated = scratch_int[2]
@@ -613,23 +636,13 @@ def _best_split(
             feature = evaluated[k]
             if log_kind[evaluated_at[k]] == DISTINCT:
                 rows = presorted[feature]
-                for p in range(start, end):
-                    values[p] = X[rows[p], feature]
             else:
                 done = _replay_sorts(
-                    X,
-                    samples,
-                    values,
-                    presorted,
-                    log,
-                    log_kind,
-                    done,
-                    evaluated_at[k],
-                    start,
-                    end,
-                    sort_space,
+                    samples, presorted, log, log_kind, done, evaluated_at[k], start, end, sort_space
                 )
                 rows = samples
+            for p in range(start, end):
+                values[p] = X[rows[p], feature]
             best_proxy, position, threshold, missing_left = _best_position(
                 rows,
                 values,
@@ -649,9 +662,7 @@ def _best_split(
                 best_threshold = threshold
                 best_missing_left = missing_left
     if best_pos < end and n_log > 0:
-        _replay_sorts(
-            X, samples, values, presorted, log, log_kind, done, n_log - 1, start, end, sort_space
-        )
+        _replay_sorts(samples, presorted, log, log_kind, done, n_log - 1, start, end, sort_space)
     return best_pos, best_feature, best_threshold, best_missing_left, n_total_constants
 
 
@@ -675,7 +686,7 @@ def _grow_tree(
     work,
     presorted,
     values,
-    segments,
+    sort_space,
     nodes_left,
     nodes_right,
     nodes_feature,
@@ -688,15 +699,14 @@ def _grow_tree(
 ):
     """One tree as DepthFirstTreeBuilder.build with BestSplitter and MSE grows it; writes the
     nodes and returns (node_count, max_depth_seen). `work`, `presorted` and `values` are
-    scratch space: the samples, the side each goes to, a buffer and the tied positions of a
-    replayed sort (`_replay_tied_sort`); the rows sorted by each feature; the node's values
-    of the feature being sorted."""
+    scratch space: the samples, the side each goes to and a buffer; the rows sorted by each
+    feature; the node's values of a feature searched exactly. `sort_space`: the replayed
+    sorts' (`_replay_tied_sort`)."""
     n_features = X.shape[1]
     n_samples = initial_samples.shape[0]
     samples = work[0]
     goes_left = work[1]
     buffer = work[2]
-    tie_count = work[3]
     # (element by element: a slice assignment's shape checks cost seconds of compiling)
     for p in range(n_samples):
         samples[p] = initial_samples[p]
@@ -781,8 +791,7 @@ def _grow_tree(
                     tie_free,
                     samples,
                     values,
-                    segments,
-                    tie_count,
+                    sort_space,
                     features,
                     constant_features,
                     state,
@@ -950,10 +959,17 @@ def grow_boosting_stages(
     `_fit_stage` and `_update_terminal_regions` do."""
     n = X.shape[0]
     targets = np.empty(n)
-    work = np.empty((4, n), dtype=np.int64)
+    work = np.empty((3, n), dtype=np.int64)
     presorted_work = np.empty_like(presorted)
     values = np.empty(initial_samples.shape[0], dtype=np.float32)
-    segments = np.empty((initial_samples.shape[0] // 2 + 2, 3), dtype=np.int64)
+    # the replayed sorts' segments, tie counts and keys, and the rows' ranks by each feature
+    n_rows = initial_samples.shape[0]
+    sort_space = (
+        np.empty((n_rows // 2 + 2, 3), dtype=np.int64),
+        np.empty(n_rows, dtype=np.int64),
+        np.empty(n_rows, dtype=np.int64),
+        value_ranks(X, initial_samples, presorted),
+    )
     # the splitter's total weight: every row's, summed in row order
     weighted_n_samples = 0.0
     n_unit_weights = 0
@@ -989,7 +1005,7 @@ def grow_boosting_stages(
             work,
             presorted_work,
             values,
-            segments,
+            sort_space,
             nodes_left[stage],
             nodes_right[stage],
             nodes_feature[stage],
