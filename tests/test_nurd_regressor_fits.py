@@ -309,3 +309,31 @@ def test_value_ranks_order_as_the_values():
             values, rank = X[:, f], ranks[f]
             np.testing.assert_array_equal(values[a] < values[b], rank[a] < rank[b])
             np.testing.assert_array_equal(values[a] == values[b], rank[a] == rank[b])
+
+
+def test_reverse_sums_are_the_library_updates_past_the_middle():
+    """One pass down from the node's end leaves at every position the left sum and weight
+    that the library's update to it, restarted from the node's totals, computes."""
+    from stragglers.methods._boosting_kernel import _reverse_sums
+
+    rng = np.random.default_rng(11)
+    for n, weighted in ((1, False), (2, True), (17, False), (330, True), (330, False)):
+        targets = rng.lognormal(0, 3, n + 4) * rng.choice([-1, 1], n + 4)
+        weights = rng.uniform(0.5, 2.0, n + 4) if weighted else np.ones(n + 4)
+        rows = np.r_[[n + 3], rng.permutation(n + 3)[: n + 1]].astype(np.int64)
+        start, end = 1, n + 1
+        sum_total = weighted_node = 0.0
+        for i in rows[start:end]:
+            sum_total += weights[i] * targets[i]
+            weighted_node += weights[i]
+        for low in (start, (start + end) // 2):
+            reverse = np.full((2, n + 2), np.nan)
+            _reverse_sums(rows, targets, weights, low, end, sum_total, weighted_node, reverse)
+            for position in range(low, end):
+                sum_left, weighted_left = sum_total, weighted_node
+                for q in range(end - 1, position - 1, -1):
+                    sum_left -= weights[rows[q]] * targets[rows[q]]
+                    weighted_left -= weights[rows[q]]
+                assert reverse[0, position] == sum_left
+                assert reverse[1, position] == weighted_left
+            assert np.isnan(reverse[:, :low]).all() and np.isnan(reverse[:, end:]).all()

@@ -320,13 +320,15 @@ def _best_position(
     sum_total,
     weighted_node,
     best_proxy,
+    reverse,
 ):
     """node_split_best's search over one feature, rows[start:end] sorted by it with their
     values: criterion.reset, then at every position between values more than
     FEATURE_THRESHOLD apart criterion.update and, past the leaf-size checks, the proxy
     improvement. Returns the best proxy so far and, where a position beat `best_proxy`, the
     first position holding it, its threshold and whether missing values go left; position -1
-    if none did."""
+    if none did. `reverse`: scratch space for the updates past the middle (`_reverse_sums`)."""
+    _reverse_sums(rows, targets, weights, start, end, sum_total, weighted_node, reverse)
     found_pos = -1
     found_threshold = 0.0
     found_missing_left = False
@@ -345,9 +347,13 @@ def _best_position(
         n_right = end - p
         if n_left < min_samples_leaf or n_right < min_samples_leaf:
             continue
-        sum_left, weighted_left = _moved_left_sums(
-            rows, targets, weights, end, pos, p, sum_left, weighted_left, sum_total, weighted_node
-        )
+        if (p - pos) <= (end - p):
+            sum_left, weighted_left = _forward_sums(
+                rows, targets, weights, pos, p, sum_left, weighted_left
+            )
+        else:
+            sum_left = reverse[0, p]
+            weighted_left = reverse[1, p]
         pos = p
         weighted_right = weighted_node - weighted_left
         sum_right = sum_total - sum_left
@@ -363,28 +369,34 @@ def _best_position(
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _moved_left_sums(
-    rows, targets, weights, end, pos, new_pos, sum_left, weighted_left, sum_total, weighted_node
-):
-    """RegressionCriterion.update from `pos` to `new_pos`: the left sum and weight, added
-    forward or, past the middle, taken from the node's totals backward (reverse_reset) as the
-    library does. Inlined where it is called: a call per position costs more than the update
-    (the arrays' reference counts)."""
-    if (new_pos - pos) <= (end - new_pos):
-        for q in range(pos, new_pos):
-            i = rows[q]
-            w = weights[i]
-            sum_left += w * targets[i]
-            weighted_left += w
-    else:
-        sum_left = sum_total
-        weighted_left = weighted_node
-        for q in range(end - 1, new_pos - 1, -1):
-            i = rows[q]
-            w = weights[i]
-            sum_left -= w * targets[i]
-            weighted_left -= w
+def _forward_sums(rows, targets, weights, pos, new_pos, sum_left, weighted_left):
+    """RegressionCriterion.update from `pos` to `new_pos` where it goes forward: the rows
+    between added to the left sum and weight, in order. Inlined where it is called: a call
+    per position costs more than the update."""
+    for q in range(pos, new_pos):
+        i = rows[q]
+        w = weights[i]
+        sum_left += w * targets[i]
+        weighted_left += w
     return sum_left, weighted_left
+
+
+@numba.njit(cache=True, nogil=True)
+def _reverse_sums(rows, targets, weights, low, end, sum_total, weighted_node, reverse):
+    """RegressionCriterion.update to each position from end - 1 down to `low` where it goes
+    backward (past the middle): reverse_reset, then the rows from the node's end down to the
+    position taken off the node's totals, the left sum and weight left in reverse[0] and
+    reverse[1] at the position. The library restarts from the end at every such update; the
+    sums it reaches are the ones one pass reaches on its way down."""
+    sum_left = sum_total
+    weighted_left = weighted_node
+    for q in range(end - 1, low - 1, -1):
+        i = rows[q]
+        w = weights[i]
+        sum_left -= w * targets[i]
+        weighted_left -= w
+        reverse[0, q] = sum_left
+        reverse[1, q] = weighted_left
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -476,6 +488,7 @@ def _best_split(
     samples,
     values,
     sort_space,
+    reverse,
     features,
     constant_features,
     state,
@@ -655,6 +668,7 @@ def _best_split(
                 sum_total,
                 weighted_node,
                 best_proxy,
+                reverse,
             )
             if position >= 0:
                 best_pos = position
@@ -718,6 +732,7 @@ def _grow_tree(
     state = np.array([seed], dtype=np.int64)
     scratch_int = np.empty((4, n_features), dtype=np.int64)
     scratch_float = np.empty((3, n_features))
+    reverse = np.empty((2, n_samples))
     capacity = nodes_left.shape[0]
     stack_start = np.empty(capacity + 1, dtype=np.int64)
     stack_end = np.empty(capacity + 1, dtype=np.int64)
@@ -792,6 +807,7 @@ def _grow_tree(
                     samples,
                     values,
                     sort_space,
+                    reverse,
                     features,
                     constant_features,
                     state,
@@ -824,18 +840,16 @@ def _grow_tree(
                         samples[partition_start] = samples[partition_end]
                         samples[partition_end] = sample
                 # criterion.reset, update(best_pos)
-                sum_left, weighted_left = _moved_left_sums(
-                    samples,
-                    targets,
-                    weights,
-                    end,
-                    start,
-                    best_pos,
-                    0.0,
-                    0.0,
-                    sum_total,
-                    weighted_node,
-                )
+                if (best_pos - start) <= (end - best_pos):
+                    sum_left, weighted_left = _forward_sums(
+                        samples, targets, weights, start, best_pos, 0.0, 0.0
+                    )
+                else:
+                    _reverse_sums(
+                        samples, targets, weights, best_pos, end, sum_total, weighted_node, reverse
+                    )
+                    sum_left = reverse[0, best_pos]
+                    weighted_left = reverse[1, best_pos]
                 weighted_right = weighted_node - weighted_left
                 sum_right = sum_total - sum_left
                 # children_impurity
