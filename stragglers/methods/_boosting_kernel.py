@@ -16,11 +16,13 @@ tied rows decides the order of its sums, so its three-way introsort (`simultaneo
 port) is replayed, but only where that order matters (`_best_split`): for an exact search
 that rounding bounds cannot settle, and for the partition, whose order the children's sums
 follow; and within such a sort only on the segments of its partitions that hold tied values
-(`sort_tied_segments`): a segment of distinct values ends in its one sorted order. The
+(`sort_tied_segments`, on keys of the values' ranks): a segment of distinct values ends in its
+one sorted order. An exact search takes the criterion's updates past the middle from one
+reverse pass (`_reverse_sums`) where the library restarts each from the node's totals. The
 covered settings: dense float32 rows without NaN, one output, every feature, integer leaf and
 split sizes, no leaf-count limit, no pruning, no monotonic constraints (`_gradient_boosting.py`
-decides). tests/test_nurd_regressor_fits.py compares the trees, the
-training scores and the predictions with scikit-learn's.
+decides). tests/test_nurd_regressor_fits.py compares the trees, the training scores and the
+predictions with scikit-learn's.
 """
 
 from __future__ import annotations
