@@ -16,7 +16,8 @@ from stragglers.methods.nurd import BoostedLatencyModel
 
 def regression_inputs():
     """(features, latency) pairs: random, tied and constant columns, duplicated rows, one and
-    two rows, NaN features (both libraries take them as missing), latencies all equal."""
+    two rows, NaN features (both libraries take them as missing), latencies all equal, a real
+    job's checkpoint."""
     rng = np.random.default_rng(7)
     cases = []
     for n, d in ((1, 3), (2, 1), (3, 4), (17, 5), (60, 12), (250, 8)):
@@ -41,6 +42,16 @@ def regression_inputs():
     missing = rng.random((70, 5))
     missing[rng.random(missing.shape) < 0.2] = np.nan
     cases.append((missing, rng.random(70)))
+    # as a real job's checkpoint: tie-free columns, columns with a few tied pairs, coarse
+    # columns, a column of a few values, latencies of a few dozen values (every tree's root
+    # starts its sorts from each of several tie-free columns and from none)
+    checkpoint = rng.random((320, 11))
+    for column in range(3, 8):
+        pairs = rng.choice(320, size=(column - 2, 2), replace=False)
+        checkpoint[pairs[:, 1], column] = checkpoint[pairs[:, 0], column]
+    checkpoint[:, 8:10] = np.round(checkpoint[:, 8:10] * 100)
+    checkpoint[:, 10] = np.round(checkpoint[:, 10] * 6)
+    cases.append((checkpoint, np.round(rng.lognormal(3, 1, 320))))
     return cases
 
 
@@ -285,7 +296,8 @@ def test_replayed_tied_sort_equals_the_full_sort(case):
             order = np.r_[[n + 1, n + 2], sorted_rows, [n]].astype(np.int64)
             samples = np.r_[[n + 1, n + 2], received, [n]].astype(np.int64)
             scratch = np.zeros(n + 3, dtype=np.int64), np.zeros(n + 3, dtype=np.int64)
-            space = (segments, *scratch, ranks)
+            no_root_orders = np.empty((1, 1, 0), dtype=np.int64), np.zeros((1, 1), dtype=bool)
+            space = (segments, *scratch, ranks, *no_root_orders)
             _replay_tied_sort(1, order, samples, start, end, space)
             np.testing.assert_array_equal(samples[start:end], full_samples)
             assert samples[:start].tolist() == [n + 1, n + 2] and samples[end] == n

@@ -43,6 +43,8 @@ UNIT_ROUNDOFF = 2.0**-53
 # a sort key: a value's rank among its feature's values above the row (`sort_tied_segments`)
 RANK_SHIFT = 32
 ROW_MASK = (1 << RANK_SHIFT) - 1
+# the most rows the root's kept sorts hold together (`_replay_sorts`): 16 MB
+ROOT_ORDERS_LIMIT = 2**21
 # how the library's sort orders a node's rows by a feature (`_order_kind`)
 DISTINCT, ALL_EQUAL, TIED = 0, 1, 2
 
@@ -251,8 +253,9 @@ def _replay_tied_sort(feature, order, samples, start, end, space):
     `order[start:end]` is one sorted order of the node's rows by it. The sort runs only on
     the segments holding tied values (`sort_tied_segments`); every other row takes its
     position in `order`. `space`: the sort's segments, tie counts and keys, and each row's
-    rank among each feature's values (`value_ranks`)."""
-    segments, tie_count, keys, ranks = space
+    rank among each feature's values (`value_ranks`), then the root's sorts
+    (`_replay_sorts`)."""
+    segments, tie_count, keys, ranks, _, _ = space
     rank_of = ranks[feature]
     count = 0
     tie_count[start] = 0
@@ -278,18 +281,38 @@ def _replay_sorts(samples, presorted, log, log_kind, done, target, start, end, s
     """samples[start:end] as the library's sorts by the node's logged features up to
     log[target] leave them, from the rows as the sorts up to log[done] left them (-1: as the
     node received them): the last DISTINCT sort's order comes from the presort, the TIED sorts
-    after it are replayed (`_replay_tied_sort`, its scratch space `space`). Returns
-    `target`."""
+    after it are replayed (`_replay_tied_sort`, its scratch space `space`). Returns `target`.
+
+    Every tree's root receives the same rows in the same order, so at the root the first TIED
+    sort after a DISTINCT one, or after none, leaves the same order in every stage whatever
+    the targets: the fit keeps it (`space`'s last two: the orders by the feature sorted before,
+    the node's received order last, and the feature sorted; whether each is kept yet)."""
+    keys, root_orders, root_kept = space[2], space[4], space[5]
+    n_features = root_kept.shape[1]
     first = done + 1
+    origin = n_features if done == -1 else -1  # what the first sort starts from, if known
     for m in range(target, done, -1):
         if log_kind[m] == DISTINCT:
             order = presorted[log[m]]
             for p in range(start, end):
                 samples[p] = order[p]
             first = m + 1
+            origin = log[m]
             break
+    at_root = start == 0 and end == keys.shape[0] and root_orders.shape[2] == end
     for m in range(first, target + 1):
         feature = log[m]
+        if m == first and at_root and origin >= 0:
+            kept = root_orders[origin, feature]
+            if root_kept[origin, feature]:
+                for p in range(end):
+                    samples[p] = kept[p]
+                continue
+            _replay_tied_sort(feature, presorted[feature], samples, start, end, space)
+            for p in range(end):
+                kept[p] = samples[p]
+            root_kept[origin, feature] = True
+            continue
         _replay_tied_sort(feature, presorted[feature], samples, start, end, space)
     return target
 
@@ -978,13 +1001,18 @@ def grow_boosting_stages(
     work = np.empty((3, n), dtype=np.int64)
     presorted_work = np.empty_like(presorted)
     values = np.empty(initial_samples.shape[0], dtype=np.float32)
-    # the replayed sorts' segments, tie counts and keys, and the rows' ranks by each feature
+    # the replayed sorts' segments, tie counts and keys, the rows' ranks by each feature, and
+    # the root's first sorts, kept where they take little memory (`_replay_sorts`)
     n_rows = initial_samples.shape[0]
+    n_features = X.shape[1]
+    kept_rows = n_rows if (n_features + 1) * n_features * n_rows <= ROOT_ORDERS_LIMIT else 0
     sort_space = (
         np.empty((n_rows // 2 + 2, 3), dtype=np.int64),
         np.empty(n_rows, dtype=np.int64),
         np.empty(n_rows, dtype=np.int64),
         value_ranks(X, initial_samples, presorted),
+        np.empty((n_features + 1, n_features, kept_rows), dtype=np.int64),
+        np.zeros((n_features + 1, n_features), dtype=np.bool_),
     )
     # the splitter's total weight: every row's, summed in row order
     weighted_n_samples = 0.0
