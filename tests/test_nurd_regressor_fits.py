@@ -16,7 +16,8 @@ from stragglers.methods.nurd import BoostedLatencyModel
 
 def regression_inputs():
     """(features, latency) pairs: random, tied and constant columns, duplicated rows, one and
-    two rows, NaN features (both libraries take them as missing), latencies all equal."""
+    two rows, NaN features (both libraries take them as missing), latencies all equal, a real
+    job's checkpoint."""
     rng = np.random.default_rng(7)
     cases = []
     for n, d in ((1, 3), (2, 1), (3, 4), (17, 5), (60, 12), (250, 8)):
@@ -41,6 +42,16 @@ def regression_inputs():
     missing = rng.random((70, 5))
     missing[rng.random(missing.shape) < 0.2] = np.nan
     cases.append((missing, rng.random(70)))
+    # as a real job's checkpoint: tie-free columns, columns with a few tied pairs, coarse
+    # columns, a column of a few values, latencies of a few dozen values (every tree's root
+    # starts its sorts from each of several tie-free columns and from none)
+    checkpoint = rng.random((320, 11))
+    for column in range(3, 8):
+        pairs = rng.choice(320, size=(column - 2, 2), replace=False)
+        checkpoint[pairs[:, 1], column] = checkpoint[pairs[:, 0], column]
+    checkpoint[:, 8:10] = np.round(checkpoint[:, 8:10] * 100)
+    checkpoint[:, 10] = np.round(checkpoint[:, 10] * 6)
+    cases.append((checkpoint, np.round(rng.lognormal(3, 1, 320))))
     return cases
 
 
@@ -229,3 +240,112 @@ def test_simultaneous_sort_equals_scikit_learn(case):
         np.testing.assert_array_equal(ours_samples[1 : n + 1], theirs_samples)
         assert ours_values[1 : n + 1].tobytes() == theirs_values.tobytes()
         assert (ours_samples[0], ours_samples[-1]) == (-1, -1)
+
+
+def tied_sort_inputs():
+    """sort_inputs and columns as real task usage has them: distinct values but a pair or a
+    few tied, long runs of one value among distinct ones, ties of both zeros."""
+    rng = np.random.default_rng(5)
+    inputs = list(sort_inputs())
+    for n in (16, 31, 80, 327, 700):
+        distinct = rng.permutation(n).astype(np.float32)
+        for n_tied in (1, 3, n // 10):
+            column = distinct.copy()
+            pairs = rng.choice(n, size=(n_tied, 2), replace=False)
+            column[pairs[:, 1]] = column[pairs[:, 0]]
+            inputs.append(column)
+        runs = distinct.copy()
+        runs[rng.random(n) < 0.6] = 0.0
+        inputs.append(runs)
+        zeros = distinct.copy()
+        zeros[rng.random(n) < 0.1] = -0.0
+        zeros[rng.random(n) < 0.1] = 0.0
+        inputs.append(zeros)
+    return inputs
+
+
+@pytest.mark.parametrize("case", range(len(tied_sort_inputs())))
+def test_replayed_tied_sort_equals_the_full_sort(case):
+    """The sort of the values' ranks run on the tied segments only, with every other row put
+    in its sorted position, leaves the rows as the library's whole sort does, whatever sorted
+    order of the rows it starts from and wherever the node's rows sit."""
+    from stragglers.methods._boosting_kernel import (
+        _replay_tied_sort,
+        simultaneous_sort,
+        value_ranks,
+    )
+
+    column = tied_sort_inputs()[case]
+    n = len(column)
+    if n == 0:
+        return
+    rng = np.random.default_rng(case)
+    # the node's rows among others: rows of the other features, positions 2..n+2
+    X = np.c_[rng.random(n + 3), np.r_[column, np.float32([7, 8, 9])]].astype(np.float32)
+    rows = np.arange(n + 3)
+    ranks = value_ranks(X, rows, np.array([np.argsort(x, kind="stable") for x in X.T]))
+    start, end = 2, n + 2
+    stable = np.argsort(column, kind="stable")
+    ties_reversed = np.lexsort((-np.arange(n), column))
+    for received in (np.arange(n), rng.permutation(n), rng.permutation(n), stable[::-1]):
+        full_samples = received.astype(np.int64)
+        full_values = column[received]
+        segments = np.empty((n // 2 + 2, 3), dtype=np.int64)
+        simultaneous_sort(full_values, full_samples, 0, n, segments)
+        for sorted_rows in (stable, ties_reversed):
+            order = np.r_[[n + 1, n + 2], sorted_rows, [n]].astype(np.int64)
+            samples = np.r_[[n + 1, n + 2], received, [n]].astype(np.int64)
+            scratch = np.zeros(n + 3, dtype=np.int64), np.zeros(n + 3, dtype=np.int64)
+            no_root_orders = np.empty((1, 1, 0), dtype=np.int64), np.zeros((1, 1), dtype=bool)
+            space = (segments, *scratch, ranks, *no_root_orders)
+            _replay_tied_sort(1, order, samples, start, end, space)
+            np.testing.assert_array_equal(samples[start:end], full_samples)
+            assert samples[:start].tolist() == [n + 1, n + 2] and samples[end] == n
+
+
+def test_value_ranks_order_as_the_values():
+    """Ranks compare as the values do: equal values (zeros of both signs among them) share a
+    rank, a higher value has a higher rank; rows outside `rows` are left out."""
+    from stragglers.methods._boosting_kernel import value_ranks
+
+    for column in tied_sort_inputs()[1:]:
+        rng = np.random.default_rng(len(column))
+        X = np.c_[column, rng.permutation(len(column))].astype(np.float32)
+        rows = np.flatnonzero(rng.random(len(column)) < 0.8)
+        if len(rows) == 0:
+            continue
+        presorted = np.array([rows[np.argsort(x[rows], kind="stable")] for x in X.T])
+        ranks = value_ranks(X, rows, presorted)
+        for f in range(2):
+            a, b = np.meshgrid(rows, rows)
+            values, rank = X[:, f], ranks[f]
+            np.testing.assert_array_equal(values[a] < values[b], rank[a] < rank[b])
+            np.testing.assert_array_equal(values[a] == values[b], rank[a] == rank[b])
+
+
+def test_reverse_sums_are_the_library_updates_past_the_middle():
+    """One pass down from the node's end leaves at every position the left sum and weight
+    that the library's update to it, restarted from the node's totals, computes."""
+    from stragglers.methods._boosting_kernel import _reverse_sums
+
+    rng = np.random.default_rng(11)
+    for n, weighted in ((1, False), (2, True), (17, False), (330, True), (330, False)):
+        targets = rng.lognormal(0, 3, n + 4) * rng.choice([-1, 1], n + 4)
+        weights = rng.uniform(0.5, 2.0, n + 4) if weighted else np.ones(n + 4)
+        rows = np.r_[[n + 3], rng.permutation(n + 3)[: n + 1]].astype(np.int64)
+        start, end = 1, n + 1
+        sum_total = weighted_node = 0.0
+        for i in rows[start:end]:
+            sum_total += weights[i] * targets[i]
+            weighted_node += weights[i]
+        for low in (start, (start + end) // 2):
+            reverse = np.full((2, n + 2), np.nan)
+            _reverse_sums(rows, targets, weights, low, end, sum_total, weighted_node, reverse)
+            for position in range(low, end):
+                sum_left, weighted_left = sum_total, weighted_node
+                for q in range(end - 1, position - 1, -1):
+                    sum_left -= weights[rows[q]] * targets[rows[q]]
+                    weighted_left -= weights[rows[q]]
+                assert reverse[0, position] == sum_left
+                assert reverse[1, position] == weighted_left
+            assert np.isnan(reverse[:, :low]).all() and np.isnan(reverse[:, end:]).all()

@@ -15,10 +15,14 @@ sorted order, the one the library's sort leaves. Where values tie, the library's
 tied rows decides the order of its sums, so its three-way introsort (`simultaneous_sort`, a
 port) is replayed, but only where that order matters (`_best_split`): for an exact search
 that rounding bounds cannot settle, and for the partition, whose order the children's sums
-follow. The covered settings: dense float32 rows without NaN, one output, every feature,
-integer leaf and split sizes, no leaf-count limit, no pruning, no monotonic constraints
-(`_gradient_boosting.py` decides). tests/test_nurd_regressor_fits.py compares the trees, the
-training scores and the predictions with scikit-learn's.
+follow; and within such a sort only on the segments of its partitions that hold tied values
+(`sort_tied_segments`, on keys of the values' ranks): a segment of distinct values ends in its
+one sorted order. An exact search takes the criterion's updates past the middle from one
+reverse pass (`_reverse_sums`) where the library restarts each from the node's totals. The
+covered settings: dense float32 rows without NaN, one output, every feature, integer leaf and
+split sizes, no leaf-count limit, no pruning, no monotonic constraints (`_gradient_boosting.py`
+decides). tests/test_nurd_regressor_fits.py compares the trees, the training scores and the
+predictions with scikit-learn's.
 """
 
 from __future__ import annotations
@@ -36,11 +40,16 @@ DEFAULT_SEED = 1
 TREE_LEAF = -1
 TREE_UNDEFINED = -2
 UNIT_ROUNDOFF = 2.0**-53
+# a sort key: a value's rank among its feature's values above the row (`sort_tied_segments`)
+RANK_SHIFT = 32
+ROW_MASK = (1 << RANK_SHIFT) - 1
+# the most rows the root's kept sorts hold together (`_replay_sorts`): 16 MB
+ROOT_ORDERS_LIMIT = 2**21
 # how the library's sort orders a node's rows by a feature (`_order_kind`)
 DISTINCT, ALL_EQUAL, TIED = 0, 1, 2
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _rand_int(low, high, state):
     """sklearn/tree/_utils.pyx `rand_int` over `our_rand_r`: the xorshift draw in [low, high),
     `state` a one-element uint32 state held in an int64 array."""
@@ -54,11 +63,12 @@ def _rand_int(low, high, state):
     return low + (seed % (RAND_R_MAX + 1)) % (high - low)
 
 
-@numba.njit(cache=True, nogil=True)
-def _median3(values, lo, n):
-    a = values[lo]
-    b = values[lo + n // 2]
-    c = values[lo + n - 1]
+@numba.njit(cache=True, nogil=True, inline="always")
+def _median3(keys, lo, n):
+    """The median rank of the first, middle and last keys, as the library picks its pivot."""
+    a = keys[lo] >> RANK_SHIFT
+    b = keys[lo + n // 2] >> RANK_SHIFT
+    c = keys[lo + n - 1] >> RANK_SHIFT
     if a < b:
         if b < c:
             return b
@@ -73,66 +83,97 @@ def _median3(values, lo, n):
 
 
 @numba.njit(cache=True, nogil=True)
-def _swap(values, samples, i, j):
-    values[i], values[j] = values[j], values[i]
-    samples[i], samples[j] = samples[j], samples[i]
-
-
-@numba.njit(cache=True, nogil=True)
-def _sift_down(values, samples, lo, start, end):
+def _sift_down(keys, lo, start, end):
     root = start
     while True:
         child = root * 2 + 1
         largest = root
-        if child < end and values[lo + largest] < values[lo + child]:
+        if child < end and keys[lo + largest] >> RANK_SHIFT < keys[lo + child] >> RANK_SHIFT:
             largest = child
-        if child + 1 < end and values[lo + largest] < values[lo + child + 1]:
+        if child + 1 < end and (
+            keys[lo + largest] >> RANK_SHIFT < keys[lo + child + 1] >> RANK_SHIFT
+        ):
             largest = child + 1
         if largest == root:
             return
-        _swap(values, samples, lo + root, lo + largest)
+        keys[lo + root], keys[lo + largest] = keys[lo + largest], keys[lo + root]
         root = largest
 
 
 @numba.njit(cache=True, nogil=True)
-def _heapsort(values, samples, lo, n):
+def _heapsort(keys, lo, n):
     start = (n - 2) // 2
     while True:
-        _sift_down(values, samples, lo, start, n)
+        _sift_down(keys, lo, start, n)
         if start == 0:
             break
         start -= 1
     end = n - 1
     while end > 0:
-        _swap(values, samples, lo, lo + end)
-        _sift_down(values, samples, lo, 0, end)
+        keys[lo], keys[lo + end] = keys[lo + end], keys[lo]
+        _sift_down(keys, lo, 0, end)
         end -= 1
 
 
 @numba.njit(cache=True, nogil=True)
-def _insertion_sort(values, samples, lo, n):
+def _insertion_sort(keys, lo, n):
     for i in range(1, n):
-        value = values[lo + i]
-        sample = samples[lo + i]
+        key = keys[lo + i]
+        # a key of a higher rank is at least the next rank's first key
+        above = ((key >> RANK_SHIFT) + 1) << RANK_SHIFT
         j = i
-        while j > 0 and values[lo + j - 1] > value:
-            values[lo + j] = values[lo + j - 1]
-            samples[lo + j] = samples[lo + j - 1]
+        while j > 0 and keys[lo + j - 1] >= above:
+            keys[lo + j] = keys[lo + j - 1]
             j -= 1
-        values[lo + j] = value
-        samples[lo + j] = sample
+        keys[lo + j] = key
 
 
 @numba.njit(cache=True, nogil=True)
 def simultaneous_sort(values, samples, lo, n, segments):
     """`simultaneous_sort(..., use_three_way_partition=True)` of sklearn/utils/_sorting.pyx
-    on values[lo:lo+n] and samples alike: its introsort (median-of-three pivot, three-way
-    partition, heapsort past the depth limit, insertion sort for 15 or fewer), the segments
-    it recurses into kept in `segments` (rows of lo, n, depth left) instead of the call
-    stack; disjoint segments sort alike in any order."""
+    on values[lo:lo+n] and samples alike: `sort_tied_segments` on the values' keys with every
+    segment taken as holding tied values, so every segment is sorted as the library sorts
+    it."""
     if n == 0:
         return
-    top = 0
+    by_value = np.argsort(values[lo : lo + n], kind="mergesort")
+    keys = np.empty(n, dtype=np.int64)
+    rank = 0
+    for p in range(n):
+        if p > 0 and values[lo + by_value[p]] != values[lo + by_value[p - 1]]:
+            rank += 1
+        keys[by_value[p]] = (rank << RANK_SHIFT) | by_value[p]
+    sort_tied_segments(keys, 0, n, segments, np.arange(n))
+    received_values = values[lo : lo + n].copy()
+    received_samples = samples[lo : lo + n].copy()
+    for p in range(n):
+        position = keys[p] & ROW_MASK
+        values[lo + p] = received_values[position]
+        samples[lo + p] = received_samples[position]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _holds_ties(tie_count, lo, n):
+    """Whether the sorted positions lo..lo+n-1 hold two equal values (`tie_count`: at each
+    position, how many positions up to it hold the value before them)."""
+    return n > 1 and tie_count[lo + n - 1] > tie_count[lo]
+
+
+@numba.njit(cache=True, nogil=True)
+def sort_tied_segments(keys, lo, n, segments, tie_count):
+    """The library's three-way introsort (median-of-three pivot, three-way partition,
+    heapsort past the depth limit, insertion sort for 15 or fewer) of keys[lo:lo+n], each a
+    value's rank above a row (`RANK_SHIFT`): ranks compare as the values do, so the sort moves
+    the rows as the library's moves them with their values, one array moved instead of two.
+    The segments it recurses into are kept in `segments` (rows of lo, n, depth left) instead
+    of the call stack, and it runs only on the segments whose sorted positions hold tied
+    values (`tie_count`, see `_holds_ties`). Its partitions move values by comparisons alone:
+    a segment holds the values of its sorted positions, disjoint segments sort alike in any
+    order, and one whose values are distinct has one sorted order, whatever the sort does
+    inside it. The segments left out are left as they are; every row not tied with another
+    still has to be put in its sorted position (`_replay_tied_sort`)."""
+    if not _holds_ties(tie_count, lo, n):
+        return
     segments[0, 0] = lo
     segments[0, 1] = n
     segments[0, 2] = 2 * int(np.log2(n))
@@ -142,47 +183,45 @@ def simultaneous_sort(values, samples, lo, n, segments):
         lo = segments[top, 0]
         n = segments[top, 1]
         max_depth = segments[top, 2]
-        heap_sorted = False
+        sorted_already = False
         while n > 15:
             if max_depth <= 0:
-                _heapsort(values, samples, lo, n)
-                heap_sorted = True
+                _heapsort(keys, lo, n)
+                sorted_already = True
                 break
             max_depth -= 1
-            pivot = _median3(values, lo, n)
+            pivot = _median3(keys, lo, n)
+            # below the pivot's value: a key under its rank's first; above: at least the next's
+            below = pivot << RANK_SHIFT
+            above = (pivot + 1) << RANK_SHIFT
             i = 0
             left = 0
             right = n
-            # the swaps written out: a call per swap costs more than the swap (the arrays'
-            # reference counts)
             while i < right:
-                value = values[lo + i]
-                if value < pivot:
-                    sample = samples[lo + i]
-                    values[lo + i] = values[lo + left]
-                    samples[lo + i] = samples[lo + left]
-                    values[lo + left] = value
-                    samples[lo + left] = sample
+                key = keys[lo + i]
+                if key < below:
+                    keys[lo + i] = keys[lo + left]
+                    keys[lo + left] = key
                     i += 1
                     left += 1
-                elif value > pivot:
+                elif key >= above:
                     right -= 1
-                    sample = samples[lo + i]
-                    values[lo + i] = values[lo + right]
-                    samples[lo + i] = samples[lo + right]
-                    values[lo + right] = value
-                    samples[lo + right] = sample
+                    keys[lo + i] = keys[lo + right]
+                    keys[lo + right] = key
                 else:
                     i += 1
-            if left > 1:
+            if _holds_ties(tie_count, lo, left):
                 segments[top, 0] = lo
                 segments[top, 1] = left
                 segments[top, 2] = max_depth
                 top += 1
             lo += right
             n -= right
-        if not heap_sorted:
-            _insertion_sort(values, samples, lo, n)
+            if not _holds_ties(tie_count, lo, n):
+                sorted_already = True
+                break
+        if not sorted_already:
+            _insertion_sort(keys, lo, n)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -209,26 +248,88 @@ def _order_kind(X, feature, order, tie_free, start, end):
 
 
 @numba.njit(cache=True, nogil=True)
-def _replay_sorts(X, samples, values, presorted, log, log_kind, done, target, start, end, segments):
+def _replay_tied_sort(feature, order, samples, start, end, space):
+    """The library's sort of samples[start:end] by `feature`, whose values in the node tie:
+    `order[start:end]` is one sorted order of the node's rows by it. The sort runs only on
+    the segments holding tied values (`sort_tied_segments`); every other row takes its
+    position in `order`. `space`: the sort's segments, tie counts and keys, and each row's
+    rank among each feature's values (`value_ranks`), then the root's sorts
+    (`_replay_sorts`)."""
+    segments, tie_count, keys, ranks, _, _ = space
+    rank_of = ranks[feature]
+    count = 0
+    tie_count[start] = 0
+    for p in range(start + 1, end):
+        if rank_of[order[p]] == rank_of[order[p - 1]]:
+            count += 1
+        tie_count[p] = count
+    for p in range(start, end):
+        sample = samples[p]
+        keys[p] = (rank_of[sample] << RANK_SHIFT) | sample
+    sort_tied_segments(keys, start, end - start, segments, tie_count)
+    for p in range(start, end):
+        tied_before = p > start and tie_count[p] > tie_count[p - 1]
+        tied_after = p + 1 < end and tie_count[p + 1] > tie_count[p]
+        if tied_before or tied_after:
+            samples[p] = keys[p] & ROW_MASK
+        else:
+            samples[p] = order[p]
+
+
+@numba.njit(cache=True, nogil=True)
+def _replay_sorts(samples, presorted, log, log_kind, done, target, start, end, space):
     """samples[start:end] as the library's sorts by the node's logged features up to
     log[target] leave them, from the rows as the sorts up to log[done] left them (-1: as the
     node received them): the last DISTINCT sort's order comes from the presort, the TIED sorts
-    after it are replayed, values[start:end] left sorted by the last of them. Returns
-    `target`."""
+    after it are replayed (`_replay_tied_sort`, its scratch space `space`). Returns `target`.
+
+    Every tree's root receives the same rows in the same order, so at the root the first TIED
+    sort after a DISTINCT one, or after none, leaves the same order in every stage whatever
+    the targets: the fit keeps it (`space`'s last two: the orders by the feature sorted before,
+    the node's received order last, and the feature sorted; whether each is kept yet)."""
+    keys, root_orders, root_kept = space[2], space[4], space[5]
+    n_features = root_kept.shape[1]
     first = done + 1
+    origin = n_features if done == -1 else -1  # what the first sort starts from, if known
     for m in range(target, done, -1):
         if log_kind[m] == DISTINCT:
             order = presorted[log[m]]
             for p in range(start, end):
                 samples[p] = order[p]
             first = m + 1
+            origin = log[m]
             break
+    at_root = start == 0 and end == keys.shape[0] and root_orders.shape[2] == end
     for m in range(first, target + 1):
         feature = log[m]
-        for p in range(start, end):
-            values[p] = X[samples[p], feature]
-        simultaneous_sort(values, samples, start, end - start, segments)
+        if m == first and at_root and origin >= 0:
+            kept = root_orders[origin, feature]
+            if root_kept[origin, feature]:
+                for p in range(end):
+                    samples[p] = kept[p]
+                continue
+            _replay_tied_sort(feature, presorted[feature], samples, start, end, space)
+            for p in range(end):
+                kept[p] = samples[p]
+            root_kept[origin, feature] = True
+            continue
+        _replay_tied_sort(feature, presorted[feature], samples, start, end, space)
     return target
+
+
+@numba.njit(cache=True, nogil=True)
+def value_ranks(X, rows, presorted):
+    """Each row's rank among its feature's values over `rows` (equal values, -0.0 and 0.0
+    among them, share one), from `presorted`, the rows sorted by each feature."""
+    ranks = np.zeros((X.shape[1], X.shape[0]), dtype=np.int64)
+    for f in range(X.shape[1]):
+        order = presorted[f]
+        rank = 0
+        for p in range(1, rows.shape[0]):
+            if X[order[p], f] != X[order[p - 1], f]:
+                rank += 1
+            ranks[f, order[p]] = rank
+    return ranks
 
 
 @numba.njit(cache=True, nogil=True)
@@ -244,13 +345,15 @@ def _best_position(
     sum_total,
     weighted_node,
     best_proxy,
+    reverse,
 ):
     """node_split_best's search over one feature, rows[start:end] sorted by it with their
     values: criterion.reset, then at every position between values more than
     FEATURE_THRESHOLD apart criterion.update and, past the leaf-size checks, the proxy
     improvement. Returns the best proxy so far and, where a position beat `best_proxy`, the
     first position holding it, its threshold and whether missing values go left; position -1
-    if none did."""
+    if none did. `reverse`: scratch space for the updates past the middle (`_reverse_sums`)."""
+    _reverse_sums(rows, targets, weights, start, end, sum_total, weighted_node, reverse)
     found_pos = -1
     found_threshold = 0.0
     found_missing_left = False
@@ -269,9 +372,13 @@ def _best_position(
         n_right = end - p
         if n_left < min_samples_leaf or n_right < min_samples_leaf:
             continue
-        sum_left, weighted_left = _moved_left_sums(
-            rows, targets, weights, end, pos, p, sum_left, weighted_left, sum_total, weighted_node
-        )
+        if (p - pos) <= (end - p):
+            sum_left, weighted_left = _forward_sums(
+                rows, targets, weights, pos, p, sum_left, weighted_left
+            )
+        else:
+            sum_left = reverse[0, p]
+            weighted_left = reverse[1, p]
         pos = p
         weighted_right = weighted_node - weighted_left
         sum_right = sum_total - sum_left
@@ -287,31 +394,37 @@ def _best_position(
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _moved_left_sums(
-    rows, targets, weights, end, pos, new_pos, sum_left, weighted_left, sum_total, weighted_node
-):
-    """RegressionCriterion.update from `pos` to `new_pos`: the left sum and weight, added
-    forward or, past the middle, taken from the node's totals backward (reverse_reset) as the
-    library does. Inlined where it is called: a call per position costs more than the update
-    (the arrays' reference counts)."""
-    if (new_pos - pos) <= (end - new_pos):
-        for q in range(pos, new_pos):
-            i = rows[q]
-            w = weights[i]
-            sum_left += w * targets[i]
-            weighted_left += w
-    else:
-        sum_left = sum_total
-        weighted_left = weighted_node
-        for q in range(end - 1, new_pos - 1, -1):
-            i = rows[q]
-            w = weights[i]
-            sum_left -= w * targets[i]
-            weighted_left -= w
+def _forward_sums(rows, targets, weights, pos, new_pos, sum_left, weighted_left):
+    """RegressionCriterion.update from `pos` to `new_pos` where it goes forward: the rows
+    between added to the left sum and weight, in order. Inlined where it is called: a call
+    per position costs more than the update."""
+    for q in range(pos, new_pos):
+        i = rows[q]
+        w = weights[i]
+        sum_left += w * targets[i]
+        weighted_left += w
     return sum_left, weighted_left
 
 
 @numba.njit(cache=True, nogil=True)
+def _reverse_sums(rows, targets, weights, low, end, sum_total, weighted_node, reverse):
+    """RegressionCriterion.update to each position from end - 1 down to `low` where it goes
+    backward (past the middle): reverse_reset, then the rows from the node's end down to the
+    position taken off the node's totals, the left sum and weight left in reverse[0] and
+    reverse[1] at the position. The library restarts from the end at every such update; the
+    sums it reaches are the ones one pass reaches on its way down."""
+    sum_left = sum_total
+    weighted_left = weighted_node
+    for q in range(end - 1, low - 1, -1):
+        i = rows[q]
+        w = weights[i]
+        sum_left -= w * targets[i]
+        weighted_left -= w
+        reverse[0, q] = sum_left
+        reverse[1, q] = weighted_left
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _approximate_search(
     X,
     feature,
@@ -327,11 +440,13 @@ def _approximate_search(
 ):
     """node_split_best's search over `feature` for rows of weight 1, approximately: in the
     presorted `order` (ties by row) and with reciprocals for the divisions. Returns the
-    highest proxy improvement, how many positions reach `floor` and the last of them.
+    highest proxy improvement, how many positions reach `floor`, the last of them and
+    whether two of the node's values are equal (its scan visits every neighbouring pair).
     `_rounding_margin` bounds how far each proxy is from the library's."""
     highest = -np.inf
     reaching = 0
     reached = -1
+    tied = False
     sum_left = 0.0
     summed = start
     p = start
@@ -341,6 +456,7 @@ def _approximate_search(
         while p < end:
             value = X[order[p], feature]
             closer = value <= previous + FEATURE_THRESHOLD
+            tied = tied or value == previous
             previous = value
             if not closer:
                 break
@@ -363,7 +479,7 @@ def _approximate_search(
         if proxy >= floor:
             reaching += 1
             reached = p
-    return highest, reaching, reached
+    return highest, reaching, reached, tied
 
 
 @numba.njit(cache=True, nogil=True)
@@ -396,7 +512,8 @@ def _best_split(
     tie_free,
     samples,
     values,
-    segments,
+    sort_space,
+    reverse,
     features,
     constant_features,
     state,
@@ -455,13 +572,22 @@ def _best_split(
         f_j += n_found_constants
         feature = features[f_j]
         order = presorted[feature]
-        kind = _order_kind(X, feature, order, tie_free, start, end)
+        # the library's values[start] and values[end - 1]: the extremes
+        lowest = X[order[start], feature]
+        largest = X[order[end - 1], feature]
+        constant = largest <= lowest + FEATURE_THRESHOLD
+        # DISTINCT or TIED takes a scan of the values, which the approximate search makes
+        unscanned = not (tie_free[feature] or largest == lowest)
+        if unscanned and (constant or not unit_weights):
+            kind = _order_kind(X, feature, order, tie_free, start, end)
+            unscanned = False
+        else:
+            kind = ALL_EQUAL if largest == lowest else DISTINCT
         if kind != ALL_EQUAL:  # a sort of equal values leaves the rows as they are
             log[n_log] = feature
             log_kind[n_log] = kind
             n_log += 1
-        # the library's values[start] and values[end - 1]: the extremes
-        if X[order[end - 1], feature] <= X[order[start], feature] + FEATURE_THRESHOLD:
+        if constant:
             features[f_j], features[n_total_constants] = features[n_total_constants], features[f_j]
             n_found_constants += 1
             n_total_constants += 1
@@ -473,7 +599,7 @@ def _best_split(
         evaluated[k] = feature
         evaluated_at[k] = n_log - 1
         if unit_weights:
-            highest, _, _ = _approximate_search(
+            highest, _, _, tied = _approximate_search(
                 X,
                 feature,
                 order,
@@ -486,6 +612,8 @@ def _best_split(
                 sum_total,
                 np.inf,
             )
+            if unscanned and tied:
+                log_kind[n_log - 1] = TIED
             margin[k] = _rounding_margin(end - start, abs_sum, highest)
             lower[k] = highest - margin[k]
             upper[k] = highest + margin[k]
@@ -515,7 +643,7 @@ def _best_split(
         # one feature can hold the best split: its one position that can, if one
         feature = evaluated[candidate]
         order = presorted[feature]
-        _, reaching, position = _approximate_search(
+        _, reaching, position, _ = _approximate_search(
             X,
             feature,
             order,
@@ -546,23 +674,13 @@ def _best_split(
             feature = evaluated[k]
             if log_kind[evaluated_at[k]] == DISTINCT:
                 rows = presorted[feature]
-                for p in range(start, end):
-                    values[p] = X[rows[p], feature]
             else:
                 done = _replay_sorts(
-                    X,
-                    samples,
-                    values,
-                    presorted,
-                    log,
-                    log_kind,
-                    done,
-                    evaluated_at[k],
-                    start,
-                    end,
-                    segments,
+                    samples, presorted, log, log_kind, done, evaluated_at[k], start, end, sort_space
                 )
                 rows = samples
+            for p in range(start, end):
+                values[p] = X[rows[p], feature]
             best_proxy, position, threshold, missing_left = _best_position(
                 rows,
                 values,
@@ -575,6 +693,7 @@ def _best_split(
                 sum_total,
                 weighted_node,
                 best_proxy,
+                reverse,
             )
             if position >= 0:
                 best_pos = position
@@ -582,9 +701,7 @@ def _best_split(
                 best_threshold = threshold
                 best_missing_left = missing_left
     if best_pos < end and n_log > 0:
-        _replay_sorts(
-            X, samples, values, presorted, log, log_kind, done, n_log - 1, start, end, segments
-        )
+        _replay_sorts(samples, presorted, log, log_kind, done, n_log - 1, start, end, sort_space)
     return best_pos, best_feature, best_threshold, best_missing_left, n_total_constants
 
 
@@ -608,7 +725,7 @@ def _grow_tree(
     work,
     presorted,
     values,
-    segments,
+    sort_space,
     nodes_left,
     nodes_right,
     nodes_feature,
@@ -622,7 +739,8 @@ def _grow_tree(
     """One tree as DepthFirstTreeBuilder.build with BestSplitter and MSE grows it; writes the
     nodes and returns (node_count, max_depth_seen). `work`, `presorted` and `values` are
     scratch space: the samples, the side each goes to and a buffer; the rows sorted by each
-    feature; the node's values of the feature being sorted."""
+    feature; the node's values of a feature searched exactly. `sort_space`: the replayed
+    sorts' (`_replay_tied_sort`)."""
     n_features = X.shape[1]
     n_samples = initial_samples.shape[0]
     samples = work[0]
@@ -639,6 +757,7 @@ def _grow_tree(
     state = np.array([seed], dtype=np.int64)
     scratch_int = np.empty((4, n_features), dtype=np.int64)
     scratch_float = np.empty((3, n_features))
+    reverse = np.empty((2, n_samples))
     capacity = nodes_left.shape[0]
     stack_start = np.empty(capacity + 1, dtype=np.int64)
     stack_end = np.empty(capacity + 1, dtype=np.int64)
@@ -712,7 +831,8 @@ def _grow_tree(
                     tie_free,
                     samples,
                     values,
-                    segments,
+                    sort_space,
+                    reverse,
                     features,
                     constant_features,
                     state,
@@ -745,18 +865,16 @@ def _grow_tree(
                         samples[partition_start] = samples[partition_end]
                         samples[partition_end] = sample
                 # criterion.reset, update(best_pos)
-                sum_left, weighted_left = _moved_left_sums(
-                    samples,
-                    targets,
-                    weights,
-                    end,
-                    start,
-                    best_pos,
-                    0.0,
-                    0.0,
-                    sum_total,
-                    weighted_node,
-                )
+                if (best_pos - start) <= (end - best_pos):
+                    sum_left, weighted_left = _forward_sums(
+                        samples, targets, weights, start, best_pos, 0.0, 0.0
+                    )
+                else:
+                    _reverse_sums(
+                        samples, targets, weights, best_pos, end, sum_total, weighted_node, reverse
+                    )
+                    sum_left = reverse[0, best_pos]
+                    weighted_left = reverse[1, best_pos]
                 weighted_right = weighted_node - weighted_left
                 sum_right = sum_total - sum_left
                 # children_impurity
@@ -813,14 +931,15 @@ def _grow_tree(
                     order = presorted[f]
                     n_left_rows = start
                     n_right_rows = 0
+                    # written to both sides, the counts moved by the side: no branch to
+                    # mispredict on the rows' sides, which follow no pattern
                     for p in range(start, end):
                         sample = order[p]
-                        if goes_left[sample] == 1:
-                            order[n_left_rows] = sample
-                            n_left_rows += 1
-                        else:
-                            buffer[n_right_rows] = sample
-                            n_right_rows += 1
+                        left = goes_left[sample]
+                        order[n_left_rows] = sample
+                        buffer[n_right_rows] = sample
+                        n_left_rows += left
+                        n_right_rows += 1 - left
                     for k in range(n_right_rows):
                         order[split_pos + k] = buffer[k]
             stack_start[top] = split_pos
@@ -882,7 +1001,19 @@ def grow_boosting_stages(
     work = np.empty((3, n), dtype=np.int64)
     presorted_work = np.empty_like(presorted)
     values = np.empty(initial_samples.shape[0], dtype=np.float32)
-    segments = np.empty((initial_samples.shape[0] // 2 + 2, 3), dtype=np.int64)
+    # the replayed sorts' segments, tie counts and keys, the rows' ranks by each feature, and
+    # the root's first sorts, kept where they take little memory (`_replay_sorts`)
+    n_rows = initial_samples.shape[0]
+    n_features = X.shape[1]
+    kept_rows = n_rows if (n_features + 1) * n_features * n_rows <= ROOT_ORDERS_LIMIT else 0
+    sort_space = (
+        np.empty((n_rows // 2 + 2, 3), dtype=np.int64),
+        np.empty(n_rows, dtype=np.int64),
+        np.empty(n_rows, dtype=np.int64),
+        value_ranks(X, initial_samples, presorted),
+        np.empty((n_features + 1, n_features, kept_rows), dtype=np.int64),
+        np.zeros((n_features + 1, n_features), dtype=np.bool_),
+    )
     # the splitter's total weight: every row's, summed in row order
     weighted_n_samples = 0.0
     n_unit_weights = 0
@@ -918,7 +1049,7 @@ def grow_boosting_stages(
             work,
             presorted_work,
             values,
-            segments,
+            sort_space,
             nodes_left[stage],
             nodes_right[stage],
             nodes_feature[stage],
