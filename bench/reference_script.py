@@ -712,15 +712,23 @@ def run_jobs(module, scores, jobs, data: Path, out: Path, gamma, names, tag: str
     return results
 
 
-def compare_dataset(config: dict, dataset: str, args, scripts: dict) -> pd.DataFrame:
+def selected_job_ids(config: dict, dataset: str, args) -> list[str]:
+    """The dataset's jobs the comparison runs: the first --n-jobs by id, of those --only-jobs."""
+    converted = converted_folder(config, dataset, args)
+    job_ids = audit_jobs(read_manifest(converted), args.n_jobs)
+    if args.only_jobs:
+        job_ids = [j for j in job_ids if j in set(args.only_jobs)]
+    return job_ids
+
+
+def compare_dataset(
+    config: dict, dataset: str, args, scripts: dict, job_ids: list[str]
+) -> pd.DataFrame:
     entry = config["datasets"][dataset]
     kind = entry["kind"]
     converted = converted_folder(config, dataset, args)
     merged = dataset_replay(config["replay"], entry)
     settings = replay_settings(merged, protocol="paper")
-    job_ids = audit_jobs(read_manifest(converted), args.n_jobs)
-    if args.only_jobs:
-        job_ids = [j for j in job_ids if j in set(args.only_jobs)]
     jobs = list(iter_shard_jobs(converted, kind, None, only_jobs=job_ids))
     out = args.out / dataset
     if kind == NURD_KIND:  # the scripts read the dataset's own files
@@ -1013,7 +1021,16 @@ def main(argv: list[str] | None = None) -> int:
         scripts["ts"] = load_script(args.script.resolve(), args.real_baselines)
     if args.od_script is not None:
         scripts["od"] = load_od_script(args.od_script.resolve())
-    frames = [compare_dataset(config, d, args, scripts) for d in datasets]
+    selected = {d: selected_job_ids(config, d, args) for d in datasets}
+    if args.only_jobs:
+        found = {j for ids in selected.values() for j in ids}
+        missing = [j for j in args.only_jobs if j not in found]
+        if missing:
+            parser.error(f"--only-jobs: {missing} in none of the datasets {datasets}")
+    # a dataset none of --only-jobs belongs to is left out
+    frames = [compare_dataset(config, d, args, scripts, ids) for d, ids in selected.items() if ids]
+    if not frames:
+        parser.error(f"no job to compare in {datasets}")
     frame = pd.concat(frames, ignore_index=True)
     text = summary(frame)
     args.out.mkdir(parents=True, exist_ok=True)
