@@ -215,6 +215,30 @@ def per_task_and_fixed(sizes: list[float], tile: int, tasks: int) -> tuple[float
     return per_task, max(small - per_task * tasks, 0.0)
 
 
+def stage_costs(entry: dict, tasks: int) -> dict:
+    """`per_task_and_fixed` of each job of a --stage-scaling entry (one dataset's): the
+    evaluation's under "evaluate" (when measured), each method's simulation under
+    "simulate"."""
+    costs: dict = {
+        "simulate": {
+            method: per_task_and_fixed(sizes, entry["tile"], tasks)
+            for method, sizes in entry.get("simulate", {}).items()
+        }
+    }
+    if "evaluate" in entry:
+        costs["evaluate"] = per_task_and_fixed(entry["evaluate"], entry["tile"], tasks)
+    return costs
+
+
+def full_size_job(run_per_task: float, costs: tuple[float, float] | None, full_tasks: int) -> float:
+    """A simulation or evaluation job's CPU seconds at `full_tasks`: its run's cost per task
+    scaled, or, measured at two sizes, `costs` (per task, fixed)."""
+    if costs is None:
+        return run_per_task * full_tasks
+    per_task, fixed = costs
+    return per_task * full_tasks + fixed
+
+
 def project(
     rates: dict,
     cores: list[int],
@@ -252,16 +276,11 @@ def project(
         slowest = max(by_method.values()) / full["shards"]
         # the simulation's and the evaluation's jobs at full size: per task as in WORKDIR, or,
         # measured at two sizes (--stage-scaling), a cost per task and a fixed cost per job
-        measured_sizes = (scaling or {}).get(family, {})
-        tile, tasks = measured_sizes.get("tile", 1), rate["tasks_measured"]
-        simulate_jobs = {}
-        for method, per_task in rate["simulate"].items():
-            simulate_jobs[method] = per_task * full["tasks"]
-            if method in measured_sizes.get("simulate", {}):
-                per_task, fixed = per_task_and_fixed(
-                    measured_sizes["simulate"][method], tile, tasks
-                )
-                simulate_jobs[method] = per_task * full["tasks"] + fixed
+        measured = stage_costs((scaling or {}).get(family, {}), rate["tasks_measured"])
+        simulate_jobs = {
+            method: full_size_job(run_per_task, measured["simulate"].get(method), full["tasks"])
+            for method, run_per_task in rate["simulate"].items()
+        }
         predict_jobs = len(methods) * full["shards"]
         stages = {
             # name: (CPU seconds, longest single job in seconds, submitted jobs)
@@ -296,10 +315,7 @@ def project(
                 len(methods),
             )
         if rate["evaluate"] is not None:
-            evaluate_job = rate["evaluate"] * full["tasks"]
-            if "evaluate" in measured_sizes:
-                per_task, fixed = per_task_and_fixed(measured_sizes["evaluate"], tile, tasks)
-                evaluate_job = per_task * full["tasks"] + fixed
+            evaluate_job = full_size_job(rate["evaluate"], measured.get("evaluate"), full["tasks"])
             stages["evaluation"] = (evaluate_job + rule_startup, evaluate_job + rule_startup, 1)
         if full["conversion_jobs_scattered"] > 1:
             per_part = per_gb * full["raw_gb"] / full["conversion_jobs_scattered"]
@@ -506,15 +522,9 @@ def main() -> None:
         # the evaluation's and the simulation jobs' (CPU s per task, fixed CPU s per job),
         # from their work at two sizes (--stage-scaling)
         "stage_per_task_and_fixed_seconds": {
-            family: {
-                stage: {
-                    job: per_task_and_fixed(sizes, entry["tile"], rates[family]["tasks_measured"])
-                    for job, sizes in ({"evaluate": jobs} if stage == "evaluate" else jobs).items()
-                }
-                for stage, jobs in entry.items()
-                if stage in ("evaluate", "simulate")
-            }
+            family: stage_costs(entry, rates[family]["tasks_measured"])
             for family, entry in scaling.items()
+            if entry
         },
         # each method's one-time CPU per prediction process (--import-seconds)
         "import_seconds_per_rule_job": {
