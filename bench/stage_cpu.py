@@ -162,7 +162,7 @@ def work_cpu_in_fresh_process(arguments: list[str]) -> float:
 
 def measure_scaling(
     rule: str, dataset: str, methods: list[str], args: argparse.Namespace, n_shards: int
-) -> dict:
+) -> list[float] | dict[str, list[float]]:
     """Each job's work CPU on the run's predictions and on `args.tile` copies of them (the
     evaluation: one job over `methods`; the simulation: one job per method)."""
     out = Path(args.out)
@@ -170,17 +170,18 @@ def measure_scaling(
     for method in methods:
         tile_predictions(dataset, method, n_shards, args.tile, tiled, args.predictions)
     common = ["--configfile", args.configfile, "--out", str(out)]
-    units = [methods] if rule == "evaluate" else [[method] for method in methods]
-    measured = {}
-    for unit in units:
-        sizes = [
-            work_cpu_in_fresh_process([rule, dataset, *unit, *common, "--predictions", root])
+
+    def sizes(job_methods: list[str], job: str) -> list[float]:
+        found = [
+            work_cpu_in_fresh_process([rule, dataset, *job_methods, *common, "--predictions", root])
             for root in (args.predictions, str(tiled))
         ]
-        job = f"{len(unit)} methods" if rule == "evaluate" else unit[0]
-        print(f"{rule} {dataset} {job}: work cpu_s {sizes} (x1, x{args.tile})", flush=True)
-        measured[unit[0]] = sizes
-    return measured[methods[0]] if rule == "evaluate" else measured
+        print(f"{rule} {dataset} {job}: work cpu_s {found} (x1, x{args.tile})", flush=True)
+        return found
+
+    if rule == "evaluate":
+        return sizes(methods, f"{len(methods)} methods")
+    return {method: sizes([method], method) for method in methods}
 
 
 def _timed(label: str, profile_path: str | None, work) -> None:
@@ -225,11 +226,12 @@ def main() -> None:
     specs = dataset_specs(config, {})
     out = Path(args.out)
     methods = list(config["methods"])
+    # evaluate: every method unless some are named; simulate: those named, or `all`
+    every = args.methods == ["all"] or (args.rule == "evaluate" and not args.methods)
+    chosen = methods if every else args.methods
     if args.scaling:
         if args.tile < 2:
             parser.error("--scaling needs --tile N with N >= 2")
-        everything = args.methods in ([], ["all"]) if args.rule == "evaluate" else False
-        chosen = methods if everything or args.methods == ["all"] else args.methods
         measured = measure_scaling(
             args.rule, args.dataset, chosen, args, specs[args.dataset].n_shards
         )
@@ -247,19 +249,24 @@ def main() -> None:
         return
     # the rule's module is imported before its work starts, as scripts/run.py does
     rule_function("evaluate_dataset" if args.rule == "evaluate" else "simulate_method")
-    if args.rule == "evaluate":  # every method, or those named
-        chosen = methods if args.methods in ([], ["all"]) else args.methods
+    if args.rule == "evaluate":
         _timed(
             f"evaluate {args.dataset}",
             args.profile,
             lambda: evaluate_job(config, specs, args.dataset, chosen, out, args.predictions),
         )
         return
-    chosen = methods if args.methods == ["all"] else args.methods
     if args.tile > 1:
         root = out / "tiled"
         for method in chosen:
-            tile_predictions(args.dataset, method, specs[args.dataset].n_shards, args.tile, root)
+            tile_predictions(
+                args.dataset,
+                method,
+                specs[args.dataset].n_shards,
+                args.tile,
+                root,
+                args.predictions,
+            )
             measured = run_measured(
                 [__file__, "simulate", args.dataset, method, "--configfile", args.configfile]
                 + ["--out", str(out), "--predictions", str(root)]
