@@ -283,7 +283,6 @@ def simulate_policies(
             still_waiting = ((flag_k <= k) & (f_end > c + checkpoint_interval) & ~served_any).any(
                 axis=1
             )
-            bounds = np.searchsorted(row_policy, np.arange(n_policies + 1))
             for p in np.flatnonzero(~stopped):
                 if not still_waiting[bounds[p] : bounds[p + 1]].any():
                     stopped[p] = True
